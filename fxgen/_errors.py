@@ -1,0 +1,89 @@
+"""The one exception tree of fxgen.
+
+    FxgenError                 base of everything fxgen raises on purpose
+    ├── SpecError              a spec (file or object) is invalid; carries every Diagnostic found
+    ├── ExportError            a module cannot be traced or turned into a spec
+    ├── WeightsError           a safetensors file does not fit the spec
+    └── GenerateError          generated output cannot be written (stale/hand-edited file, I/O)
+
+Every error renders as one or more ``PATH:LINE:COL: error: message`` lines, the format
+editors and CI annotators understand; the CLI prints ``str(error)`` and exits 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = [
+    "Diagnostic",
+    "ExportError",
+    "FxgenError",
+    "GenerateError",
+    "Location",
+    "SpecError",
+    "WeightsError",
+]
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """A place in a source file; ``line`` and ``column`` are 1-based, 0 when unknown."""
+
+    path: str = "<spec>"
+    line: int = 0
+    column: int = 0
+
+    def __str__(self) -> str:
+        if self.line <= 0:
+            return self.path
+        return f"{self.path}:{self.line}:{max(self.column, 1)}"
+
+
+@dataclass(frozen=True, order=True)
+class Diagnostic:
+    """One problem at one place."""
+
+    location: Location
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.location}: error: {self.message}"
+
+
+class FxgenError(Exception):
+    """Base class of all errors fxgen raises on purpose (never a bug)."""
+
+    def __init__(self, message: str, location: Location | None = None) -> None:
+        self.location = location
+        self.message = message
+        super().__init__(str(Diagnostic(location, message)) if location else message)
+
+
+class SpecError(FxgenError):
+    """A spec is invalid. ``diagnostics`` holds every problem found, sorted by place."""
+
+    def __init__(self, diagnostics: Iterable[Diagnostic]) -> None:
+        self.diagnostics: list[Diagnostic] = sorted(set(diagnostics))
+        if not self.diagnostics:
+            raise ValueError("SpecError needs at least one diagnostic")
+        first = self.diagnostics[0]
+        self.location = first.location
+        self.message = first.message
+        Exception.__init__(self, "\n".join(map(str, self.diagnostics)))
+
+    @classmethod
+    def at(cls, location: Location, message: str) -> SpecError:
+        return cls([Diagnostic(location, message)])
+
+
+class ExportError(FxgenError):
+    """A module cannot be traced, or a traced graph cannot be written as a spec."""
+
+
+class WeightsError(FxgenError):
+    """A weights file is missing keys, has extra keys, or has tensors of the wrong shape/dtype."""
+
+
+class GenerateError(FxgenError):
+    """Generated output cannot be written: a hand-edited file, or an I/O failure."""

@@ -1,0 +1,74 @@
+"""Parameters and buffers: how a spec's ``shape``/``dtype``/``init``/``value`` become tensors.
+
+``init`` names a ``torch.nn.init`` scheme (``normal`` -> ``torch.nn.init.normal_``) from a
+fixed table, so a spec cannot reach any other function through it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from fxgen._spec import BufferSpec, ParameterSpec
+from fxgen._values import DTYPES
+
+__all__ = ["INIT_SCHEMES", "check_init", "init_call", "make_tensor"]
+
+# scheme -> (allowed keyword arguments, minimum number of dimensions, maximum or None)
+INIT_SCHEMES: dict[str, tuple[frozenset[str], int, int | None]] = {
+    "zeros": (frozenset(), 0, None),
+    "ones": (frozenset(), 0, None),
+    "constant": (frozenset({"val"}), 0, None),
+    "normal": (frozenset({"mean", "std"}), 0, None),
+    "uniform": (frozenset({"a", "b"}), 0, None),
+    "trunc_normal": (frozenset({"mean", "std", "a", "b"}), 0, None),
+    "xavier_uniform": (frozenset({"gain"}), 2, None),
+    "xavier_normal": (frozenset({"gain"}), 2, None),
+    "kaiming_uniform": (frozenset({"a", "mode", "nonlinearity"}), 2, None),
+    "kaiming_normal": (frozenset({"a", "mode", "nonlinearity"}), 2, None),
+    "orthogonal": (frozenset({"gain"}), 2, None),
+    "eye": (frozenset(), 2, 2),
+    "dirac": (frozenset({"groups"}), 3, 5),
+}
+
+
+def init_call(init: Any) -> tuple[str, dict[str, Any]]:
+    """``"ones"`` -> ``("ones", {})``; ``{"normal": {"std": 0.02}}`` -> ``("normal", {"std": 0.02})``."""
+    if isinstance(init, str):
+        return init, {}
+    ((name, kwargs),) = init.items()
+    return name, dict(kwargs or {})
+
+
+def check_init(init: Any, shape: list[int], dtype: str) -> str | None:
+    """Why ``init`` cannot initialise a tensor of ``shape``/``dtype``, or None."""
+    name, kwargs = init_call(init)
+    allowed, lo, hi = INIT_SCHEMES[name]
+    if unknown := sorted(set(kwargs) - allowed):
+        return f"init {name!r} takes no argument {unknown[0]!r} (allowed: {', '.join(sorted(allowed)) or 'none'})"
+    if name == "constant" and "val" not in kwargs:
+        return "init 'constant' needs a value: {constant: {val: ...}}"
+    if len(shape) < lo or (hi is not None and len(shape) > hi):
+        span = f"{lo}" if hi == lo else f"at least {lo}" if hi is None else f"{lo} to {hi}"
+        return f"init {name!r} needs a tensor with {span} dimensions, not shape {shape}"
+    if name not in ("zeros", "ones", "constant", "eye") and not DTYPES[dtype].is_floating_point:
+        return f"init {name!r} needs a floating-point dtype, not {dtype}"
+    if name in ("xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal") and 0 in shape:
+        return f"init {name!r} cannot initialise an empty tensor of shape {shape}"
+    return None
+
+
+def make_tensor(spec: ParameterSpec | BufferSpec, *, device: torch.device | str | None = None) -> torch.Tensor:
+    """The initial value of a parameter or buffer (on ``device``; ``meta`` skips the init)."""
+    dtype = DTYPES[spec.dtype]
+    if isinstance(spec, BufferSpec) and spec.value is not None:
+        return torch.tensor(spec.value, dtype=dtype, device=device)
+    assert spec.shape is not None
+    tensor = torch.empty(spec.shape, dtype=dtype, device=device)
+    if tensor.device.type == "meta":
+        return tensor
+    name, kwargs = init_call(spec.init)
+    with torch.no_grad():
+        getattr(torch.nn.init, name + "_")(tensor, **kwargs)
+    return tensor

@@ -1,0 +1,228 @@
+"""GraphModule -> Spec: the inverse of the build stage, and the core of export.
+
+Nodes come straight from the Graph; call targets are written as public qualified names that
+resolve back to the same object; declarations come from what ``build_module`` recorded when
+the GraphModule was made by fxgen, and otherwise are recovered from the module instances
+(constructor calls via ``fxgen._recover``, shapes/dtypes of tensors).
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import math
+import operator
+from typing import Any
+
+import torch
+import torch.fx
+import torch.nn.functional
+
+from fxgen._build import META_KEY
+from fxgen._errors import ExportError
+from fxgen._policy import SAFE_BUILTINS, type_repr
+from fxgen._spec import BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
+from fxgen._values import UnencodableValue, dtype_name, encode
+
+__all__ = ["LITERAL_LIMIT", "class_name", "function_name", "graph_module_to_spec"]
+
+LITERAL_LIMIT = 64  # tensor constants up to this many elements are written into the spec
+
+
+def graph_module_to_spec(gm: torch.fx.GraphModule, *, name: str | None = None, doc: str | None = None) -> Spec:
+    """The spec of ``gm``: its graph's nodes plus the modules, parameters and buffers they use."""
+    declared = gm.meta.get(META_KEY)
+    call_modules = [n.target for n in gm.graph.nodes if n.op == "call_module"]
+    modules: dict[str, ModuleSpec] = {}
+    module_paths = list(declared.modules) if declared else _dedupe(call_modules)
+    for path in module_paths:
+        sub = gm.get_submodule(path)
+        known = declared.modules.get(path) if declared else None
+        modules[path] = known if known is not None and _same_class(known.cls, sub) else _recover(path, sub)
+    parameters, buffers = _tensors(gm, modules, declared)
+    nodes = [_node(n) for n in gm.graph.nodes]
+    cls_name = name or type(gm).__name__
+    if doc is None and declared is not None:
+        doc = type(gm).__doc__
+    return Spec(name=cls_name, doc=doc, modules=modules, parameters=parameters, buffers=buffers, nodes=nodes)
+
+
+def _dedupe(items: list[Any]) -> list[str]:
+    return list(dict.fromkeys(str(i) for i in items))
+
+
+def _same_class(qualname: str, module: torch.nn.Module) -> bool:
+    return qualname.rsplit(".", 1)[-1] == type(module).__name__
+
+
+def _recover(path: str, module: torch.nn.Module) -> ModuleSpec:
+    from fxgen._recover import check_rebuild, recover_constructor
+
+    args, kwargs = recover_constructor(module)
+    check_rebuild(path, module, args, kwargs)
+    try:
+        return ModuleSpec(class_name(type(module)), [encode(a) for a in args], {k: encode(v) for k, v in kwargs.items()})
+    except UnencodableValue as exc:
+        raise ExportError(f"module {path!r} ({type(module).__name__}): {exc}") from None
+
+
+def _tensors(
+    gm: torch.fx.GraphModule, modules: dict[str, ModuleSpec], declared: Any
+) -> tuple[dict[str, ParameterSpec], dict[str, BufferSpec]]:
+    """Parameters and buffers not owned by a declared module, plus tensor constants of get_attr."""
+
+    def owned(path: str) -> bool:
+        return any(path.startswith(m + ".") for m in modules)
+
+    parameters: dict[str, ParameterSpec] = {}
+    buffers: dict[str, BufferSpec] = {}
+    for path, param in gm.named_parameters():
+        if owned(path):
+            continue
+        known = declared.parameters.get(path) if declared else None
+        spec = ParameterSpec(list(param.shape), dtype_name(param.dtype), requires_grad=param.requires_grad)
+        if known is not None and (known.shape, known.dtype) == (spec.shape, spec.dtype):
+            spec.init = known.init
+        parameters[path] = spec
+    for path, buf in gm.named_buffers():
+        if owned(path):
+            continue
+        owner_path, _, leaf = path.rpartition(".")
+        owner = gm.get_submodule(owner_path)
+        persistent = leaf not in owner._non_persistent_buffers_set
+        known = declared.buffers.get(path) if declared else None
+        if known is not None and _buffer_matches(known, buf):
+            buffers[path] = BufferSpec(known.shape, known.dtype, known.init, known.value, persistent)
+        else:
+            buffers[path] = _buffer(path, buf, persistent, literal=False)
+    for node in gm.graph.nodes:
+        if node.op != "get_attr" or node.target in parameters or node.target in buffers or owned(node.target):
+            continue
+        value = _get_attr(gm, node.target)
+        if not isinstance(value, torch.Tensor):
+            raise ExportError(f"get_attr {node.target!r} reads a {type(value).__name__}, not a tensor or module")
+        # A tensor constant made by tracing (``_tensor_constant0``): small ones are written out.
+        buffers[node.target] = _buffer(node.target, value, value.numel() > LITERAL_LIMIT, literal=True)
+    return parameters, buffers
+
+
+def _buffer_matches(known: BufferSpec, buf: torch.Tensor) -> bool:
+    if known.dtype != dtype_name(buf.dtype):
+        return False
+    if known.value is not None:
+        return torch.equal(torch.tensor(known.value, dtype=buf.dtype), buf.detach().cpu())
+    return known.shape == list(buf.shape)
+
+
+def _buffer(path: str, tensor: torch.Tensor, persistent: bool, *, literal: bool) -> BufferSpec:
+    try:
+        dtype = dtype_name(tensor.dtype)
+    except UnencodableValue as exc:
+        raise ExportError(f"{path!r}: {exc}") from None
+    if literal and tensor.numel() <= LITERAL_LIMIT and tensor.device.type != "meta":
+        return BufferSpec(value=tensor.detach().cpu().tolist(), dtype=dtype, persistent=False)
+    return BufferSpec(shape=list(tensor.shape), dtype=dtype, persistent=persistent)
+
+
+def _get_attr(gm: torch.nn.Module, target: str) -> Any:
+    obj: Any = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _node(node: torch.fx.Node) -> Node:
+    def ref(value: Any) -> str | None:
+        return value.name if isinstance(value, torch.fx.Node) else None
+
+    try:
+        args = [encode(a, ref) for a in node.args]
+        kwargs = {k: encode(v, ref) for k, v in node.kwargs.items()}
+    except UnencodableValue as exc:
+        raise ExportError(f"node {node.name!r} ({node.op} {node.target}): {exc}") from None
+    out = Node(op=node.op, name=node.name, type=type_repr(node.type) if node.type is not None else None)
+    if node.op == "placeholder":
+        if args:
+            out.default = args[0]
+        if str(node.target).startswith("*"):
+            raise ExportError(f"placeholder {node.target!r}: variadic arguments are not supported; "
+                              "pass concrete_args or wrap the module")  # fmt: skip
+        return out
+    if node.op == "output":
+        out.name = None if node.name == "output" else node.name
+        out.args = args
+        return out
+    out.target = function_name(node.target) if node.op == "call_function" else str(node.target)
+    out.args, out.kwargs = args, kwargs
+    return out
+
+
+_PUBLIC_HOMES: tuple[tuple[str, Any], ...] = (
+    ("operator", operator),
+    ("math", math),
+    ("torch", torch),
+    ("torch.nn.functional", torch.nn.functional),
+    ("torch.fft", torch.fft),
+    ("torch.linalg", torch.linalg),
+    ("torch.special", torch.special),
+)
+_NAMES: dict[int, str] = {}
+
+
+def function_name(fn: Any) -> str:
+    """A qualified name of ``fn`` that resolves back to the same object, public where possible."""
+    cached = _NAMES.get(id(fn))
+    if cached is not None:
+        return cached
+    name = _function_name(fn)
+    _NAMES[id(fn)] = name
+    return name
+
+
+def _function_name(fn: Any) -> str:
+    short = getattr(fn, "__name__", None)
+    if not isinstance(short, str):
+        raise ExportError(f"call target {fn!r} has no name; wrap it in a named function")
+    if SAFE_BUILTINS.get(short) is fn or getattr(builtins, short, None) is fn:
+        return short
+    for home, namespace in _PUBLIC_HOMES:
+        for candidate in (short, short.split("_", 1)[-1]):
+            if getattr(namespace, candidate, None) is fn:
+                return f"{home}.{candidate}"
+    from torch.fx.node import _get_qualified_name
+
+    try:
+        name = _get_qualified_name(fn)
+    except Exception as exc:
+        raise ExportError(f"cannot name call target {fn!r}: {exc}") from None
+    if _lookup(name) is not fn:
+        raise ExportError(f"call target {name!r} does not resolve back to the traced function; "
+                          "define it at module level (and torch.fx.wrap it)")  # fmt: skip
+    return name
+
+
+def class_name(cls: type) -> str:
+    """Public qualified name of a module class (``torch.nn.Conv2d``, not ``torch.nn.modules.conv…``)."""
+    if getattr(torch.nn, cls.__name__, None) is cls:
+        return f"torch.nn.{cls.__name__}"
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    if _lookup(name) is not cls:
+        raise ExportError(f"module class {name!r} cannot be imported by that name (defined in a function?)")
+    return name
+
+
+def _lookup(qualname: str) -> Any:
+    parts = qualname.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        try:
+            for part in parts[i:]:
+                obj = getattr(obj, part)
+        except AttributeError:
+            return None
+        return obj
+    return None
+

@@ -1,0 +1,63 @@
+"""Weights stage: safetensors in and out (never pickle), strictly checked against the spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from fxgen._errors import Location, WeightsError
+
+__all__ = ["read_weights", "state_for_spec", "write_weights"]
+
+
+def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
+    """Tensors of a safetensors file; any failure is a WeightsError naming the file."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(str(path))
+    except (OSError, SafetensorError, RuntimeError, ValueError) as exc:
+        raise WeightsError(f"cannot read weights: {exc}", Location(str(path))) from None
+
+
+def check_weights(
+    path: str | Path, expected: dict[str, torch.Tensor], found: dict[str, torch.Tensor]
+) -> None:
+    """Strict comparison of a weights file with the model's state: keys, shapes and dtypes."""
+    problems = [f"missing tensor {k!r}" for k in expected if k not in found]
+    problems += [f"unexpected tensor {k!r}" for k in found if k not in expected]
+    for key, want in expected.items():
+        got = found.get(key)
+        if got is None:
+            continue
+        if tuple(got.shape) != tuple(want.shape):
+            problems.append(f"{key!r} has shape {list(got.shape)}, the spec declares {list(want.shape)}")
+        elif got.dtype != want.dtype:
+            problems.append(f"{key!r} has dtype {got.dtype}, the spec declares {want.dtype}")
+    if problems:
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        raise WeightsError(
+            "weights do not fit the spec: " + "; ".join(problems[:5]) + more
+            + "; export them again with `fxgen export ... --weights` or fix the spec",
+            Location(str(path)),
+        )
+
+
+def state_for_spec(gm: torch.nn.Module, persistent_constants: dict[str, torch.Tensor]) -> dict[str, Any]:
+    """The tensors a spec's weights file holds: the state dict plus large tensor constants."""
+    state = {k: v.detach() for k, v in gm.state_dict().items()}
+    state.update({k: v.detach() for k, v in persistent_constants.items()})
+    return state
+
+
+def write_weights(path: str | Path, state: dict[str, torch.Tensor]) -> None:
+    """Write ``state`` as safetensors, atomically (tied tensors are stored once each)."""
+    from safetensors.torch import save
+
+    from fxgen._writer import write_atomic
+
+    tensors = {k: v.detach().to("cpu").clone().contiguous() for k, v in sorted(state.items())}
+    write_atomic(path, save(tensors, metadata={"format": "pt", "producer": "fxgen"}))
