@@ -19,9 +19,10 @@ from fxgen._spec import NO_DEFAULT, BufferSpec, ModuleSpec, ParameterSpec, Spec
 from fxgen._tensors import make_tensor
 from fxgen._values import decode, decode_kwargs
 
-__all__ = ["META_KEY", "build_graph", "build_module", "set_attr_path"]
+__all__ = ["META_KEY", "TARGET_KEY", "build_graph", "build_module", "set_attr_path"]
 
 META_KEY = "fxgen"
+TARGET_KEY = "fxgen_target"
 
 
 def build_graph(spec: Spec, policy: Policy = DEFAULT_POLICY) -> torch.fx.Graph:
@@ -50,6 +51,8 @@ def build_graph(spec: Spec, policy: Policy = DEFAULT_POLICY) -> torch.fx.Graph:
                 f"node name {node.name!r} was already taken by an earlier unnamed node; "
                 "give that node an explicit name",
             )
+        if node.op == "call_function":
+            created.meta[TARGET_KEY] = node.target  # the spelling, for to_spec (F.conv2d is torch.conv2d)
         env[created.name] = created
     return graph
 

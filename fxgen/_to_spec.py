@@ -18,7 +18,7 @@ import torch
 import torch.fx
 import torch.nn.functional
 
-from fxgen._build import META_KEY
+from fxgen._build import META_KEY, TARGET_KEY
 from fxgen._errors import ExportError
 from fxgen._policy import SAFE_BUILTINS, type_repr
 from fxgen._spec import BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
@@ -152,11 +152,23 @@ def _node(node: torch.fx.Node) -> Node:
         out.name = None if node.name == "output" else node.name
         out.args = args
         return out
-    out.target = function_name(node.target) if node.op == "call_function" else str(node.target)
+    out.target = _call_target(node) if node.op == "call_function" else str(node.target)
     out.args, out.kwargs = args, kwargs
     return out
 
 
+def _call_target(node: torch.fx.Node) -> str:
+    """The name the spec used (if fxgen built the node and it still names the same function)."""
+    spelled = node.meta.get(TARGET_KEY)
+    if isinstance(spelled, str) and _NAMED.get(spelled) is node.target:
+        return spelled
+    if isinstance(spelled, str) and _lookup(spelled) is node.target:
+        _NAMED[spelled] = node.target
+        return spelled
+    return function_name(node.target)
+
+
+_NAMED: dict[str, Any] = {}
 _PUBLIC_HOMES: tuple[tuple[str, Any], ...] = (
     ("operator", operator),
     ("math", math),

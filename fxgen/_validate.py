@@ -46,6 +46,8 @@ def validate_document(doc: Document, policy: Policy = DEFAULT_POLICY) -> Spec:
     spec = Spec.from_dict(doc.data, document=doc)
     for node, canonical in zip(spec.nodes, checker.canonical_types, strict=True):
         node.type = canonical
+        if node.op == "output" and node.name == "output":
+            node.name = None  # torch.fx's own name for it; to_spec leaves it out too
     return spec
 
 
@@ -212,6 +214,9 @@ class _Checker:
         for field in ("args", "kwargs", "default"):
             if field not in node:
                 continue
+            for rel in _size_paths(node[field]):
+                self.error((*where, field, *rel), "torch.fx stores torch.Size arguments as tuples; "
+                           "write {tuple: [...]} here ({size: ...} is for module arguments)")
             for rel, name in iter_refs(node[field]):
                 at = (*where, field, *rel)
                 if field == "default":
@@ -287,6 +292,17 @@ class _Checker:
                 self.policy.check_attribute(attr.removeprefix("%"))
             except TargetError as exc:
                 self.error((*where, "args", 1), str(exc))
+
+
+def _size_paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _size_paths(item, (*path, i))
+    elif isinstance(value, dict):
+        if list(value) == ["size"]:
+            yield path
+        for key, item in value.items():
+            yield from _size_paths(item, (*path, key))
 
 
 def _any_ref(name: str) -> Any:

@@ -1,0 +1,235 @@
+"""The ``fxgen`` command: validate | show | generate | export.
+
+Errors are printed as ``PATH:LINE:COL: error: message`` and the exit status is 1; a traceback
+is shown only with ``--debug``. Heavy imports (torch, black) happen inside the commands, so
+``fxgen generate --check`` with nothing to do stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fxgen._errors import Diagnostic, FxgenError, GenerateError, Location, SpecError
+
+__all__ = ["main"]
+
+VERSION = "0.1.0"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        allow = tuple(args.allow or ()) + project_allow(Path.cwd())
+        return int(args.run(args, allow))
+    except FxgenError as exc:
+        if args.debug:
+            raise
+        print(exc, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("fxgen: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug in fxgen: say so in one line unless debugging
+        if args.debug:
+            raise
+        print(f"fxgen: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)",
+              file=sys.stderr)  # fmt: skip
+        return 1
+
+
+def project_allow(start: Path) -> tuple[str, ...]:
+    """``[tool.fxgen] allow = [...]`` from the nearest pyproject.toml (trusted project config)."""
+    import tomllib
+
+    for folder in (start, *start.parents):
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file():
+            try:
+                data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+            except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise FxgenError(f"cannot read [tool.fxgen]: {exc}", Location(str(pyproject))) from None
+            allow = data.get("tool", {}).get("fxgen", {}).get("allow", [])
+            if not (isinstance(allow, list) and all(isinstance(a, str) for a in allow)):
+                raise FxgenError("[tool.fxgen] allow must be a list of strings", Location(str(pyproject)))
+            return tuple(allow)
+    return ()
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", help="show Python tracebacks")
+    common.add_argument(
+        "--allow", action="append", metavar="NAME",
+        help="also allow this module or qualified name as a target (repeatable)",
+    )  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="fxgen", description="Declarative torch.fx model specs: validate, show, generate, export.",
+        parents=[common],
+    )  # fmt: skip
+    parser.add_argument("--version", action="version", version=f"fxgen {VERSION}")
+    parser.set_defaults(command=None)
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    p = sub.add_parser("validate", parents=[common], help="check specs; report every error with its location")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="spec files or directories")
+    p.set_defaults(command="validate", run=cmd_validate)
+
+    p = sub.add_parser("show", parents=[common], help="print a spec's graph as a table with parameter counts")
+    p.add_argument("path", metavar="PATH")
+    p.set_defaults(command="show", run=cmd_show)
+
+    p = sub.add_parser("generate", parents=[common], help="write generated/<spec>.py for each spec")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="spec files or directories")
+    p.add_argument("--out-dir", default="generated", type=Path, help="output directory (default: generated/)")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 if any file is missing, stale or orphaned")
+    p.add_argument("--diff", action="store_true", help="print unified diffs of what would change")
+    p.add_argument("--force", action="store_true", help="overwrite files edited by hand or not written by fxgen")
+    p.add_argument("--jobs", "-j", type=int, default=0, help="worker processes (default: all cores)")
+    p.set_defaults(command="generate", run=cmd_generate)
+
+    p = sub.add_parser("export", parents=[common], help="trace an nn.Module and write its spec (and weights)")
+    p.add_argument("target", metavar="PKG.MODULE:ATTR", help="an nn.Module class or a function returning a module")
+    p.add_argument("--args", default="[]", help="JSON list of positional arguments for ATTR")
+    p.add_argument("--kwargs", default="{}", help="JSON object of keyword arguments for ATTR")
+    p.add_argument("--concrete-args", default=None, help="JSON object of forward arguments to fix while tracing")
+    p.add_argument("--leaf-module", action="append", default=[], metavar="CLASS",
+                   help="qualified class name to keep as a call_module leaf (repeatable)")  # fmt: skip
+    p.add_argument("--name", default=None, help="class name for the spec (default: the module's class name)")
+    p.add_argument("--out", required=True, type=Path, help="spec file to write (.yaml or .json)")
+    p.add_argument("--weights", type=Path, default=None, help="safetensors file to write the weights to")
+    p.set_defaults(command="export", run=cmd_export)
+    return parser
+
+
+def _report(diagnostics: list[Diagnostic]) -> None:
+    for diagnostic in diagnostics:
+        print(diagnostic, file=sys.stderr)
+
+
+# -- validate / show ---------------------------------------------------------------------------
+def cmd_validate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
+    from fxgen._api import load_spec
+    from fxgen._files import find_specs
+
+    specs = find_specs(args.paths)
+    failed = 0
+    for path in specs:
+        try:
+            load_spec(path, allow=allow)
+        except SpecError as exc:
+            failed += 1
+            _report(exc.diagnostics)
+    ok = len(specs) - failed
+    print(f"fxgen: {ok} of {len(specs)} spec{'s' * (len(specs) != 1)} valid", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def cmd_show(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
+    from fxgen._api import load_spec
+    from fxgen._show import show
+
+    print(show(load_spec(args.path, allow=allow), allow=allow), end="")
+    return 0
+
+
+# -- generate ----------------------------------------------------------------------------------
+def cmd_generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
+    from fxgen._files import find_specs, orphans, plan
+
+    jobs = plan(find_specs(args.paths), args.out_dir)
+    todo = [j for j in jobs if j.status != "current" and (j.status in ("missing", "stale") or args.force)]
+    refused = [j for j in jobs if j.status in ("edited", "foreign") and not args.force]
+    rendered, failures = _render_all(todo, allow, args.jobs)
+    problems = 0
+    for job in refused:
+        problems += 1
+        print(GenerateError(_refusal(job), Location(str(job.out))), file=sys.stderr)
+    for job in todo:
+        if job.spec in failures:
+            problems += 1
+            _report_failure(failures[job.spec])
+            continue
+        new = rendered[job.spec]
+        if new == job.old:
+            continue
+        problems += args.check  # writing is success; pre-commit notices changed files itself
+        if args.diff:
+            from fxgen._files import unified_diff
+
+            sys.stdout.write(unified_diff(job, new))
+        if args.check:
+            print(f"{job.out}: {job.status if job.status != 'stale' else 'stale'}: "
+                  f"out of date with {job.label}; run `fxgen generate`", file=sys.stderr)  # fmt: skip
+        else:
+            from fxgen._writer import write_atomic
+
+            write_atomic(job.out, new)
+            print(f"fxgen: wrote {job.out}", file=sys.stderr)
+    for path, intact in orphans({args.out_dir}, jobs) if _whole_dirs(args.paths) else ():
+        if args.check or not intact:
+            problems += 1
+            print(f"{path}: orphaned: its spec no longer exists; delete it", file=sys.stderr)
+        else:
+            path.unlink()
+            print(f"fxgen: removed {path} (its spec no longer exists)", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def _whole_dirs(paths: Sequence[str]) -> bool:
+    """Orphans are looked for only when whole spec directories were given."""
+    return any(Path(p).is_dir() for p in paths)
+
+
+def _refusal(job: Any) -> str:
+    from fxgen._files import refusal
+
+    return refusal(job)
+
+
+def _report_failure(failure: list[Diagnostic] | str) -> None:
+    if isinstance(failure, str):
+        print(failure, file=sys.stderr)
+    else:
+        _report(failure)
+
+
+def _render_all(jobs: list[Any], allow: tuple[str, ...], workers: int) -> tuple[dict[Path, str], dict[Path, Any]]:
+    """Render every job, across processes when there are several (black is CPU-bound)."""
+    from fxgen._files import render_job_safely
+
+    rendered: dict[Path, str] = {}
+    failures: dict[Path, Any] = {}
+    workers = workers or os.cpu_count() or 1
+    tasks = [(job, allow) for job in jobs]
+    if len(tasks) >= 4 and workers > 1:  # below that, starting workers costs more than it saves
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        context = multiprocessing.get_context("forkserver" if sys.platform != "win32" else "spawn")
+        with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=context) as pool:
+            results = list(pool.map(render_job_safely, tasks))
+    else:
+        results = [render_job_safely(task) for task in tasks]
+    for job, (text, problem) in zip(jobs, results, strict=True):
+        if text is None:
+            failures[job.spec] = problem
+        else:
+            rendered[job.spec] = text
+    return rendered, failures
+
+
+# -- export ------------------------------------------------------------------------------------
+def cmd_export(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
+    from fxgen._export import export_command
+
+    export_command(args)
+    return 0

@@ -1,0 +1,123 @@
+"""Render + format stages: a Spec -> the source of a standalone, readable ``nn.Module`` file.
+
+Like torch.fx's CodeGen, this returns text and writes nothing. The file skeleton is a jinja2
+template (``fxgen/templates/module.py.jinja``); statements come from ``fxgen._render``; long
+lines go through black (``fxgen._format``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+import jinja2
+
+from fxgen import _format
+from fxgen._header import Header, body_digest, safe_label, spec_digest
+from fxgen._policy import Policy
+from fxgen._render import Imports, ModelTree, forward_lines, init_lines, signature, string
+from fxgen._spec import Spec
+
+__all__ = ["generate", "render_spec"]
+
+VERSION = "0.1.0"
+
+
+@functools.cache
+def _template() -> jinja2.Template:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,  # the output is Python; every value is rendered by fxgen._render
+    )
+    return env.get_template("module.py.jinja")
+
+
+def _module_of(target: str) -> str:
+    """The module part of a qualified name validation resolved (and so imported) already."""
+    parts = target.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        name = ".".join(parts[:i])
+        if name in sys.modules:
+            return name
+    raise ValueError(f"module of {target!r} is not imported")
+
+
+def _docstring(doc: str | None) -> str:
+    """A triple-quoted docstring when black would keep it verbatim, else an exact literal."""
+    if not doc:
+        return ""
+    lines = doc.split("\n")
+    clean = (
+        doc == doc.strip()
+        and all(line == line.rstrip() and (line.isprintable() or not line) for line in lines)
+        and "\\" not in doc
+        and '"""' not in doc
+        and not doc.endswith('"')
+        and all(not line.startswith(" ") for line in lines[1:])
+    )
+    if not clean:
+        return f"__doc__ = {string(doc)}"
+    if len(lines) == 1:
+        return f'"""{doc}"""'
+    body = "\n".join(("    " + line) if line else "" for line in lines[1:])
+    return f'"""{lines[0]}\n{body}\n    """'
+
+
+def render_spec(spec: Spec, *, label: str, digest: str) -> str:
+    """The complete file text for ``spec`` (header included)."""
+    imports = Imports()
+    tree = ModelTree(spec)
+    init = init_lines(spec, tree, imports, _module_of)
+    forward = forward_lines(spec, tree, imports, _module_of)
+    params, returns = signature(spec, imports)
+    def_line = f"def forward(self{params}){returns}:"
+    if _format.fits(def_line, 1):
+        def_lines = ["    " + def_line]
+    else:  # black's wrapping of a long signature, taken from a scaffold with a dummy body
+        wrapped = _format.format_statement(def_line + "\n        pass", 1)
+        def_lines = ["    " + line for line in wrapped[:-1]]
+    body = _template().render(
+        header="",
+        imports=imports.lines(),
+        class_name=spec.name,
+        docstring=_docstring(spec.doc),
+        init_lines=_format.block(init, 2),
+        def_lines=def_lines,
+        forward_lines=_format.block(forward, 2),
+    )
+    body = "\n" + body.lstrip("\n")  # one blank line between header and imports
+    header = Header(VERSION, safe_label(label), digest, body_digest(body))
+    return header.render() + body
+
+
+def spec_label(spec: Spec) -> str:
+    """Where the spec came from, as the header shows it: a path relative to the working directory."""
+    if spec.document is None or spec.document.path.startswith("<"):
+        return f"<spec {spec.name}>"
+    return Path(os.path.relpath(spec.document.path)).as_posix()
+
+
+def spec_bytes(spec: Spec) -> bytes:
+    if spec.document is not None and spec.document.raw:
+        return spec.document.raw
+    return json.dumps(spec.to_dict(), sort_keys=True).encode()
+
+
+def generate(
+    spec: Spec | str | Path, *, allow: Iterable[str] | Policy | None = None, label: str | None = None
+) -> str:
+    """The generated source for a spec (a Spec, or a path to a spec file)."""
+    from fxgen._api import as_spec, policy_for
+
+    resolved = as_spec(spec, policy_for(allow))
+    return render_spec(
+        resolved, label=label if label is not None else spec_label(resolved), digest=spec_digest(spec_bytes(resolved))
+    )

@@ -1,0 +1,402 @@
+"""Render stage, part 1: Python source text for a spec's values, attribute paths and statements.
+
+Every piece of spec text that reaches source goes through here: names are validated
+identifiers, strings are ``repr``-escaped literals, paths are checked segment by segment. The
+text is written in black's style already (double quotes, ``x**2``, ``1e20``…) so that only
+lines longer than black's limit need black itself (see ``fxgen._format``).
+"""
+
+from __future__ import annotations
+
+import keyword
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fxgen._spec import NO_DEFAULT, BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
+from fxgen._values import parse_ref
+
+__all__ = ["Imports", "ModelTree", "forward_lines", "init_lines", "literal", "signature"]
+
+_BINARY = {
+    "add": "+", "sub": "-", "mul": "*", "floordiv": "//", "truediv": "/", "mod": "%",
+    "pow": "**", "lshift": "<<", "rshift": ">>", "and_": "&", "or_": "|", "xor": "^",
+    "matmul": "@", "eq": "==", "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">=",
+}  # fmt: skip
+_UNARY = {"neg": "-", "pos": "+", "invert": "~"}
+_STDLIB_ROOTS = frozenset({"operator", "math", "typing", "builtins"})
+
+
+def is_identifier(name: str) -> bool:
+    """An ASCII identifier that is not a keyword: the only names fxgen writes into source."""
+    return name.isascii() and name.isidentifier() and not keyword.iskeyword(name)
+
+
+class UnsafeName(ValueError):
+    """A name that would not be a plain identifier in source (validation should have caught it)."""
+
+
+def checked(name: str) -> str:
+    if not is_identifier(name):
+        raise UnsafeName(f"{name!r} is not a valid identifier")
+    return name
+
+
+@dataclass
+class Imports:
+    """What the generated file imports, collected while rendering."""
+
+    stdlib: set[str] = field(default_factory=set)
+    torch: bool = False
+    functional: bool = False
+    other: set[str] = field(default_factory=set)
+
+    def lines(self) -> list[str]:
+        groups = [[f"import {m}" for m in sorted(self.stdlib)]]
+        third = []
+        if self.torch:
+            third.append("import torch")
+        if self.functional:
+            third.append("import torch.nn.functional as F")
+        third.append("from torch import nn")
+        groups.append(third)
+        groups.append([f"import {m}" for m in sorted(self.other)])
+        out: list[str] = []
+        for group in groups:
+            if group:
+                if out:
+                    out.append("")
+                out.extend(group)
+        return out
+
+
+def string(value: str) -> str:
+    """A string literal as black writes it: ``repr`` (so every character is escaped), double-quoted."""
+    text = repr(value)
+    if text.startswith("'") and '"' not in value:
+        return '"' + text[1:-1] + '"'
+    return text
+
+
+def number(value: int | float) -> str:
+    return repr(value).replace("e+", "e") if isinstance(value, float) else repr(value)
+
+
+def literal(value: Any, imports: Imports, *, index: bool = False) -> str:
+    """Source text of an encoded spec value (``index``: inside ``x[...]``, slices as ``a:b``)."""
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, (int, float)):
+        return number(value)
+    if isinstance(value, str):
+        ref = parse_ref(value)
+        return checked(ref) if ref is not None else string(value.removeprefix("%") if value.startswith("%%") else value)
+    if isinstance(value, list):
+        return "[" + ", ".join(literal(v, imports) for v in value) + "]"
+    ((tag, body),) = value.items()
+    if tag == "tuple":
+        if index and len(body) != 1:
+            return ", ".join(literal(v, imports, index=True) for v in body) if body else "()"
+        items = [literal(v, imports) for v in body]
+        return "(" + items[0] + ",)" if len(items) == 1 else "(" + ", ".join(items) + ")"
+    if tag == "slice":
+        parts = [literal(v, imports) if v is not None else "" for v in body]
+        if index:
+            return ":".join(parts[:2]) + (":" + parts[2] if parts[2] else "")
+        return "slice(" + ", ".join(literal(v, imports) for v in body) + ")"
+    if tag == "ellipsis":
+        return "..."
+    if tag == "float":
+        return {"inf": 'float("inf")', "-inf": '-float("inf")', "nan": 'float("nan")'}[body]
+    if tag == "complex":
+        return f"complex({number(body[0])}, {number(body[1])})"
+    if tag == "dict":
+        return "{" + ", ".join(f"{string(k)}: {literal(v, imports)}" for k, v in body.items()) + "}"
+    imports.torch = True
+    if tag in ("dtype", "memory_format", "layout"):
+        return f"torch.{checked(body)}"
+    if tag == "device":
+        return f"torch.device({string(body)})"
+    if tag == "size":
+        return "torch.Size([" + ", ".join(number(d) for d in body) + "])"
+    raise ValueError(f"unknown value tag {tag!r}")
+
+
+def call_args(args: Iterable[Any], kwargs: dict[str, Any], imports: Imports) -> str:
+    parts = [literal(a, imports) for a in args]
+    parts += [f"{checked(k)}={literal(v, imports)}" for k, v in kwargs.items()]
+    return ", ".join(parts)
+
+
+def qualified(name: str, imports: Imports, module_of: Any) -> str:
+    """Source text for a qualified callable/class name, recording its import."""
+    parts = [checked(p) for p in name.split(".")]
+    if len(parts) == 1:
+        return parts[0]  # a builtin
+    if name.startswith("torch.nn.functional."):
+        imports.functional = True
+        return "F." + ".".join(parts[3:])
+    if name.startswith("torch.nn.") and len(parts) == 3:
+        return "nn." + parts[2]
+    if parts[0] == "torch":
+        imports.torch = True
+    elif parts[0] in _STDLIB_ROOTS:
+        imports.stdlib.add(parts[0])
+    else:
+        imports.other.add(module_of(name))
+    return name
+
+
+# -- the module tree: where submodules, parameters and buffers live --------------------------
+@dataclass
+class _Container:
+    children: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        keys = list(self.children)
+        numeric = all(k.isdigit() for k in keys)
+        only_modules = all(isinstance(c, (ModuleSpec, _Container)) for c in self.children.values())
+        if keys and numeric and only_modules:
+            return "list" if [int(k) for k in keys] == list(range(len(keys))) else "dict"
+        return "attr"
+
+
+class ModelTree:
+    """The spec's dotted paths as a tree, to write ``self.layer1[0].conv1`` the way people do."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.root = _Container()
+        declared: list[tuple[str, Any]] = [*spec.modules.items(), *spec.parameters.items(), *spec.buffers.items()]
+        for path, item in sorted(declared, key=lambda kv: _first_index(kv[0], declared)):
+            node = self.root
+            *parents, leaf = path.split(".")
+            for part in parents:
+                node = node.children.setdefault(part, _Container())
+            node.children[leaf] = item
+
+    def access(self, path: str) -> str:
+        """``self.…`` expression for a dotted path (into declared modules' own attributes too)."""
+        expr, node = "self", self.root
+        for part in path.split("."):
+            kind = node.kind if isinstance(node, _Container) else "opaque"
+            expr = _child(expr, part, kind)
+            node = node.children.get(part) if isinstance(node, _Container) else None
+        return expr
+
+
+def _first_index(path: str, declared: list[tuple[str, Any]]) -> int:
+    """Group declarations by top-level attribute, in order of first appearance."""
+    top = path.split(".")[0]
+    return next(i for i, (p, _) in enumerate(declared) if p.split(".")[0] == top)
+
+
+def _child(expr: str, part: str, kind: str) -> str:
+    if kind == "list":
+        return f"{expr}[{int(part)}]"
+    if kind == "dict":
+        return f"{expr}[{string(part)}]"
+    if is_identifier(part):
+        return f"{expr}.{part}"
+    if not part.isdigit():
+        raise UnsafeName(f"path segment {part!r} is not valid")
+    return f"getattr({expr}, {string(part)})"
+
+
+def init_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any) -> list[str]:
+    """The body of ``__init__`` after ``super().__init__()``."""
+    lines: list[str] = []
+    _emit_children("self", tree.root, lines, imports, module_of)
+    return lines
+
+
+def _emit_children(expr: str, node: _Container, lines: list[str], imports: Imports, module_of: Any) -> None:
+    for key, item in node.children.items():
+        target = _child(expr, key, "attr")
+        if isinstance(item, ModuleSpec):
+            ctor = _constructor(item, imports, module_of)
+            lines.append(f"{target} = {ctor}" if is_identifier(key) else f"{expr}.add_module({string(key)}, {ctor})")
+        elif isinstance(item, ParameterSpec):
+            value = _tensor(item, imports, param=True)
+            if is_identifier(key):
+                lines.append(f"{target} = {value}")
+            else:
+                lines.append(f"{expr}.register_parameter({string(key)}, {value})")
+            lines.extend(_init_call(target, item, imports))
+        elif isinstance(item, BufferSpec):
+            extra = "" if item.persistent else ", persistent=False"
+            lines.append(f"{expr}.register_buffer({string(key)}, {_tensor(item, imports, param=False)}{extra})")
+            lines.extend(_init_call(target, item, imports))
+        else:
+            creation = _container_expr(item, imports, module_of)
+            lines.append(f"{target} = {creation}" if is_identifier(key) else f"{expr}.add_module({string(key)}, {creation})")
+            _emit_nested(target, item, lines, imports, module_of)
+
+
+def _emit_nested(expr: str, node: _Container, lines: list[str], imports: Imports, module_of: Any) -> None:
+    """Statements for a container's contents that its creation expression did not hold."""
+    if node.kind == "attr":
+        _emit_children(expr, node, lines, imports, module_of)
+        return
+    for key, item in node.children.items():
+        if isinstance(item, _Container):
+            _emit_nested(_child(expr, key, node.kind), item, lines, imports, module_of)
+
+
+def _container_expr(node: _Container, imports: Imports, module_of: Any) -> str:
+    kind = node.kind
+
+    def item_expr(item: Any) -> str:
+        if isinstance(item, ModuleSpec):
+            return _constructor(item, imports, module_of)
+        return _container_expr(item, imports, module_of)
+
+    if kind == "list":
+        return "nn.ModuleList([" + ", ".join(item_expr(i) for i in node.children.values()) + "])"
+    if kind == "dict":
+        body = ", ".join(f"{string(k)}: {item_expr(i)}" for k, i in node.children.items())
+        return "nn.ModuleDict({" + body + "})"
+    return "nn.Module()"
+
+
+def _constructor(item: ModuleSpec, imports: Imports, module_of: Any) -> str:
+    return f"{qualified(item.cls, imports, module_of)}({call_args(item.args, item.kwargs, imports)})"
+
+
+def _shape(shape: list[int]) -> str:
+    return ", ".join(map(str, shape)) if shape else "()"
+
+
+def _tensor(item: ParameterSpec | BufferSpec, imports: Imports, *, param: bool) -> str:
+    imports.torch = True
+    dtype = "" if item.dtype == "float32" else f", dtype=torch.{checked(item.dtype)}"
+    if isinstance(item, BufferSpec) and item.value is not None:
+        value = f"torch.tensor({literal(item.value, imports)}, dtype=torch.{checked(item.dtype)})"
+    else:
+        assert item.shape is not None
+        name, kwargs = _init(item.init)
+        if name in ("zeros", "ones"):
+            value = f"torch.{name}({_shape(item.shape)}{dtype})"
+        elif name == "constant":
+            value = f"torch.full(({_shape(item.shape)}{',' if len(item.shape) == 1 else ''}), {literal(kwargs['val'], imports)}{dtype})"
+        else:
+            value = f"torch.empty({_shape(item.shape)}{dtype})"
+    if param:
+        grad = "" if item.requires_grad else ", requires_grad=False"  # type: ignore[union-attr]
+        return f"nn.Parameter({value}{grad})"
+    return value
+
+
+def _init(init: Any) -> tuple[str, dict[str, Any]]:
+    if isinstance(init, str):
+        return init, {}
+    ((name, kwargs),) = init.items()
+    return name, dict(kwargs or {})
+
+
+def _init_call(target: str, item: ParameterSpec | BufferSpec, imports: Imports) -> list[str]:
+    if isinstance(item, BufferSpec) and item.value is not None:
+        return []
+    name, kwargs = _init(item.init)
+    if name in ("zeros", "ones", "constant"):
+        return []
+    args = "".join(f", {checked(k)}={literal(v, imports)}" for k, v in kwargs.items())
+    return [f"nn.init.{checked(name)}_({target}{args})"]
+
+
+# -- forward ---------------------------------------------------------------------------------
+def signature(spec: Spec, imports: Imports) -> tuple[str, str]:
+    """``(", x: torch.Tensor, scale: float = 1.0", " -> torch.Tensor")`` for ``def forward``."""
+    params = []
+    for node in spec.nodes:
+        if node.op != "placeholder":
+            continue
+        assert node.name is not None
+        text = checked(node.name)
+        if node.type is not None:
+            text += ": " + _annotation(node.type, imports)
+        if node.default is not NO_DEFAULT:
+            text += (" = " if node.type is not None else "=") + literal(node.default, imports)
+        params.append(text)
+    output = spec.nodes[-1]
+    returns = f" -> {_annotation(output.type, imports)}" if output.type is not None else ""
+    return "".join(", " + p for p in params), returns
+
+
+def _annotation(text: str, imports: Imports) -> str:
+    """A canonical type expression (validated by the policy); record the modules it names."""
+    import re
+
+    for root in set(re.findall(r"\b([A-Za-z_][A-Za-z0-9_]*)\.", text)):
+        if root == "torch":
+            imports.torch = True
+        elif root == "typing":
+            imports.stdlib.add("typing")
+        else:
+            raise UnsafeName(f"type {text!r} names module {root!r}")
+    if not all(ch.isalnum() or ch in "_.[], " for ch in text):
+        raise UnsafeName(f"type {text!r} is not a plain type expression")
+    return text
+
+
+def forward_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any) -> list[str]:
+    """One statement per node, operators as Python operators, no ``x = None`` clean-up lines."""
+    lines = []
+    for node in spec.nodes:
+        if node.op == "placeholder":
+            continue
+        if node.op == "output":
+            lines.append("return " + literal(node.args[0], imports))
+            continue
+        expr = _expression(node, tree, imports, module_of)
+        lines.append(f"{checked(node.name)} = {expr}" if node.name is not None else expr)
+    return lines
+
+
+def _operand(value: Any, imports: Imports, *, power: bool = False) -> str:
+    text = literal(value, imports)
+    needs_parens = (isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0) or (
+        isinstance(value, dict) and next(iter(value)) == "float" and value["float"] == "-inf"
+    )
+    if needs_parens and power or isinstance(value, dict) and next(iter(value)) == "tuple":
+        return f"({text})" if not text.startswith("(") else text
+    return text
+
+
+def _expression(node: Node, tree: ModelTree, imports: Imports, module_of: Any) -> str:
+    args, kwargs = node.args, node.kwargs
+    assert node.target is not None
+    if node.op == "get_attr":
+        return tree.access(node.target)
+    if node.op == "call_module":
+        return f"{tree.access(node.target)}({call_args(args, kwargs, imports)})"
+    if node.op == "call_method":
+        obj = args[0]
+        base = literal(obj, imports) if isinstance(obj, str) and parse_ref(obj) else f"({literal(obj, imports)})"
+        return f"{base}.{checked(node.target)}({call_args(args[1:], kwargs, imports)})"
+    target = node.target
+    if target.startswith("operator.") and not kwargs:
+        op = target.removeprefix("operator.")
+        if op in _BINARY and len(args) == 2:
+            symbol = _BINARY[op]
+            left = _operand(args[0], imports, power=symbol == "**")
+            right = _operand(args[1], imports)
+            hug = symbol == "**" and _simple(args[0]) and _simple(args[1])
+            return f"{left}**{right}" if hug else f"{left} {symbol} {right}"
+        if op in _UNARY and len(args) == 1:
+            return _UNARY[op] + _operand(args[0], imports, power=True)
+        if op == "getitem" and len(args) == 2:
+            index = literal(args[1], imports, index=True)
+            return f"{_operand(args[0], imports)}[{index}]"
+    if target == "getattr" and len(args) == 2 and not kwargs and isinstance(args[1], str):
+        attr = args[1]
+        if is_identifier(attr) and parse_ref(attr) is None:
+            return f"{_operand(args[0], imports)}.{attr}"
+    return f"{qualified(target, imports, module_of)}({call_args(args, kwargs, imports)})"
+
+
+def _simple(value: Any) -> bool:
+    """Black hugs ``**`` when both operands are names or numbers."""
+    if isinstance(value, str):
+        return parse_ref(value) is not None
+    return value is None or isinstance(value, (int, float))
