@@ -67,12 +67,9 @@ _ALLOWED_PRIVATE = frozenset({"torch._assert", "torch._C._nn", "torch._C._fft", 
 # Builtins torch.fx emits (or a spec may reasonably use) that cannot do harm.
 SAFE_BUILTINS: dict[str, Any] = {
     name: getattr(builtins, name)
-    for name in (
-        "getattr len abs all any bool complex divmod float int isinstance list max min pow range "
-        "round slice sorted str sum tuple zip enumerate reversed dict hasattr"
-    ).split()
+    for name in ["getattr", "len", "abs", "all", "any", "bool", "complex", "divmod", "float", "int", "isinstance", "list", "max", "min", "pow", "range", "round", "slice", "sorted", "str", "sum", "tuple", "zip", "enumerate", "reversed", "dict", "hasattr"]
 }
-_TYPE_BUILTINS = {name: getattr(builtins, name) for name in "int float bool str complex bytes tuple list dict".split()}
+_TYPE_BUILTINS = {name: getattr(builtins, name) for name in ["int", "float", "bool", "str", "complex", "bytes", "tuple", "list", "dict"]}
 # Tensor/container methods a spec may never call (hooks, shared memory, raw storage, callables).
 _DENIED_METHODS = frozenset({
     "apply_", "map_", "map2_", "register_hook", "register_post_accumulate_grad_hook",
@@ -150,11 +147,11 @@ class Policy:
     def resolve_function(self, target: str) -> Callable[..., Any]:
         """The callable a ``call_function`` target names, or TargetError."""
         obj = _resolve(self, target)
-        if not callable(obj) or isinstance(obj, type) and not _is_torch_callable_class(obj, target):
+        if not callable(obj) or (isinstance(obj, type) and not _is_torch_callable_class(obj, target)):
             raise TargetError(f"{target!r} is not a function")
         if not self.object_allowed(obj, target):
             raise TargetError(_refusal(target))
-        return obj  # type: ignore[no-any-return]
+        return obj
 
     def resolve_module_class(self, target: str) -> type:
         """The nn.Module subclass a ``class:`` entry names, or TargetError."""

@@ -585,6 +585,11 @@ def _recover_builtin(module: nn.Module, plan: _Plan) -> Constructor:
             value = _lookup(module, name)
             if name == "bias" and (value is None or isinstance(value, torch.Tensor)):
                 value = value is not None
+        if kind is _P.POSITIONAL_ONLY:
+            # Never omitted: leaving one out would shift the positions of those after it.
+            if (value is _OMIT or value is _MISSING) and not required:
+                value = default
+            required = True
         if value is _OMIT or value is _MISSING:
             if required:
                 raise _Unrecoverable(

@@ -177,7 +177,8 @@ class ModelTree:
 
     def access(self, path: str) -> str:
         """``self.…`` expression for a dotted path (into declared modules' own attributes too)."""
-        expr, node = "self", self.root
+        expr: str = "self"
+        node: Any = self.root
         for part in path.split("."):
             kind = node.kind if isinstance(node, _Container) else "opaque"
             expr = _child(expr, part, kind)
@@ -358,7 +359,7 @@ def _operand(value: Any, imports: Imports, *, power: bool = False) -> str:
     needs_parens = (isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0) or (
         isinstance(value, dict) and next(iter(value)) == "float" and value["float"] == "-inf"
     )
-    if needs_parens and power or isinstance(value, dict) and next(iter(value)) == "tuple":
+    if (needs_parens and power) or (isinstance(value, dict) and next(iter(value)) == "tuple"):
         return f"({text})" if not text.startswith("(") else text
     return text
 

@@ -46,7 +46,7 @@ def _validator() -> jsonschema.protocols.Validator:
     schema = load_schema()
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    return cls(schema)  # type: ignore[no-any-return]
+    return cls(schema)
 
 
 def check_schema(doc: Document) -> list[Diagnostic]:

@@ -285,7 +285,7 @@ class _Checker:
         if target in ("getattr", "hasattr"):
             args = node.get("args", [])
             attr = args[1] if len(args) > 1 else None
-            if not isinstance(attr, str) or attr.startswith("%") and not attr.startswith("%%"):
+            if not isinstance(attr, str) or (attr.startswith("%") and not attr.startswith("%%")):
                 self.error((*where, "args"), f"{target} needs a literal attribute name as its second argument")
                 return
             try:

@@ -32,10 +32,7 @@ __all__ = [
 
 DTYPES: dict[str, torch.dtype] = {
     name: getattr(torch, name)
-    for name in (
-        "float16 float32 float64 bfloat16 complex64 complex128 "
-        "int8 int16 int32 int64 uint8 bool"
-    ).split()
+    for name in ["float16", "float32", "float64", "bfloat16", "complex64", "complex128", "int8", "int16", "int32", "int64", "uint8", "bool"]
 }
 MEMORY_FORMATS: dict[str, torch.memory_format] = {
     name: getattr(torch, name)

@@ -1,0 +1,67 @@
+"""Helpers shared by tests: example inputs from specs' `# input:` lines, output comparison."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import torch
+
+_INPUT = re.compile(r"^# input: (?P<name>\w+) (?P<dtype>\w+)\[(?P<shape>[\d, ]*)\]\s*$")
+
+
+def example_inputs(spec_path: Path, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Random inputs for the required placeholders, from the spec's `# input: x float32[2, 16]` lines."""
+    gen = torch.Generator().manual_seed(seed)
+    inputs: dict[str, torch.Tensor] = {}
+    for line in spec_path.read_text().splitlines():
+        m = _INPUT.match(line)
+        if not m:
+            continue
+        shape = [int(d) for d in m["shape"].split(",") if d.strip()]
+        dtype = getattr(torch, m["dtype"])
+        if dtype.is_floating_point:
+            inputs[m["name"]] = torch.randn(shape, generator=gen, dtype=dtype)
+        elif dtype == torch.bool:
+            inputs[m["name"]] = torch.randint(0, 2, shape, generator=gen).bool()
+        else:
+            inputs[m["name"]] = torch.randint(0, 4, shape, generator=gen, dtype=dtype)
+    return inputs
+
+
+def assert_same(a: Any, b: Any, *, exact: bool = True, atol: float = 1e-5) -> None:
+    """Outputs equal leaf by leaf (tensors with torch.equal, or allclose when not exact)."""
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor)
+        assert a.shape == b.shape and a.dtype == b.dtype
+        if exact:
+            assert torch.equal(a, b) or (a.is_floating_point() and torch.equal(a.isnan(), b.isnan())
+                                         and torch.equal(a.nan_to_num(), b.nan_to_num()))
+        else:
+            assert torch.allclose(a, b, atol=atol, rtol=1e-4, equal_nan=True), (a - b).abs().max()
+    elif isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            assert_same(x, y, exact=exact, atol=atol)
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            assert_same(a[k], b[k], exact=exact, atol=atol)
+    else:
+        assert a == b
+
+
+def import_source(source: str, name: str, tmp_path: Path) -> types.ModuleType:
+    """Import generated source from a real file (as a user would), without fxgen on the path."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,202 @@
+"""Hypothesis strategies: random *valid* spec dicts whose graphs run on float32 [2, 4] inputs.
+
+Every value flowing through the graph is a float tensor of shape [2, 4] (or a bool mask of the
+same shape, used only by `torch.where`), so any node may consume any earlier node.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+from typing import Any
+
+from hypothesis import strategies as st
+
+RESERVED = {"self", "torch", "nn", "F", "operator", "math", "typing", "builtins", "device",
+            "inf", "nan", "NoneType", "pytree", "fx_pytree", "output"}  # fmt: skip
+
+
+def _ok_name(name: str) -> bool:
+    return not keyword.iskeyword(name) and not keyword.issoftkeyword(name) and not hasattr(builtins, name) \
+        and name not in RESERVED  # fmt: skip
+
+
+names = st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True).filter(_ok_name)
+
+MODULES: list[dict[str, Any]] = [
+    {"class": "torch.nn.Linear", "args": [4, 4]},
+    {"class": "torch.nn.Linear", "args": [4, 4], "kwargs": {"bias": False}},
+    {"class": "torch.nn.LayerNorm", "args": [4]},
+    {"class": "torch.nn.LayerNorm", "args": [{"tuple": [4]}], "kwargs": {"eps": 1e-3}},
+    {"class": "torch.nn.ReLU"},
+    {"class": "torch.nn.GELU", "kwargs": {"approximate": "tanh"}},
+    {"class": "torch.nn.Dropout", "kwargs": {"p": 0.0}},
+    {"class": "torch.nn.Identity"},
+]
+PARAMS: list[dict[str, Any]] = [
+    {"shape": [4]},
+    {"shape": [4], "init": "ones"},
+    {"shape": [2, 4], "init": {"normal": {"std": 0.02}}},
+    {"shape": [4], "init": {"constant": {"val": 0.5}}},
+    {"shape": [2, 4], "init": {"xavier_uniform": {"gain": 1.0}}},
+]
+BUFFERS: list[dict[str, Any]] = [
+    {"shape": [4], "init": "ones"},
+    {"shape": [4], "persistent": False},
+    {"value": [0.5, -1.0, 2.0, 0.25]},
+    {"value": [[1.0, 2.0, 3.0, 4.0], [0.0, -1.0, 0.5, 1.5]]},
+]
+# Unary ops: (op, target, extra args, kwargs)
+UNARY: list[tuple[str, str, list[Any], dict[str, Any]]] = [
+    ("call_function", "torch.relu", [], {}),
+    ("call_function", "torch.tanh", [], {}),
+    ("call_function", "torch.sigmoid", [], {}),
+    ("call_function", "torch.nn.functional.gelu", [], {}),
+    ("call_function", "torch.nn.functional.leaky_relu", [], {"negative_slope": 0.1}),
+    ("call_function", "operator.neg", [], {}),
+    ("call_function", "operator.mul", [2.5], {}),
+    ("call_function", "operator.add", [-1], {}),
+    ("call_function", "operator.truediv", [4.0], {}),
+    ("call_function", "operator.pow", [2], {}),
+    ("call_function", "operator.getitem", [{"tuple": [{"slice": [None, None, None]}, {"slice": [0, 4, None]}]}], {}),
+    ("call_function", "operator.getitem", [{"tuple": [{"ellipsis": None}, {"slice": [None, None, 1]}]}], {}),
+    ("call_function", "torch.clamp", [], {"min": -1.0, "max": {"float": "inf"}}),
+    ("call_function", "torch.nan_to_num", [], {"nan": 0.0, "posinf": 1.0, "neginf": -1.0}),
+    ("call_method", "relu", [], {}),
+    ("call_method", "clamp", [], {"min": -0.5, "max": 0.5}),
+    ("call_method", "to", [{"dtype": "float32"}], {}),
+    ("call_method", "contiguous", [], {"memory_format": {"memory_format": "contiguous_format"}}),
+    ("call_method", "reshape", [{"tuple": [2, 4]}], {}),
+    ("call_method", "view", [2, -1], {}),
+    ("call_method", "softmax", [], {"dim": -1}),
+]
+BINARY: list[tuple[str, str, dict[str, Any]]] = [
+    ("call_function", "operator.add", {}),
+    ("call_function", "operator.sub", {}),
+    ("call_function", "operator.mul", {}),
+    ("call_function", "torch.add", {"alpha": 0.5}),
+    ("call_function", "torch.maximum", {}),
+    ("call_method", "add", {}),
+    ("call_method", "mul", {}),
+]
+
+
+@st.composite
+def spec_dicts(draw: st.DrawFn, *, max_nodes: int = 12) -> dict[str, Any]:
+    """A random valid spec dict (names unique, refs backwards, every tensor [2, 4] float32)."""
+    used: set[str] = set()
+
+    def fresh() -> str:
+        name = draw(names.filter(lambda n: n not in used))
+        used.add(name)
+        return name
+
+    def path() -> str:
+        depth = draw(st.integers(1, 3))
+        segments = [fresh()]
+        for _ in range(depth - 1):
+            segments.append(draw(st.sampled_from(["0", "1", "2", fresh()])))
+        return ".".join(segments)
+
+    modules: dict[str, Any] = {}
+    parameters: dict[str, Any] = {}
+    buffers: dict[str, Any] = {}
+    prefixes: set[str] = set()
+
+    def claim(p: str) -> bool:
+        parts = p.split(".")
+        pre = {".".join(parts[:i]) for i in range(1, len(parts))}
+        if p in prefixes or any(q in modules or q in parameters or q in buffers for q in pre) or \
+                any(k.startswith(p + ".") for k in (*modules, *parameters, *buffers)) or \
+                p in modules or p in parameters or p in buffers:  # fmt: skip
+            return False
+        prefixes.update(pre)
+        return True
+
+    for _ in range(draw(st.integers(0, 3))):
+        p = path()
+        if claim(p):
+            modules[p] = dict(draw(st.sampled_from(MODULES)))
+    for _ in range(draw(st.integers(0, 2))):
+        p = path()
+        if claim(p):
+            parameters[p] = dict(draw(st.sampled_from(PARAMS)))
+    for _ in range(draw(st.integers(0, 2))):
+        p = path()
+        if claim(p):
+            buffers[p] = dict(draw(st.sampled_from(BUFFERS)))
+
+    nodes: list[dict[str, Any]] = []
+    values: list[str] = []
+    for _ in range(draw(st.integers(1, 3))):
+        name = fresh()
+        nodes.append({"op": "placeholder", "name": name, "type": "torch.Tensor"})
+        values.append(name)
+    if draw(st.booleans()):
+        scale = fresh()
+        nodes.append({"op": "placeholder", "name": scale, "type": "float", "default": 1.5})
+        node = fresh()
+        nodes.append({"op": "call_function", "name": node, "target": "operator.mul", "args": [f"%{values[0]}", f"%{scale}"]})
+        values.append(node)
+    for _ in range(draw(st.integers(1, max_nodes))):
+        kind = draw(st.sampled_from(["unary", "binary", "module", "attr", "where"]))
+        name = fresh()
+        src = f"%{draw(st.sampled_from(values))}"
+        if kind == "module" and modules:
+            target = draw(st.sampled_from(sorted(modules)))
+            nodes.append({"op": "call_module", "name": name, "target": target, "args": [src]})
+        elif kind == "attr" and (parameters or buffers):
+            target = draw(st.sampled_from(sorted({**parameters, **buffers})))
+            attr = fresh()
+            nodes.append({"op": "get_attr", "name": attr, "target": target})
+            nodes.append({"op": "call_function", "name": name, "target": "operator.add", "args": [src, f"%{attr}"]})
+        elif kind == "binary":
+            op, target, kwargs = draw(st.sampled_from(BINARY))
+            other = f"%{draw(st.sampled_from(values))}"
+            node = {"op": op, "name": name, "target": target, "args": [src, other]}
+            if kwargs:
+                node["kwargs"] = kwargs
+            nodes.append(node)
+        elif kind == "where":
+            mask = fresh()
+            other = f"%{draw(st.sampled_from(values))}"
+            nodes.append({"op": "call_function", "name": mask, "target": "operator.gt", "args": [src, other]})
+            nodes.append({"op": "call_function", "name": name, "target": "torch.where", "args": [f"%{mask}", src, other]})
+        else:
+            op, target, extra, kwargs = draw(st.sampled_from(UNARY))
+            node = {"op": op, "name": name, "target": target, "args": [src, *extra]}
+            if kwargs:
+                node["kwargs"] = kwargs
+            nodes.append(node)
+        values.append(name)
+    outs = draw(st.lists(st.sampled_from(values), min_size=1, max_size=3, unique=True))
+    shape = draw(st.sampled_from(["single", "tuple", "list", "dict"]))
+    if shape == "single" or len(outs) == 1:
+        out: Any = f"%{outs[-1]}"
+    elif shape == "tuple":
+        out = {"tuple": [f"%{o}" for o in outs]}
+    elif shape == "list":
+        out = [f"%{o}" for o in outs]
+    else:
+        out = {"dict": {o: f"%{o}" for o in outs}}
+    nodes.append({"op": "output", "args": [out]})
+    spec: dict[str, Any] = {"fxgen": 1, "name": draw(st.from_regex(r"[A-Z][A-Za-z0-9]{0,10}", fullmatch=True)),
+                            "nodes": nodes}  # fmt: skip
+    if draw(st.booleans()):
+        spec["doc"] = draw(st.sampled_from(["A random model.", "Line one.\n\nLine two.", "quote's \"here\"", "  padded  "]))
+    for key, table in (("modules", modules), ("parameters", parameters), ("buffers", buffers)):
+        if table:
+            spec[key] = table
+    return spec
+
+
+def inputs_for(spec: dict[str, Any], seed: int = 0) -> list[Any]:
+    """Positional tensors for the required placeholders of a `spec_dicts` spec."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    return [
+        torch.randn(2, 4, generator=gen)
+        for n in spec["nodes"]
+        if n["op"] == "placeholder" and "default" not in n
+    ]
