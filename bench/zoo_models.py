@@ -93,6 +93,17 @@ class ZooModel:
             types.append(getattr(importlib.import_module(module_name), class_name))
         return tuple(types)
 
+    def build(self) -> nn.Module:
+        """The model in eval mode, built while fxgen records its leaf classes' constructor calls.
+
+        Leaf modules become constructor calls in the spec; third-party blocks such as MONAI's
+        ``UpCat`` do not keep their arguments, so they are recorded as the model is built.
+        """
+        import fxgen
+
+        with fxgen.record_constructors(*self.leaf_module_types()):
+            return self.factory().eval()
+
     def tracer(self) -> torch.fx.Tracer:
         """A ``torch.fx.Tracer`` that also treats :attr:`leaf_modules` as leaves."""
         return _LeafTracer(self.leaf_module_types())

@@ -31,6 +31,7 @@ __all__ = [
     "generate",
     "load",
     "load_spec",
+    "record_constructors",
     "register_constructor",
     "save_weights",
     "to_spec",
@@ -47,7 +48,7 @@ _WHERE = {
     "load": "_api", "load_spec": "_api", "to_spec": "_api", "validate": "_api",
     "generate": "_codegen",
     "export": "_export", "save_weights": "_export",
-    "register_constructor": "_recover",
+    "register_constructor": "_recover", "record_constructors": "_record",
 }  # fmt: skip
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     )
     from fxgen._export import export, save_weights
     from fxgen._policy import DEFAULT_POLICY, Policy
+    from fxgen._record import record_constructors
     from fxgen._recover import register_constructor
     from fxgen._spec import BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
 

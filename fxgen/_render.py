@@ -180,7 +180,10 @@ class ModelTree:
         expr: str = "self"
         node: Any = self.root
         for part in path.split("."):
-            kind = node.kind if isinstance(node, _Container) else "opaque"
+            if node is self.root:
+                kind = "attr"  # the model itself is a plain nn.Module, never a list
+            else:
+                kind = node.kind if isinstance(node, _Container) else "opaque"
             expr = _child(expr, part, kind)
             node = node.children.get(part) if isinstance(node, _Container) else None
         return expr

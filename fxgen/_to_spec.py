@@ -40,11 +40,26 @@ def graph_module_to_spec(gm: torch.fx.GraphModule, *, name: str | None = None, d
         known = declared.modules.get(path) if declared else None
         modules[path] = known if known is not None and _same_class(known.cls, sub) else _recover(path, sub)
     parameters, buffers = _tensors(gm, modules, declared)
+    for path in (*modules, *parameters, *buffers):
+        _check_path(path)
     nodes = [_node(n) for n in gm.graph.nodes]
     cls_name = name or type(gm).__name__
     if doc is None and declared is not None:
         doc = type(gm).__doc__
     return Spec(name=cls_name, doc=doc, modules=modules, parameters=parameters, buffers=buffers, nodes=nodes)
+
+
+def _check_path(path: str) -> None:
+    """Paths must be writable as spec paths (torch allows any string as a ModuleDict key)."""
+    for segment in path.split("."):
+        if not (segment.isascii() and segment.isidentifier() and not segment.startswith("__")) and not (
+            segment.isdigit() and (segment == "0" or not segment.startswith("0"))
+        ):
+            raise ExportError(
+                f"attribute path {path!r}: segment {segment!r} is not an identifier or an index, "
+                "so a spec cannot name it (e.g. a ModuleDict key with punctuation); rename the key "
+                "or make the enclosing module a leaf with a registered constructor"
+            )
 
 
 def _dedupe(items: list[Any]) -> list[str]:
@@ -56,10 +71,11 @@ def _same_class(qualname: str, module: torch.nn.Module) -> bool:
 
 
 def _recover(path: str, module: torch.nn.Module) -> ModuleSpec:
-    from fxgen._recover import check_rebuild, recover_constructor
+    from fxgen._recover import recover_and_check
+    from fxgen._thirdparty import register_known
 
-    args, kwargs = recover_constructor(module)
-    check_rebuild(path, module, args, kwargs)
+    register_known(type(module))
+    args, kwargs = recover_and_check(path, module)
     try:
         return ModuleSpec(class_name(type(module)), [encode(a) for a in args], {k: encode(v) for k, v in kwargs.items()})
     except UnencodableValue as exc:

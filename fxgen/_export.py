@@ -1,0 +1,312 @@
+"""Trace + export stages: an ``nn.Module`` -> torch.fx GraphModule -> Spec (+ safetensors weights).
+
+Tracing is torch.fx's own (``Tracer`` or the caller's subclass, with leaf modules, autowrapped
+functions and concrete args honoured). Tracing failures come back as one ExportError that names
+the line of user code and the fix the torch.fx guide suggests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import linecache
+import sys
+import traceback
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.fx
+
+from fxgen._errors import ExportError, Location
+from fxgen._spec import Spec
+from fxgen._to_spec import LITERAL_LIMIT, graph_module_to_spec
+from fxgen._validate import RESERVED_NAMES
+
+__all__ = ["export", "export_command", "save_weights", "trace"]
+
+LeafSpec = type | str
+
+
+def trace(
+    module: torch.nn.Module,
+    *,
+    concrete_args: dict[str, Any] | None = None,
+    leaf_modules: Iterable[LeafSpec] = (),
+    autowrap_functions: Iterable[Callable[..., Any]] = (),
+    tracer_class: type[torch.fx.Tracer] | None = None,
+) -> torch.fx.GraphModule:
+    """``module`` as a GraphModule (returned as it is if it already is one)."""
+    if isinstance(module, torch.fx.GraphModule):
+        return module
+    if not isinstance(module, torch.nn.Module):
+        raise ExportError(f"export needs an nn.Module, got {type(module).__name__}")
+    leaves = tuple(leaf_modules)
+    leaf_types = tuple(t for t in leaves if isinstance(t, type))
+    leaf_paths = {t for t in leaves if isinstance(t, str)}
+    base = tracer_class or torch.fx.Tracer
+
+    class _Tracer(base):  # type: ignore[valid-type, misc]
+        def is_leaf_module(self, m: torch.nn.Module, qualname: str) -> bool:
+            if isinstance(m, leaf_types) or qualname in leaf_paths:
+                return True
+            return bool(super().is_leaf_module(m, qualname))
+
+    try:
+        tracer = _Tracer(autowrap_functions=tuple(autowrap_functions)) if autowrap_functions else _Tracer()
+        graph = tracer.trace(module, concrete_args)
+    except ExportError:
+        raise
+    except Exception as exc:
+        raise _trace_error(exc) from None
+    _resolve_annotations(graph, module)
+    return torch.fx.GraphModule(tracer.root, graph, class_name=type(module).__name__)
+
+
+def _resolve_annotations(graph: torch.fx.Graph, module: torch.nn.Module) -> None:
+    """Turn PEP 563 string annotations into types (in forward's globals), or drop them.
+
+    Annotations are optional in a spec; one that cannot be written as a spec type (a forward
+    reference to something the default policy cannot name) is dropped rather than failing export.
+    """
+    from fxgen._policy import DEFAULT_POLICY, TargetError, type_repr
+
+    namespace = getattr(type(module).forward, "__globals__", {})
+    for node in graph.nodes:
+        if node.type is None:
+            continue
+        value = node.type
+        if isinstance(value, str):
+            try:
+                value = eval(value, dict(namespace))  # the user's own module's annotation text
+            except Exception:
+                value = None
+        if value is not None:
+            try:
+                DEFAULT_POLICY.resolve_type(type_repr(value))
+            except (TargetError, SyntaxError, TypeError):
+                value = None
+        node.type = value
+
+
+def export(
+    module: torch.nn.Module,
+    *,
+    concrete_args: dict[str, Any] | None = None,
+    leaf_modules: Iterable[LeafSpec] = (),
+    autowrap_functions: Iterable[Callable[..., Any]] = (),
+    tracer_class: type[torch.fx.Tracer] | None = None,
+    name: str | None = None,
+) -> Spec:
+    """Trace ``module`` with torch.fx and turn the graph into a Spec.
+
+    An already traced or transformed GraphModule is accepted as it is. Every call_module
+    target becomes a verified constructor call (``fxgen.register_constructor`` covers classes
+    fxgen does not know); parameters and buffers keep their paths, shapes and dtypes; the
+    weights themselves go to ``save_weights``.
+    """
+    gm = trace(
+        module,
+        concrete_args=concrete_args,
+        leaf_modules=leaf_modules,
+        autowrap_functions=autowrap_functions,
+        tracer_class=tracer_class,
+    )
+    _avoid_reserved_names(gm.graph)
+    return graph_module_to_spec(gm, name=name or _class_name(module))
+
+
+def save_weights(module: torch.nn.Module, path: str | Path, **trace_options: Any) -> None:
+    """Write the tensors of ``module``'s spec as safetensors, keys equal to the spec's paths."""
+    from fxgen._weights import write_weights
+
+    write_weights(path, spec_state(trace(module, **trace_options)))
+
+
+def spec_state(gm: torch.fx.GraphModule) -> dict[str, torch.Tensor]:
+    """The state a spec's weights file holds: state_dict plus large tensor constants."""
+    state = {k: v.detach() for k, v in gm.state_dict().items()}
+    named = {n for n, _ in gm.named_parameters()} | {n for n, _ in gm.named_buffers()}
+    for node in gm.graph.nodes:
+        if node.op == "get_attr" and node.target not in named and node.target not in state:
+            value: Any = gm
+            for part in str(node.target).split("."):
+                value = getattr(value, part)
+            if isinstance(value, torch.Tensor) and value.numel() > LITERAL_LIMIT:
+                state[str(node.target)] = value.detach()
+    return state
+
+
+def _class_name(module: torch.nn.Module) -> str:
+    if isinstance(module, torch.fx.GraphModule):
+        return type(module).__name__.removesuffix("GraphModuleImpl") or "GraphModule"
+    return type(module).__name__
+
+
+def _avoid_reserved_names(graph: torch.fx.Graph) -> None:
+    """Rename nodes whose names generated code reserves (``nn``, ``F``, ``math``…)."""
+    for node in graph.nodes:
+        if node.name in RESERVED_NAMES and node.op != "output":
+            node._rename(node.name + "_1")
+
+
+# -- tracing errors ------------------------------------------------------------------------
+_FIXES = (
+    ("cannot be used as inputs to control flow",
+     "the code branches on a traced value (dynamic control flow): pass the deciding argument "
+     "with concrete_args / --concrete-args, make the submodule a leaf (leaf_modules / --leaf-module), "
+     "or move the branch into a function marked with torch.fx.wrap"),
+    ("cannot be iterated",
+     "the code iterates over a traced value (e.g. `for d in x.shape`): use concrete_args, "
+     "a leaf module, or torch.fx.wrap the function that iterates"),
+    ("is not supported in symbolic tracing",
+     "a builtin is called on a traced value: call torch.fx.wrap('<name>') at module scope, "
+     "or pass autowrap_functions"),
+    ("__bool__", "a traced value is used as a condition: use concrete_args, a leaf module or torch.fx.wrap"),
+)  # fmt: skip
+
+
+def _trace_error(exc: BaseException) -> ExportError:
+    """One clear message: what failed, the user's line, and the torch.fx guide's fix."""
+    frame = _user_frame(exc)
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    fix = next((f for key, f in _FIXES if key in str(exc)), None)
+    where: Location | None = None
+    detail = ""
+    if frame is not None:
+        filename, lineno, func = frame
+        where = Location(filename, lineno, 1)
+        source = linecache.getline(filename, lineno).strip()
+        detail = f" (in {func}: `{source}`)" if source else f" (in {func})"
+    message = f"cannot trace the module: {type(exc).__name__}: {text}{detail}"
+    if fix:
+        message += f"; {fix}"
+    return ExportError(message, where)
+
+
+def _user_frame(exc: BaseException) -> tuple[str, int, str] | None:
+    """The innermost traceback frame outside torch and fxgen: where the user's code failed."""
+    torch_dir = str(Path(torch.__file__).parent)
+    here = str(Path(__file__).parent)
+    found = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if not frame.filename.startswith((torch_dir, here)) and frame.lineno is not None:
+            found = (frame.filename, frame.lineno, frame.name)
+    return found
+
+
+# -- the `fxgen export` command ----------------------------------------------------------------
+def _import_attr(spec: str) -> Any:
+    """``pkg.module:Attr.sub`` -> the object (the user's own code: importing it is intended)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ExportError(f"{spec!r}: expected PKG.MODULE:ATTR, e.g. mypkg.models:Net")
+    sys.path.insert(0, str(Path.cwd()))
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ExportError(f"cannot import {module_name!r}: {exc}") from None
+    finally:
+        sys.path.pop(0)
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ExportError(f"{module_name!r} has no attribute {attr!r}") from None
+    return obj
+
+
+def _json(text: str | None, what: str, kind: type) -> Any:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ExportError(f"{what} is not valid JSON: {exc}") from None
+    if not isinstance(value, kind):
+        raise ExportError(f"{what} must be a JSON {'list' if kind is list else 'object'}")
+    return value
+
+
+def build_target(spec: str, args: list[Any], kwargs: dict[str, Any]) -> torch.nn.Module:
+    """Instantiate ``PKG.MODULE:ATTR``: a module class, a function returning a module, or a module."""
+    from fxgen._values import decode, decode_kwargs
+
+    obj = _import_attr(spec)
+    if isinstance(obj, torch.nn.Module):
+        return obj
+    if not callable(obj):
+        raise ExportError(f"{spec!r} is neither an nn.Module class nor a function returning one")
+    try:
+        module = obj(*decode(args, _no_ref), **decode_kwargs(kwargs, _no_ref))
+    except Exception as exc:
+        raise ExportError(f"calling {spec!r} failed: {type(exc).__name__}: {exc}") from None
+    if not isinstance(module, torch.nn.Module):
+        raise ExportError(f"{spec!r} returned a {type(module).__name__}, not an nn.Module")
+    return module
+
+
+def _no_ref(name: str) -> Any:
+    raise ExportError(f"'%{name}': node references make no sense in export arguments")
+
+
+def export_command(ns: argparse.Namespace) -> None:
+    """``fxgen export``: compute the spec and weights in memory, then write both."""
+    from fxgen._values import decode_kwargs
+    from fxgen._writer import write_atomic
+
+    module = build_target(ns.target, _json(ns.args, "--args", list), _json(ns.kwargs, "--kwargs", dict))
+    module.eval()  # the exported graph is the inference graph
+    concrete = _json(ns.concrete_args, "--concrete-args", dict)
+    concrete = decode_kwargs(concrete, _no_ref) if concrete is not None else None
+    leaves = [_import_attr(name if ":" in name else ":".join(name.rsplit(".", 1))) for name in ns.leaf_module]
+    for leaf in leaves:
+        if not (isinstance(leaf, type) and issubclass(leaf, torch.nn.Module)):
+            raise ExportError(f"--leaf-module {leaf!r} is not an nn.Module class")
+    gm = trace(module, concrete_args=concrete, leaf_modules=leaves)
+    _avoid_reserved_names(gm.graph)
+    spec = graph_module_to_spec(gm, name=ns.name or type(module).__name__)
+    out: Path = ns.out
+    text = spec.to_json() if out.suffix == ".json" else spec.to_yaml(schema_ref=_schema_ref(out))
+    payload = None
+    if ns.weights is not None:
+        from safetensors.torch import save
+
+        state = {k: v.to("cpu").clone().contiguous() for k, v in sorted(spec_state(gm).items())}
+        payload = save(state, metadata={"format": "pt", "producer": "fxgen"})
+    write_atomic(out, text)
+    print(f"fxgen: wrote {out} ({len(spec.nodes)} nodes)", file=sys.stderr)
+    if payload is not None:
+        write_atomic(ns.weights, payload)
+        print(f"fxgen: wrote {ns.weights}", file=sys.stderr)
+    outside = _outside_default_policy(spec)
+    if outside:
+        names = " ".join(f"--allow {m}" for m in outside)
+        print(f"fxgen: note: this spec uses {', '.join(outside)}; load or generate it with {names} "
+              "or list them in [tool.fxgen] allow", file=sys.stderr)  # fmt: skip
+
+
+def _schema_ref(out: Path) -> str:
+    """A schema reference for editors: the repository's schemas/ if the spec sits inside one."""
+    import os
+
+    from fxgen._schema import load_schema
+
+    here = out.resolve().parent
+    for folder in (here, *here.parents):
+        candidate = folder / "schemas" / "fxgen.schema.json"
+        if candidate.is_file():
+            return Path(os.path.relpath(candidate, here)).as_posix()
+    return str(load_schema()["$id"])
+
+
+def _outside_default_policy(spec: Spec) -> list[str]:
+    """Top-level packages the spec names that the default target policy does not allow."""
+    from fxgen._policy import DEFAULT_POLICY
+
+    roots = {m.cls for m in spec.modules.values()} | {
+        n.target for n in spec.nodes if n.op == "call_function" and n.target and "." in n.target
+    }
+    return sorted({r.split(".")[0] for r in roots if not DEFAULT_POLICY.may_import(r.rsplit(".", 1)[0])})
