@@ -100,10 +100,11 @@ def check_rebuild(path: str, module: nn.Module, args: Any, kwargs: Any) -> None:
 
     The rebuild happens on the meta device, so it is cheap even for huge layers. Compared:
     ``repr``; names, shapes, dtypes and ``requires_grad`` of parameters; names, shapes,
-    dtypes and persistence of buffers (values too for non-persistent buffers, which the
-    weights file does not carry -- those modules are rebuilt on the CPU); every plain
-    attribute except ``training``; hooks; and all of that for every submodule. Parameter
-    and persistent-buffer values are not compared: they come from the state dict.
+    dtypes and persistence of buffers; every plain attribute except ``training``; hooks;
+    and all of that for every submodule. Parameter and persistent-buffer values are not
+    compared: they come from the weights file. Values the weights file does not carry
+    (non-persistent buffers, tensors kept as plain attributes) can only come from the
+    constructor, so modules that have them are rebuilt on the CPU and those values compared.
     """
     cls = type(module)
     where = _where(path, cls)
@@ -111,11 +112,17 @@ def check_rebuild(path: str, module: nn.Module, args: Any, kwargs: Any) -> None:
     call = format_call(class_name(cls), args, kwargs)
     with_values = _has_unsaved_values(module)
     rebuilt = _build(cls, args, kwargs, where, call, on_meta=not with_values)
-    problems = list(_diff(module, rebuilt, "", with_values))
-    if not problems:
-        original_repr, rebuilt_repr = repr(module), repr(rebuilt)
-        if original_repr != rebuilt_repr:
-            problems.append(_repr_difference(original_repr, rebuilt_repr))
+    try:
+        problems = list(_diff(module, rebuilt, "", with_values))
+        if not problems:
+            original_repr, rebuilt_repr = repr(module), repr(rebuilt)
+            if original_repr != rebuilt_repr:
+                problems.append(_repr_difference(original_repr, rebuilt_repr))
+    except Exception as exc:  # e.g. a user class whose extra_repr fails on the meta device
+        raise ExportError(
+            f"{where}: comparing it with its rebuild from {call} failed:"
+            f" {type(exc).__name__}: {exc}"
+        ) from exc
     if problems:
         shown = "; ".join(problems[:5])
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
@@ -526,9 +533,12 @@ def _recover(module: nn.Module, where: str) -> Constructor:
         raise ExportError(
             f"{where}: fxgen does not know how to recover the constructor arguments of"
             f" {class_name(cls)}.{derived} Trace through it (do not make it a leaf module) or"
-            f" register a recovery with fxgen register_constructor({cls.__name__}, fn)"
+            f" register a recovery with fxgen.register_constructor({cls.__name__}, fn)"
         )
-    plan = _plan(cls)
+    try:
+        plan = _plan(cls)
+    except (TypeError, ValueError) as exc:  # inspect.signature gave up
+        raise ExportError(f"{where}: cannot read the constructor signature: {exc}") from exc
     rule = plan.rule
     if rule.refuse:
         raise ExportError(f"{where} {rule.refuse}")
@@ -543,6 +553,10 @@ def _recover(module: nn.Module, where: str) -> Constructor:
         return _recover_builtin(module, plan)
     except _Unrecoverable as exc:
         raise ExportError(f"{where}: {exc}") from None
+    except Exception as exc:  # a module in a state the rules do not expect
+        raise ExportError(
+            f"{where}: cannot recover its constructor arguments: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _lookup(module: nn.Module, name: str) -> Any:
