@@ -22,7 +22,7 @@ import torch.fx
 
 from fxgen._errors import ExportError, Location
 from fxgen._spec import Spec
-from fxgen._to_spec import LITERAL_LIMIT, graph_module_to_spec
+from fxgen._to_spec import CONSTANTS_KEY, LITERAL_LIMIT, graph_module_to_spec
 from fxgen._validate import RESERVED_NAMES
 
 __all__ = ["export", "export_command", "save_weights", "trace"]
@@ -54,15 +54,49 @@ def trace(
                 return True
             return bool(super().is_leaf_module(m, qualname))
 
+    before = set(vars(module))
     try:
         tracer = _Tracer(autowrap_functions=tuple(autowrap_functions)) if autowrap_functions else _Tracer()
         graph = tracer.trace(module, concrete_args)
+        _resolve_annotations(graph, module)
+        constants = sorted(set(vars(module)) - before)
+        gm = torch.fx.GraphModule(tracer.root, graph, class_name=type(module).__name__)
+        _fix_buffers(gm, module, constants)
+        return gm
     except ExportError:
         raise
     except Exception as exc:
         raise _trace_error(exc) from None
-    _resolve_annotations(graph, module)
-    return torch.fx.GraphModule(tracer.root, graph, class_name=type(module).__name__)
+    finally:
+        # torch.fx stores tensor constants (`_tensor_constant0`) on the traced module itself;
+        # the GraphModule has its own copies, so leave the user's module as it was (and make
+        # a second trace number its constants the same way).
+        for name in set(vars(module)) - before:
+            delattr(module, name)
+
+
+def _fix_buffers(gm: torch.fx.GraphModule, original: torch.nn.Module, constants: list[str]) -> None:
+    """Undo two things GraphModule construction loses or invents about buffers.
+
+    It registers every copied tensor as a *persistent* buffer: buffers that were
+    non-persistent in the original are made so again, and tensor constants made by tracing
+    (``_tensor_constant0``…) small enough to be written into the spec become non-persistent
+    (their value is in the spec, not in the weights file).
+    """
+    for path, _ in list(gm.named_buffers()):
+        owner_path, _, leaf = path.rpartition(".")
+        owner = gm.get_submodule(owner_path)
+        try:
+            source = original.get_submodule(owner_path)
+        except AttributeError:
+            continue
+        if leaf in getattr(source, "_non_persistent_buffers_set", ()):
+            owner._non_persistent_buffers_set.add(leaf)
+    for name in constants:
+        value = getattr(gm, name, None)
+        if isinstance(value, torch.Tensor) and name in gm._buffers and value.dim() > 0 and value.numel() <= LITERAL_LIMIT:
+            gm._non_persistent_buffers_set.add(name)
+    gm.meta[CONSTANTS_KEY] = constants
 
 
 def _resolve_annotations(graph: torch.fx.Graph, module: torch.nn.Module) -> None:

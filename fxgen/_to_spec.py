@@ -24,9 +24,10 @@ from fxgen._policy import SAFE_BUILTINS, type_repr
 from fxgen._spec import BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
 from fxgen._values import UnencodableValue, dtype_name, encode
 
-__all__ = ["LITERAL_LIMIT", "class_name", "function_name", "graph_module_to_spec"]
+__all__ = ["CONSTANTS_KEY", "LITERAL_LIMIT", "class_name", "function_name", "graph_module_to_spec"]
 
 LITERAL_LIMIT = 64  # tensor constants up to this many elements are written into the spec
+CONSTANTS_KEY = "fxgen_constants"  # gm.meta: names of tensor constants tracing created
 
 
 def graph_module_to_spec(gm: torch.fx.GraphModule, *, name: str | None = None, doc: str | None = None) -> Spec:
@@ -92,6 +93,7 @@ def _tensors(
 
     parameters: dict[str, ParameterSpec] = {}
     buffers: dict[str, BufferSpec] = {}
+    constants = set(gm.meta.get(CONSTANTS_KEY, ()))
     for path, param in gm.named_parameters():
         if owned(path):
             continue
@@ -109,6 +111,8 @@ def _tensors(
         known = declared.buffers.get(path) if declared else None
         if known is not None and _buffer_matches(known, buf):
             buffers[path] = BufferSpec(known.shape, known.dtype, known.init, known.value, persistent)
+        elif path in constants:
+            buffers[path] = _buffer(path, buf, persistent, literal=not persistent)
         else:
             buffers[path] = _buffer(path, buf, persistent, literal=False)
     for node in gm.graph.nodes:
@@ -135,7 +139,7 @@ def _buffer(path: str, tensor: torch.Tensor, persistent: bool, *, literal: bool)
         dtype = dtype_name(tensor.dtype)
     except UnencodableValue as exc:
         raise ExportError(f"{path!r}: {exc}") from None
-    if literal and tensor.numel() <= LITERAL_LIMIT and tensor.device.type != "meta":
+    if literal and tensor.dim() > 0 and tensor.numel() <= LITERAL_LIMIT and tensor.device.type != "meta":
         return BufferSpec(value=tensor.detach().cpu().tolist(), dtype=dtype, persistent=False)
     return BufferSpec(shape=list(tensor.shape), dtype=dtype, persistent=persistent)
 
