@@ -132,11 +132,11 @@ def table(results: list[Result]) -> str:
     rows = ["| model | nodes | traceable? | exported? | generated? | max abs error | note |",
             "| --- | ---: | --- | --- | --- | ---: | --- |"]  # fmt: skip
     for r in results:
-        error = f"{r.error:.1e}" if r.error is not None else "–"
+        error = f"{r.error:.1e}" if r.error is not None else "-"
         note = LIMITATIONS.get(r.name, "") if not r.passed and r.traceable else r.problem
         if r.traceable and not r.passed and r.name not in LIMITATIONS:
             note = f"**FAIL** {r.problem}"
-        rows.append(f"| {r.name} | {r.nodes if r.nodes is not None else '–'} | {_mark(r.traceable)} | "
+        rows.append(f"| {r.name} | {r.nodes if r.nodes is not None else '-'} | {_mark(r.traceable)} | "
                     f"{_mark(r.exported)} | {_mark(r.generated)} | {error} | {note.replace('|', '/')} |")  # fmt: skip
     traceable = [r for r in results if r.traceable]
     passed = [r for r in traceable if r.passed]

@@ -180,10 +180,18 @@ def _class_name(module: torch.nn.Module) -> str:
 
 
 def _avoid_reserved_names(graph: torch.fx.Graph) -> None:
-    """Rename nodes whose names generated code reserves (``nn``, ``F``, ``math``…)."""
+    """Rename nodes whose names generated code reserves (``nn``, ``F``, ``math``…).
+
+    ``output`` is kept for the output node: torch.fx names a call of a submodule called
+    ``output`` "output" and the real output node "output_1"; specs leave the output node's
+    name out, so it must be "output".
+    """
     for node in graph.nodes:
-        if node.name in RESERVED_NAMES and node.op != "output":
+        if node.op != "output" and (node.name in RESERVED_NAMES or node.name == "output"):
             node._rename(node.name + "_1")
+    last = next(iter(reversed(graph.nodes)))
+    if last.op == "output" and last.name != "output":
+        last._rename("output")
 
 
 # -- tracing errors ------------------------------------------------------------------------
