@@ -9,7 +9,6 @@ the GraphModule was made by fxgen, and otherwise are recovered from the module i
 from __future__ import annotations
 
 import builtins
-import importlib
 import math
 import operator
 from typing import Any
@@ -21,10 +20,12 @@ import torch.nn.functional
 from fxgen._build import META_KEY, TARGET_KEY
 from fxgen._errors import ExportError
 from fxgen._policy import SAFE_BUILTINS, type_repr
+from fxgen._recover import class_name
+from fxgen._recover import resolve_qualname as _lookup
 from fxgen._spec import BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
 from fxgen._values import UnencodableValue, dtype_name, encode
 
-__all__ = ["CONSTANTS_KEY", "LITERAL_LIMIT", "class_name", "function_name", "graph_module_to_spec"]
+__all__ = ["CONSTANTS_KEY", "LITERAL_LIMIT", "function_name", "graph_module_to_spec"]
 
 LITERAL_LIMIT = 64  # tensor constants up to this many elements are written into the spec
 CONSTANTS_KEY = "fxgen_constants"  # gm.meta: names of tensor constants tracing created
@@ -231,30 +232,3 @@ def _function_name(fn: Any) -> str:
         raise ExportError(f"call target {name!r} does not resolve back to the traced function; "
                           "define it at module level (and torch.fx.wrap it)")  # fmt: skip
     return name
-
-
-def class_name(cls: type) -> str:
-    """Public qualified name of a module class (``torch.nn.Conv2d``, not ``torch.nn.modules.conv…``)."""
-    if getattr(torch.nn, cls.__name__, None) is cls:
-        return f"torch.nn.{cls.__name__}"
-    name = f"{cls.__module__}.{cls.__qualname__}"
-    if _lookup(name) is not cls:
-        raise ExportError(f"module class {name!r} cannot be imported by that name (defined in a function?)")
-    return name
-
-
-def _lookup(qualname: str) -> Any:
-    parts = qualname.split(".")
-    for i in range(len(parts), 0, -1):
-        try:
-            obj: Any = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            continue
-        try:
-            for part in parts[i:]:
-                obj = getattr(obj, part)
-        except AttributeError:
-            return None
-        return obj
-    return None
-

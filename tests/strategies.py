@@ -10,15 +10,20 @@ import builtins
 import keyword
 from typing import Any
 
+import torch
 from hypothesis import strategies as st
 
 RESERVED = {"self", "torch", "nn", "F", "operator", "math", "typing", "builtins", "device",
             "inf", "nan", "NoneType", "pytree", "fx_pytree", "output"}  # fmt: skip
 
 
+_MODULE_ATTRS = frozenset(dir(torch.nn.Module))
+
+
 def _ok_name(name: str) -> bool:
+    """Valid as a node name, class name and path segment alike."""
     return not keyword.iskeyword(name) and not keyword.issoftkeyword(name) and not hasattr(builtins, name) \
-        and name not in RESERVED  # fmt: skip
+        and name not in RESERVED and name not in _MODULE_ATTRS  # fmt: skip
 
 
 names = st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True).filter(_ok_name)
@@ -180,8 +185,8 @@ def spec_dicts(draw: st.DrawFn, *, max_nodes: int = 12) -> dict[str, Any]:
     else:
         out = {"dict": {o: f"%{o}" for o in outs}}
     nodes.append({"op": "output", "args": [out]})
-    spec: dict[str, Any] = {"fxgen": 1, "name": draw(st.from_regex(r"[A-Z][A-Za-z0-9]{0,10}", fullmatch=True)),
-                            "nodes": nodes}  # fmt: skip
+    class_name = draw(st.from_regex(r"[A-Z][A-Za-z0-9]{0,10}", fullmatch=True).filter(_ok_name))
+    spec: dict[str, Any] = {"fxgen": 1, "name": class_name, "nodes": nodes}
     if draw(st.booleans()):
         spec["doc"] = draw(st.sampled_from(["A random model.", "Line one.\n\nLine two.", "quote's \"here\"", "  padded  "]))
     for key, table in (("modules", modules), ("parameters", parameters), ("buffers", buffers)):

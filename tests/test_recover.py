@@ -19,6 +19,7 @@ from torch import nn
 from fxgen._errors import ExportError
 from fxgen._recover import (
     check_rebuild,
+    class_name,
     recover_and_check,
     recover_constructor,
     register_constructor,
@@ -618,6 +619,23 @@ def test_unregistered_user_class_names_the_class() -> None:
     assert "register_constructor" in str(info.value)
     with pytest.raises(ExportError, match=r"module 'blocks\.1'.*Unregistered"):
         recover_and_check("blocks.1", Unregistered(3))
+
+
+def test_class_name_must_import_back_to_the_class() -> None:
+    assert class_name(nn.Conv2d) == "torch.nn.Conv2d"
+    assert class_name(Unregistered) == f"{Unregistered.__module__}.Unregistered"
+
+    class Local(nn.Module):
+        pass
+
+    with pytest.raises(ExportError, match=r"<locals>\.Local.*defined inside a function"):
+        class_name(Local)
+    Local.__qualname__ = "NoSuchClass"
+    with pytest.raises(ExportError, match=r"NoSuchClass'.*nothing is found"):
+        class_name(Local)
+    Local.__qualname__ = "Unregistered"
+    with pytest.raises(ExportError, match=r"Unregistered'.*imports another object"):
+        class_name(Local)
 
 
 def test_subclass_of_torch_class_is_not_recovered_implicitly() -> None:
