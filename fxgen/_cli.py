@@ -8,17 +8,18 @@ is shown only with ``--debug``. Heavy imports (torch, black) happen inside the c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from fxgen import __version__
 from fxgen._errors import Diagnostic, FxgenError, GenerateError, Location, SpecError
 
 __all__ = ["main"]
 
-VERSION = "0.1.0"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -75,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="fxgen", description="Declarative torch.fx model specs: validate, show, generate, export.",
         parents=[common],
     )  # fmt: skip
-    parser.add_argument("--version", action="version", version=f"fxgen {VERSION}")
+    parser.add_argument("--version", action="version", version=f"fxgen {__version__}")
     parser.set_defaults(command=None)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
 
@@ -93,6 +94,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 if any file is missing, stale or orphaned")
     p.add_argument("--diff", action="store_true", help="print unified diffs of what would change")
     p.add_argument("--force", action="store_true", help="overwrite files edited by hand or not written by fxgen")
+    p.add_argument("--fail-on-change", action="store_true",
+                   help="exit 1 when a file was written or removed (for hooks: pre-commit does not notice new files)")  # fmt: skip
     p.add_argument("--jobs", "-j", type=int, default=0, help="worker processes (default: all cores)")
     p.set_defaults(command="generate", run=cmd_generate)
 
@@ -143,16 +146,28 @@ def cmd_show(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
 
 # -- generate ----------------------------------------------------------------------------------
 def cmd_generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
-    from fxgen._files import find_specs, orphans, plan
+    """Write (or with --check, only compare) the generated file of every spec.
+
+    Up-to-date files are recognised from their header hashes alone, so a no-op run imports
+    neither torch nor black. Hand-edited files and files fxgen did not write are left alone
+    without --force. With whole spec directories, generated files whose spec was deleted
+    (orphans) are removed, or with --check reported.
+    """
+    with _terminate_cleanly():
+        return _generate(args, allow)
+
+
+def _generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
+    from fxgen._files import find_specs, orphans, plan, refusal
 
     jobs = plan(find_specs(args.paths), args.out_dir)
-    todo = [j for j in jobs if j.status != "current" and (j.status in ("missing", "stale") or args.force)]
-    refused = [j for j in jobs if j.status in ("edited", "foreign") and not args.force]
+    todo = [j for j in jobs if j.status in ("missing", "stale") or (args.force and j.status != "current")]
     rendered, failures = _render_all(todo, allow, args.jobs)
-    problems = 0
-    for job in refused:
-        problems += 1
-        print(GenerateError(_refusal(job), Location(str(job.out))), file=sys.stderr)
+    problems = changed = 0
+    for job in jobs:
+        if job.status in ("edited", "foreign") and not args.force:
+            problems += 1
+            print(GenerateError(refusal(job), Location(str(job.out))), file=sys.stderr)
     for job in todo:
         if job.spec in failures:
             problems += 1
@@ -161,38 +176,68 @@ def cmd_generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
         new = rendered[job.spec]
         if new == job.old:
             continue
-        problems += args.check  # writing is success; pre-commit notices changed files itself
         if args.diff:
             from fxgen._files import unified_diff
 
             sys.stdout.write(unified_diff(job, new))
         if args.check:
-            print(f"{job.out}: {job.status if job.status != 'stale' else 'stale'}: "
-                  f"out of date with {job.label}; run `fxgen generate`", file=sys.stderr)  # fmt: skip
+            problems += 1
+            print(GenerateError(_out_of_date(job), Location(str(job.out))), file=sys.stderr)
         else:
             from fxgen._writer import write_atomic
 
             write_atomic(job.out, new)
+            changed += 1
             print(f"fxgen: wrote {job.out}", file=sys.stderr)
-    for path, intact in orphans({args.out_dir}, jobs) if _whole_dirs(args.paths) else ():
+    spec_dirs = [Path(p) for p in args.paths if Path(p).is_dir()]
+    for path, intact in orphans(spec_dirs, args.out_dir, jobs) if spec_dirs else ():
         if args.check or not intact:
             problems += 1
-            print(f"{path}: orphaned: its spec no longer exists; delete it", file=sys.stderr)
+            why = "its spec no longer exists; " + (
+                "run `fxgen generate` to remove it" if intact else "it was edited by hand, so fxgen leaves it: delete it"
+            )
+            print(GenerateError(f"orphaned: {why}", Location(str(path))), file=sys.stderr)
         else:
             path.unlink()
+            changed += 1
             print(f"fxgen: removed {path} (its spec no longer exists)", file=sys.stderr)
+    if args.check and problems:
+        print(f"fxgen: {problems} problem{'s' * (problems != 1)} with generated files; "
+              "run `fxgen generate` (with --diff to see the changes)", file=sys.stderr)  # fmt: skip
+    if args.fail_on_change and changed:
+        print(f"fxgen: {changed} generated file{'s' * (changed != 1)} changed; review and stage "
+              f"{'them' if changed != 1 else 'it'} (git add), then commit again", file=sys.stderr)  # fmt: skip
+        return 1
     return 1 if problems else 0
 
 
-def _whole_dirs(paths: Sequence[str]) -> bool:
-    """Orphans are looked for only when whole spec directories were given."""
-    return any(Path(p).is_dir() for p in paths)
+def _out_of_date(job: Any) -> str:
+    if job.status == "missing":
+        return f"missing: not generated yet from {job.label}"
+    if job.status == "stale":
+        return f"stale: out of date with {job.label}"
+    return f"{job.status}: differs from what {job.label} generates"
 
 
-def _refusal(job: Any) -> str:
-    from fxgen._files import refusal
+@contextlib.contextmanager
+def _terminate_cleanly() -> Iterator[None]:
+    """Turn SIGTERM (CI timeouts, pre-commit being stopped) into SystemExit while generating, so
+    an interrupted write removes its temporary file as Ctrl-C does (targets are never half-written)."""
+    import signal
+    import threading
 
-    return refusal(job)
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _report_failure(failure: list[Diagnostic] | str) -> None:

@@ -17,14 +17,12 @@ from pathlib import Path
 import jinja2
 
 from fxgen import _format
-from fxgen._header import Header, body_digest, safe_label, spec_digest
+from fxgen._header import VERSION, Header, body_digest, safe_label, spec_digest
 from fxgen._policy import Policy
 from fxgen._render import Imports, ModelTree, forward_lines, init_lines, signature, string
 from fxgen._spec import Spec
 
 __all__ = ["generate", "render_spec"]
-
-VERSION = "0.1.0"
 
 
 @functools.cache
@@ -50,25 +48,28 @@ def _module_of(target: str) -> str:
     raise ValueError(f"module of {target!r} is not imported")
 
 
-def _docstring(doc: str | None) -> str:
-    """A triple-quoted docstring when black would keep it verbatim, else an exact literal."""
+def _docstring(doc: str | None) -> list[str]:
+    """The class docstring's lines: a triple-quoted docstring when black keeps it verbatim and
+    ``inspect.cleandoc`` gives ``doc`` back; otherwise an exact ``__doc__ = "..."`` literal."""
     if not doc:
-        return ""
+        return []
     lines = doc.split("\n")
+    rest = [line for line in lines[1:] if line]
     clean = (
         doc == doc.strip()
-        and all(line == line.rstrip() and (line.isprintable() or not line) for line in lines)
+        and all(line == line.rstrip() and line.isprintable() for line in lines)
         and "\\" not in doc
         and '"""' not in doc
+        and not doc.startswith('"')
         and not doc.endswith('"')
-        and all(not line.startswith(" ") for line in lines[1:])
+        and (not rest or any(not line.startswith(" ") for line in rest))  # cleandoc keeps indents
     )
     if not clean:
-        return f"__doc__ = {string(doc)}"
+        return _format.block([f"__doc__ = {string(doc)}"], 1)
     if len(lines) == 1:
-        return f'"""{doc}"""'
-    body = "\n".join(("    " + line) if line else "" for line in lines[1:])
-    return f'"""{lines[0]}\n{body}\n    """'
+        return [f'    """{doc}"""']
+    body = [("    " + line) if line else "" for line in lines[1:]]
+    return [f'    """{lines[0]}', *body, '    """']
 
 
 def render_spec(spec: Spec, *, label: str, digest: str) -> str:
@@ -85,15 +86,13 @@ def render_spec(spec: Spec, *, label: str, digest: str) -> str:
         wrapped = _format.format_statement(def_line + "\n        pass", 1)
         def_lines = ["    " + line for line in wrapped[:-1]]
     body = _template().render(
-        header="",
         imports=imports.lines(),
         class_name=spec.name,
-        docstring=_docstring(spec.doc),
+        doc_lines=_docstring(spec.doc),
         init_lines=_format.block(init, 2),
         def_lines=def_lines,
         forward_lines=_format.block(forward, 2),
     )
-    body = "\n" + body.lstrip("\n")  # one blank line between header and imports
     header = Header(VERSION, safe_label(label), digest, body_digest(body))
     return header.render() + body
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fxgen._errors import Diagnostic, FxgenError, GenerateError, Location, SpecError
-from fxgen._header import VERSION, body_digest, spec_digest, split
+from fxgen._header import VERSION, body_digest, safe_label, spec_digest, split
 
-__all__ = ["SPEC_SUFFIXES", "Job", "find_specs", "plan", "render_job"]
+__all__ = ["SPEC_SUFFIXES", "Job", "find_specs", "orphans", "plan", "render_job"]
 
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -86,7 +86,7 @@ def _status(job: Job) -> Job:
         job.status = "foreign"
     elif body_digest(body) != header.body_digest:
         job.status = "edited"
-    elif (header.version, header.label, header.spec_digest) == (VERSION, job.label, job.digest):
+    elif (header.version, header.label, header.spec_digest) == (VERSION, safe_label(job.label), job.digest):
         job.status = "current"
     else:
         job.status = "stale"
@@ -131,19 +131,24 @@ def unified_diff(job: Job, new: str) -> str:
     )
 
 
-def orphans(out_dirs: Iterable[Path], jobs: list[Job]) -> Iterator[tuple[Path, bool]]:
-    """Generated files whose spec no longer exists, with whether their body is untouched."""
+def orphans(spec_dirs: Iterable[Path], out_dir: Path, jobs: list[Job]) -> Iterator[tuple[Path, bool]]:
+    """Generated files in ``out_dir`` whose spec was under one of ``spec_dirs`` and is gone, with
+    whether their body is untouched. Files made from specs elsewhere are never orphans, so
+    running from another directory or with other spec folders cannot delete them."""
+    if not out_dir.is_dir():
+        return
     claimed = {job.out.resolve() for job in jobs}
-    for out_dir in sorted(set(out_dirs)):
-        if not out_dir.is_dir():
+    roots = [d.resolve() for d in spec_dirs]
+    for path in sorted(out_dir.glob("*.py")):
+        if path.resolve() in claimed:
             continue
-        for path in sorted(out_dir.glob("*.py")):
-            if path.resolve() in claimed:
-                continue
-            try:
-                header, body = split(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError):
-                continue
-            if header is None or Path(header.label).exists():
-                continue
-            yield path, body_digest(body) == header.body_digest
+        try:
+            header, body = split(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            continue
+        if header is None or Path(header.label).suffix not in SPEC_SUFFIXES:
+            continue
+        spec = Path(header.label).resolve()
+        if spec.exists() or not any(spec.is_relative_to(root) for root in roots):
+            continue
+        yield path, body_digest(body) == header.body_digest

@@ -9,6 +9,7 @@ lines longer than black's limit need black itself (see ``fxgen._format``).
 from __future__ import annotations
 
 import keyword
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,13 +50,15 @@ class Imports:
     stdlib: set[str] = field(default_factory=set)
     torch: bool = False
     functional: bool = False
+    torch_modules: set[str] = field(default_factory=set)  # torch submodules ``import torch`` may not load
     other: set[str] = field(default_factory=set)
 
     def lines(self) -> list[str]:
         groups = [[f"import {m}" for m in sorted(self.stdlib)]]
         third = []
-        if self.torch:
+        if self.torch or self.torch_modules:
             third.append("import torch")
+        third.extend(f"import {m}" for m in sorted(self.torch_modules))
         if self.functional:
             third.append("import torch.nn.functional as F")
         third.append("from torch import nn")
@@ -71,19 +74,34 @@ class Imports:
 
 
 def string(value: str) -> str:
-    """A string literal as black writes it: ``repr`` (so every character is escaped), double-quoted."""
+    """A string literal as black writes it: every character escaped as ``repr`` does, in double
+    quotes unless that needs more escapes than single quotes (black's own rule)."""
     text = repr(value)
-    if text.startswith("'") and '"' not in value:
-        return '"' + text[1:-1] + '"'
-    return text
+    if text.startswith('"') or '"' not in value:
+        return '"' + text[1:-1] + '"' if text.startswith("'") else text
+    # Both quote characters occur: repr chose single quotes; black prefers double quotes
+    # unless that takes more backslashes.
+    if value.count('"') > value.count("'"):
+        return text
+    body = "".join('\\"' if ch == '"' else "'" if ch == "'" else repr(ch)[1:-1] for ch in value)
+    return '"' + body + '"'
 
 
 def number(value: int | float) -> str:
-    return repr(value).replace("e+", "e") if isinstance(value, float) else repr(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return 'float("nan")' if math.isnan(value) else ('float("inf")' if value > 0 else '-float("inf")')
+        return repr(value).replace("e+", "e")
+    return repr(value)
 
 
-def literal(value: Any, imports: Imports, *, index: bool = False) -> str:
-    """Source text of an encoded spec value (``index``: inside ``x[...]``, slices as ``a:b``)."""
+def _tag(value: Any) -> str | None:
+    """The tag of an encoded tagged value (``{"tuple": [...]}`` -> ``"tuple"``), else None."""
+    return next(iter(value)) if isinstance(value, dict) else None
+
+
+def literal(value: Any, imports: Imports) -> str:
+    """Source text of an encoded spec value."""
     if value is None or isinstance(value, bool):
         return repr(value)
     if isinstance(value, (int, float)):
@@ -95,14 +113,9 @@ def literal(value: Any, imports: Imports, *, index: bool = False) -> str:
         return "[" + ", ".join(literal(v, imports) for v in value) + "]"
     ((tag, body),) = value.items()
     if tag == "tuple":
-        if index and len(body) != 1:
-            return ", ".join(literal(v, imports, index=True) for v in body) if body else "()"
         items = [literal(v, imports) for v in body]
         return "(" + items[0] + ",)" if len(items) == 1 else "(" + ", ".join(items) + ")"
     if tag == "slice":
-        parts = [literal(v, imports) if v is not None else "" for v in body]
-        if index:
-            return ":".join(parts[:2]) + (":" + parts[2] if parts[2] else "")
         return "slice(" + ", ".join(literal(v, imports) for v in body) + ")"
     if tag == "ellipsis":
         return "..."
@@ -120,6 +133,45 @@ def literal(value: Any, imports: Imports, *, index: bool = False) -> str:
     if tag == "size":
         return "torch.Size([" + ", ".join(number(d) for d in body) + "])"
     raise ValueError(f"unknown value tag {tag!r}")
+
+
+def index(value: Any, imports: Imports) -> str:
+    """The text inside ``x[...]``: a tuple without its parentheses, slices as ``a:b``."""
+    if _tag(value) == "tuple" and len(value["tuple"]) != 1:
+        items = value["tuple"]
+        return ", ".join(_subscript(v, imports) for v in items) if items else "()"
+    return _subscript(value, imports)
+
+
+def _subscript(value: Any, imports: Imports) -> str:
+    """One element of an index: slice syntax for slices, a plain literal for everything else."""
+    if _tag(value) != "slice":
+        return literal(value, imports)
+    start, stop, step = (literal(v, imports) if v is not None else "" for v in value["slice"])
+    # Black spaces the colons of a slice whose bounds are not "simple" (calls, attributes…),
+    # the way PEP 8 does for ``ham[lower + offset : upper + offset]``, except next to an omitted bound.
+    spaced = any(_compound(v) for v in value["slice"])
+
+    def colon(left: str, right: str) -> str:
+        return (" " if spaced and left else "") + ":" + (" " if spaced and right else "")
+
+    text = start + colon(start, stop) + stop
+    return text + colon(stop, step) + step if step else text
+
+
+def _compound(value: Any) -> bool:
+    """Does the literal contain a call, an attribute access or an operator (black's "non-trivial"
+    slice expressions)? Names, numbers, strings, ``-1`` and brackets of those are simple."""
+    if isinstance(value, list):
+        return any(_compound(v) for v in value)
+    tag = _tag(value)
+    if tag is None or tag == "ellipsis":
+        return False
+    if tag == "tuple":
+        return any(_compound(v) for v in value["tuple"])
+    if tag == "dict":
+        return any(_compound(v) for v in value["dict"].values())
+    return True  # slice(...), float("inf"), complex(...), torch.float32, torch.device(...), torch.Size(...)
 
 
 def call_args(args: Iterable[Any], kwargs: dict[str, Any], imports: Imports) -> str:
@@ -140,11 +192,22 @@ def qualified(name: str, imports: Imports, module_of: Any) -> str:
         return "nn." + parts[2]
     if parts[0] == "torch":
         imports.torch = True
+        module = module_of(name)
+        if not _loaded_by_import_torch(module):
+            imports.torch_modules.add(module)
     elif parts[0] in _STDLIB_ROOTS:
         imports.stdlib.add(parts[0])
     else:
         imports.other.add(module_of(name))
     return name
+
+
+# Modules a plain ``import torch`` always loads: targets in them need no import of their own.
+_TORCH_LOADED = ("torch", "torch.nn", "torch.fft", "torch.linalg", "torch.special", "torch.functional", "torch._C")
+
+
+def _loaded_by_import_torch(module: str) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in _TORCH_LOADED)
 
 
 # -- the module tree: where submodules, parameters and buffers live --------------------------
@@ -267,8 +330,14 @@ def _constructor(item: ModuleSpec, imports: Imports, module_of: Any) -> str:
     return f"{qualified(item.cls, imports, module_of)}({call_args(item.args, item.kwargs, imports)})"
 
 
-def _shape(shape: list[int]) -> str:
-    return ", ".join(map(str, shape)) if shape else "()"
+def _shape(shape: list[int], *, tuple_: bool = False) -> str:
+    """Sizes as ``torch.empty`` takes them (``2, 3``), or as one tuple (``(2, 3)``, ``(8,)``)."""
+    if not shape:
+        return "()"
+    text = ", ".join(map(str, shape))
+    if not tuple_:
+        return text
+    return f"({text},)" if len(shape) == 1 else f"({text})"
 
 
 def _tensor(item: ParameterSpec | BufferSpec, imports: Imports, *, param: bool) -> str:
@@ -282,7 +351,10 @@ def _tensor(item: ParameterSpec | BufferSpec, imports: Imports, *, param: bool) 
         if name in ("zeros", "ones"):
             value = f"torch.{name}({_shape(item.shape)}{dtype})"
         elif name == "constant":
-            value = f"torch.full(({_shape(item.shape)}{',' if len(item.shape) == 1 else ''}), {literal(kwargs['val'], imports)}{dtype})"
+            fill = kwargs["val"]
+            if not dtype and not (isinstance(fill, float) or _tag(fill) == "float"):
+                dtype = ", dtype=torch.float32"  # torch.full infers int64/bool from an int/bool fill
+            value = f"torch.full({_shape(item.shape, tuple_=True)}, {literal(fill, imports)}{dtype})"
         else:
             value = f"torch.empty({_shape(item.shape)}{dtype})"
     if param:
@@ -357,14 +429,44 @@ def forward_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any)
     return lines
 
 
-def _operand(value: Any, imports: Imports, *, power: bool = False) -> str:
+def _negative(value: Any) -> bool:
+    """A literal written with a leading minus sign (``-1``, ``-0.0``, ``-float("inf")``)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return math.copysign(1.0, value) < 0
+    return _tag(value) == "float" and value["float"] == "-inf"
+
+
+def _operand(value: Any, imports: Imports, *, before: str) -> str:
+    """A literal operand, parenthesised where the bare text would bind differently or not parse.
+
+    ``before`` is what follows the operand: ``"**"`` (``(-1) ** x``, not ``-1 ** x``), ``"."``
+    or ``"["`` (``(1).real``, ``(-1)[0]``, ``(...)``), or ``"unary"`` for the operand of a unary
+    operator (``-(-1)``).
+    """
     text = literal(value, imports)
-    needs_parens = (isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0) or (
-        isinstance(value, dict) and next(iter(value)) == "float" and value["float"] == "-inf"
-    )
-    if (needs_parens and power) or (isinstance(value, dict) and next(iter(value)) == "tuple"):
-        return f"({text})" if not text.startswith("(") else text
+    if _negative(value):
+        return f"({text})"
+    bare_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if before in (".", "[") and (bare_number or _tag(value) == "ellipsis"):
+        return f"({text})"
     return text
+
+
+def _power(args: list[Any], imports: Imports) -> str:
+    base = _operand(args[0], imports, before="**")
+    exponent = literal(args[1], imports)  # x ** -1 needs no parentheses
+    hug = _power_operand(args[0], base) and _power_operand(args[1], exponent)
+    return f"{base}**{exponent}" if hug else f"{base} ** {exponent}"
+
+
+def _power_operand(value: Any, text: str) -> bool:
+    """Black hugs ``**`` when both operands are simple: names, numbers and attribute chains, each
+    with an optional unary minus; a parenthesised operand is not simple."""
+    if text.startswith("("):
+        return False
+    if isinstance(value, str):
+        return parse_ref(value) is not None
+    return value is None or isinstance(value, (int, float)) or _tag(value) in ("dtype", "memory_format", "layout")
 
 
 def _expression(node: Node, tree: ModelTree, imports: Imports, module_of: Any) -> str:
@@ -375,32 +477,20 @@ def _expression(node: Node, tree: ModelTree, imports: Imports, module_of: Any) -
     if node.op == "call_module":
         return f"{tree.access(node.target)}({call_args(args, kwargs, imports)})"
     if node.op == "call_method":
-        obj = args[0]
-        base = literal(obj, imports) if isinstance(obj, str) and parse_ref(obj) else f"({literal(obj, imports)})"
-        return f"{base}.{checked(node.target)}({call_args(args[1:], kwargs, imports)})"
+        return f"{_operand(args[0], imports, before='.')}.{checked(node.target)}({call_args(args[1:], kwargs, imports)})"
     target = node.target
     if target.startswith("operator.") and not kwargs:
         op = target.removeprefix("operator.")
-        if op in _BINARY and len(args) == 2:
-            symbol = _BINARY[op]
-            left = _operand(args[0], imports, power=symbol == "**")
-            right = _operand(args[1], imports)
-            hug = symbol == "**" and _simple(args[0]) and _simple(args[1])
-            return f"{left}**{right}" if hug else f"{left} {symbol} {right}"
+        if op == "pow" and len(args) == 2:
+            return _power(args, imports)
+        if op in _BINARY and len(args) == 2:  # operands are names or literals: no precedence issues
+            return f"{literal(args[0], imports)} {_BINARY[op]} {literal(args[1], imports)}"
         if op in _UNARY and len(args) == 1:
-            return _UNARY[op] + _operand(args[0], imports, power=True)
+            return _UNARY[op] + _operand(args[0], imports, before="unary")
         if op == "getitem" and len(args) == 2:
-            index = literal(args[1], imports, index=True)
-            return f"{_operand(args[0], imports)}[{index}]"
+            return f"{_operand(args[0], imports, before='[')}[{index(args[1], imports)}]"
     if target == "getattr" and len(args) == 2 and not kwargs and isinstance(args[1], str):
         attr = args[1]
         if is_identifier(attr) and parse_ref(attr) is None:
-            return f"{_operand(args[0], imports)}.{attr}"
+            return f"{_operand(args[0], imports, before='.')}.{attr}"
     return f"{qualified(target, imports, module_of)}({call_args(args, kwargs, imports)})"
-
-
-def _simple(value: Any) -> bool:
-    """Black hugs ``**`` when both operands are names or numbers."""
-    if isinstance(value, str):
-        return parse_ref(value) is not None
-    return value is None or isinstance(value, (int, float))

@@ -54,7 +54,9 @@ def check_init(init: Any, shape: list[int], dtype: str) -> str | None:
         return f"init {name!r} needs a tensor with {span} dimensions, not shape {shape}"
     if name not in ("zeros", "ones", "constant", "eye") and not DTYPES[dtype].is_floating_point:
         return f"init {name!r} needs a floating-point dtype, not {dtype}"
-    if name in ("xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal") and 0 in shape:
+    if name == "orthogonal" and dtype in ("float16", "bfloat16"):
+        return f"init 'orthogonal' needs float32 or float64, not {dtype}"
+    if name in ("xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal", "dirac") and 0 in shape:
         return f"init {name!r} cannot initialise an empty tensor of shape {shape}"
     return None
 

@@ -27,6 +27,7 @@ def _ok_name(name: str) -> bool:
 
 
 names = st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True).filter(_ok_name)
+class_names = st.from_regex(r"[A-Z][A-Za-z0-9]{0,10}", fullmatch=True).filter(_ok_name)
 
 MODULES: list[dict[str, Any]] = [
     {"class": "torch.nn.Linear", "args": [4, 4]},
@@ -92,7 +93,9 @@ def spec_dicts(draw: st.DrawFn, *, max_nodes: int = 12) -> dict[str, Any]:
     used: set[str] = set()
 
     def fresh() -> str:
-        name = draw(names.filter(lambda n: n not in used))
+        name = draw(names)
+        while name in used:
+            name += "_"
         used.add(name)
         return name
 
@@ -185,7 +188,7 @@ def spec_dicts(draw: st.DrawFn, *, max_nodes: int = 12) -> dict[str, Any]:
     else:
         out = {"dict": {o: f"%{o}" for o in outs}}
     nodes.append({"op": "output", "args": [out]})
-    class_name = draw(st.from_regex(r"[A-Z][A-Za-z0-9]{0,10}", fullmatch=True).filter(_ok_name))
+    class_name = draw(class_names)
     spec: dict[str, Any] = {"fxgen": 1, "name": class_name, "nodes": nodes}
     if draw(st.booleans()):
         spec["doc"] = draw(st.sampled_from(["A random model.", "Line one.\n\nLine two.", "quote's \"here\"", "  padded  "]))
