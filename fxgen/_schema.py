@@ -66,11 +66,11 @@ def _diagnostic(doc: Document, error: ValidationError) -> Diagnostic:
             known = ", ".join(sorted(allowed)) or "none"
             return Diagnostic(
                 doc.key_location((*path, extra[0])),
-                f"{where}unknown key {extra[0]!r} (allowed here: {known})",
+                f"{where}unknown key {extra[0]!r} (allowed here: {known}); remove or rename it",
             )
-    if error.validator == "propertyNames":
-        return Diagnostic(doc.locate(path), f"{where}{_message(error)}")
-    return Diagnostic(doc.locate(path), f"{where}{_message(error)}")
+    if "propertyNames" in error.relative_schema_path and isinstance(error.instance, str):
+        return Diagnostic(doc.key_location((*path, error.instance)), f"{where}{_key_message(error)}")
+    return Diagnostic(doc.locate(path), f"{where}{_message(error, path)}")
 
 
 def _deepest(error: ValidationError) -> ValidationError:
@@ -81,17 +81,92 @@ def _deepest(error: ValidationError) -> ValidationError:
     return best
 
 
-def _message(error: ValidationError) -> str:
+_KINDS = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
+          "number": "a number", "boolean": "true or false", "null": "null"}  # fmt: skip
+_TAGS = ("tuple", "slice", "ellipsis", "dtype", "device", "memory_format", "layout", "float", "complex", "dict", "size")
+
+
+def _message(error: ValidationError, path: tuple[Any, ...]) -> str:
     schema = error.schema if isinstance(error.schema, dict) else {}
+    description = str(schema.get("description", ""))
+    hint = _hint(description)
+    instance = error.instance
     if error.validator == "pattern":
-        hint = schema.get("description", "")
-        return f"{error.instance!r} is not valid here" + (f": {hint}" if hint else "")
+        if isinstance(instance, str) and instance.startswith("%"):
+            return (f"{instance!r} is not a node reference ('%name'); write {'%' + instance!r} for the "
+                    f"literal string {instance!r}")  # fmt: skip
+        return f"{instance!r} is not valid here" + (f": {description}" if description else "")
     if error.validator == "enum":
         options = ", ".join(map(str, error.validator_value))
-        return f"{error.instance!r} is not one of: {options}"
+        return f"{_short(instance)} is not one of: {options}" + (hint if "write" in description else "")
     if error.validator == "const":
-        return f"{error.instance!r} must be {error.validator_value!r}"
-    return str(error.message)
+        return f"{_short(instance)} must be {error.validator_value!r}"
+    if error.validator == "type":
+        types = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        expected = " or ".join(_KINDS.get(str(t), str(t)) for t in types)
+        if not path:
+            return f"a spec is a mapping with `fxgen: 1`, `name` and `nodes`, not {_kind(instance)}"
+        return f"expected {expected}, not {_kind(instance)} {_short(instance)}"
+    if error.validator == "required":
+        missing = [k for k in error.validator_value if isinstance(instance, dict) and k not in instance]
+        name = missing[0] if missing else str(error.message)
+        if len(path) == 2 and path[0] == "nodes" and isinstance(instance, dict):
+            return f"missing key {name!r}: {instance.get('op')} nodes need " + ", ".join(
+                f"`{k}`" for k in error.validator_value
+            )
+        required = ", ".join(f"`{k}`" for k in error.validator_value)
+        return f"missing key {name!r} (required here: {required})" + (hint if path else "")
+    if error.validator in ("minItems", "maxItems") and isinstance(instance, list):
+        bound = "at least" if error.validator == "minItems" else "at most"
+        return f"has {len(instance)} item{'s' * (len(instance) != 1)}, {bound} {error.validator_value} allowed{hint}"
+    if error.validator in ("minProperties", "maxProperties") and isinstance(instance, dict):
+        if schema.get("minProperties") == schema.get("maxProperties") == 1:
+            keys = ", ".join(map(repr, instance)) or "none"
+            return f"expected a mapping with exactly one key, got {len(instance)} ({keys}){hint}"
+        bound = "at least" if error.validator == "minProperties" else "at most"
+        return f"has {len(instance)} keys, {bound} {error.validator_value} allowed{hint}"
+    return " ".join(str(error.message).split())[:200]
+
+
+def _key_message(error: ValidationError) -> str:
+    """A mapping key that fails ``propertyNames`` (a tag, a kwarg name, a path)."""
+    key = error.instance
+    if error.validator == "enum" and tuple(error.validator_value) == _TAGS:
+        return (f"unknown value tag {key!r}; a mapping in a value is a single-key tag ({', '.join(_TAGS)}), "
+                "write a dict as {dict: {...}}")  # fmt: skip
+    if error.validator == "enum":
+        return f"key {key!r} is not one of: {', '.join(map(str, error.validator_value))}"
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    hint = schema.get("description", "")
+    return f"key {key!r} is not valid here" + (f": {hint}" if hint else "")
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "a mapping"
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters (a message stays one line)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _hint(description: str) -> str:
+    """A schema description as the tail of a message: ``"; a list of ..."``."""
+    text = description.rstrip(".")
+    if text[:1].isupper() and (text[1:2].islower() or text[1:2] == " "):
+        text = text[0].lower() + text[1:]
+    return f"; {text}" if text else ""
 
 
 def _describe(path: tuple[Any, ...]) -> str:

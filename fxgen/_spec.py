@@ -8,6 +8,7 @@ to be schema-valid — validation (``fxgen._validate``) is the way in from untru
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -212,13 +213,32 @@ _FLOW_WIDTH = 100
 
 
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    pass
+    """PyYAML's safe dumper, also quoting strings that YAML 1.2 (fxgen's reader) reads as numbers."""
 
 
-def _dump(value: Any, *, flow: bool) -> str:
+# PyYAML resolves YAML 1.1 only: without these, the strings "1e5" and "0o17" would be written
+# plain and read back as a float and an int.
+_Dumper.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$"),
+    list("-+.0123456789"),
+)
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^0o[0-7]+$"), ["0"])
+
+
+def _dump(value: Any, *, flow: bool, width: int = 10**9, style: str | None = None) -> str:
     return yaml.dump(
-        value, Dumper=_Dumper, default_flow_style=flow, sort_keys=False, allow_unicode=True, width=10**9
-    ).rstrip("\n").removesuffix("\n...")
+        value, Dumper=_Dumper, default_flow_style=flow, default_style=style, sort_keys=False, allow_unicode=True,
+        width=width,
+    ).rstrip("\n").removesuffix("\n...")  # fmt: skip
+
+
+# What YAML (1.1, as libyaml reads it) takes as a line break, also inside quoted scalars.
+_BREAKS = ("\n", "\r", "\x85", "\u2028", "\u2029")
+
+
+def _one_line(text: str) -> bool:
+    return not any(b in text for b in _BREAKS)
 
 
 def _scalar(value: Any) -> str:
@@ -228,10 +248,15 @@ def _scalar(value: Any) -> str:
 def _flow_entry(prefix: str, value: Any, indent: str) -> str:
     """``prefix`` + value as one flow line if short enough, else as an indented block."""
     flow = _scalar(value)
-    if "\n" not in flow and len(prefix) + len(flow) <= _FLOW_WIDTH:
+    if _one_line(flow) and len(prefix) + len(flow) <= _FLOW_WIDTH:
         return prefix + flow
     if not isinstance(value, (dict, list)):
-        return prefix + flow.replace("\n", "\n" + indent)
+        # A long string: the emitter folds it at spaces into continuation lines (it may overrun
+        # its width by a word, hence the margin), indented under the key. Breaks other than
+        # "\n" are written escaped, in double quotes, so that every line gets the indent.
+        exotic = isinstance(value, str) and not _one_line(value.replace("\n", ""))
+        wrapped = _dump(value, flow=True, width=max(_FLOW_WIDTH - len(prefix) - 12, 20), style='"' if exotic else None)
+        return prefix + wrapped.replace("\n", "\n" + indent)
     block = _block(value, indent)
     if prefix.endswith("- "):
         return prefix + block.lstrip()
@@ -243,6 +268,20 @@ def _block(value: dict[str, Any] | list[Any], indent: str) -> str:
     lines = []
     items = value.items() if isinstance(value, dict) else ((None, v) for v in value)
     for key, item in items:
-        head = f"{indent}{_scalar(key)}: " if key is not None else f"{indent}- "
-        lines.append(_flow_entry(head, item, indent + "  ") if len(head) < _FLOW_WIDTH else head + _scalar(item))
+        if key is None:
+            head = f"{indent}- "
+        else:
+            head = f"{indent}{_key(key)}: "
+            if len(head) > _MAX_IMPLICIT_KEY:
+                head = f"{indent}? {_key(key)}\n{indent}: "  # YAML limits implicit keys to 1024 characters
+        lines.append(_flow_entry(head, item, indent + "  "))
     return "\n".join(lines)
+
+
+_MAX_IMPLICIT_KEY = 1000
+
+
+def _key(key: str) -> str:
+    """A mapping key on one line: double-quoted (escapes and all) when it holds a line break."""
+    text = _scalar(key)
+    return text if _one_line(text) else _dump(key, flow=True, style='"')

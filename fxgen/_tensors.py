@@ -54,10 +54,18 @@ def check_init(init: Any, shape: list[int], dtype: str) -> str | None:
         return f"init {name!r} needs a tensor with {span} dimensions, not shape {shape}"
     if name not in ("zeros", "ones", "constant", "eye") and not DTYPES[dtype].is_floating_point:
         return f"init {name!r} needs a floating-point dtype, not {dtype}"
-    if name == "orthogonal" and dtype in ("float16", "bfloat16"):
-        return f"init 'orthogonal' needs float32 or float64, not {dtype}"
     if name in ("xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal", "dirac") and 0 in shape:
         return f"init {name!r} cannot initialise an empty tensor of shape {shape}"
+    if name == "orthogonal" and dtype not in ("float32", "float64"):
+        return f"init 'orthogonal' needs float32 or float64 (torch has no QR for {dtype}); convert after loading"
+    if name == "dirac":
+        groups = kwargs.get("groups", 1)
+        if shape[0] % groups:
+            return f"init 'dirac' needs the first dimension ({shape[0]}) to be divisible by groups ({groups})"
+    if name in ("uniform", "trunc_normal"):
+        low, high = kwargs.get("a", 0 if name == "uniform" else -2), kwargs.get("b", 1 if name == "uniform" else 2)
+        if low > high:
+            return f"init {name!r} needs a <= b, not a={low}, b={high}; swap them"
     return None
 
 

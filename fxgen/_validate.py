@@ -12,6 +12,7 @@ import builtins
 import functools
 import inspect
 import keyword
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,14 +24,17 @@ from fxgen._reader import Document, JsonPath, parse_text
 from fxgen._schema import check_schema
 from fxgen._spec import FORMAT_VERSION, Spec
 from fxgen._tensors import check_init
-from fxgen._values import decode, decode_kwargs, iter_refs
+from fxgen._values import DTYPES, decode, decode_kwargs, iter_refs
 
 __all__ = ["RESERVED_NAMES", "validate_data", "validate_document"]
 
 # Names the generated module and torch.fx's own code use as globals; a node may not shadow them.
 RESERVED_NAMES = frozenset({"self", "torch", "nn", "F", "operator", "math", "typing", "builtins",
                             "device", "inf", "nan", "NoneType", "pytree", "fx_pytree"})  # fmt: skip
-_MODULE_ATTRS = frozenset(dir(torch.nn.Module))
+# jsonschema's `$` also matches before a trailing newline, so names are re-checked with fullmatch.
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SEGMENT = re.compile(r"(?!__)[A-Za-z_][A-Za-z0-9_]*|0|[1-9][0-9]*")
+_DEVICE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?::(?:0|[1-9][0-9]*))?")
 
 
 def validate_document(doc: Document, policy: Policy = DEFAULT_POLICY) -> Spec:
@@ -48,6 +52,12 @@ def validate_document(doc: Document, policy: Policy = DEFAULT_POLICY) -> Spec:
         node.type = canonical
         if node.op == "output" and node.name == "output":
             node.name = None  # torch.fx's own name for it; to_spec leaves it out too
+    if any(node.name is None and node.op != "output" for node in spec.nodes):
+        # torch.fx names unnamed nodes itself ("relu"); a later explicit name may collide with
+        # one of those. Building the bare graph (no modules, no tensors) is the exact check.
+        from fxgen._build import build_graph
+
+        build_graph(spec, policy)
     return spec
 
 
@@ -55,7 +65,8 @@ def validate_data(data: dict[str, Any], policy: Policy = DEFAULT_POLICY, *, path
     """Validate an in-memory dict (locations come from its JSON rendering)."""
     import json
 
-    return validate_document(parse_text(json.dumps(data, indent=1), path, json_syntax=True), policy)
+    text = json.dumps(data, indent=1, ensure_ascii=False)  # characters as they are, to be checked and located
+    return validate_document(parse_text(text, path, json_syntax=True), policy)
 
 
 def _check_version(doc: Document) -> None:
@@ -63,10 +74,11 @@ def _check_version(doc: Document) -> None:
     if not isinstance(data, dict):
         return  # the schema reports it
     version = data.get("fxgen")
-    if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
+    if isinstance(version, (int, float)) and not isinstance(version, bool) and version > FORMAT_VERSION:
         raise SpecError.at(
             doc.locate(("fxgen",)),
-            f"spec format version {version} is newer than this fxgen supports ({FORMAT_VERSION}); upgrade fxgen",
+            f"spec format version {version} is newer than this fxgen supports ({FORMAT_VERSION}); "
+            "upgrade fxgen (pip install -U fxgen)",
         )
     # Future format versions are upgraded here, before the schema check: data = _upgrade(data).
 
@@ -82,9 +94,11 @@ class _Checker:
 
     def error(self, path: JsonPath, message: str, *, key: bool = False) -> None:
         loc = self.doc.key_location(path) if key else self.doc.locate(path)
-        self.errors.append(Diagnostic(loc, message))
+        # One line, always: messages may quote torch's or the policy's multi-line exceptions.
+        self.errors.append(Diagnostic(loc, " ".join(message.splitlines())))
 
     def run(self) -> None:
+        self.check_class_name()
         self.check_paths()
         self.check_modules()
         self.check_tensors("parameters")
@@ -92,20 +106,31 @@ class _Checker:
         self.check_nodes()
 
     # -- declarations ------------------------------------------------------------------------
+    def check_class_name(self) -> None:
+        name: str = self.data["name"]
+        if not _IDENTIFIER.fullmatch(name):
+            self.error(("name",), f"class name {name!r} is not an identifier; use only letters, digits and _")
+        elif keyword.iskeyword(name) or keyword.issoftkeyword(name):
+            self.error(("name",), f"class name {name!r} is a Python keyword; choose another name")
+        elif hasattr(builtins, name) or name in RESERVED_NAMES or name in self.imported_roots:
+            self.error(("name",), f"class name {name!r} would shadow a name the generated code uses; "
+                       "choose another name")  # fmt: skip
+
     def check_paths(self) -> None:
         seen: dict[str, str] = {}
         for table in ("modules", "parameters", "buffers"):
             for path in self.data.get(table, {}):
                 where = (table, path)
-                for segment in path.split("."):
-                    if keyword.iskeyword(segment) or keyword.issoftkeyword(segment):
-                        self.error(where, f"path {path!r}: {segment!r} is a Python keyword", key=True)
-                    elif segment in _MODULE_ATTRS:
-                        self.error(where, f"path {path!r}: {segment!r} is an nn.Module attribute", key=True)
-                if path in seen:
-                    self.error(where, f"{path!r} is already declared in {seen[path]}", key=True)
+                problem = _path_problem(path)
+                if problem:
+                    self.error(where, f"path {path!r}: {problem}", key=True)
+                elif path in seen:
+                    self.error(where, f"{path!r} is already declared in `{seen[path]}`; "
+                               "declare each path once", key=True)  # fmt: skip
+                    continue
                 seen[path] = table
         modules = self.data.get("modules", {})
+        kinds = {"modules": "module", "parameters": "parameter", "buffers": "buffer"}
         for path, table in seen.items():
             for i in range(path.count(".")):
                 prefix = path.rsplit(".", i + 1)[0]
@@ -118,7 +143,8 @@ class _Checker:
                     )
                     break
                 if prefix in seen:
-                    self.error((table, path), f"{path!r} is inside {seen[prefix][:-1]} {prefix!r}", key=True)
+                    self.error((table, path), f"{path!r} is inside {kinds[seen[prefix]]} {prefix!r}, which "
+                               "cannot hold attributes; declare it on another path", key=True)  # fmt: skip
                     break
 
     def check_modules(self) -> None:
@@ -127,16 +153,19 @@ class _Checker:
             try:
                 cls = self.policy.resolve_module_class(entry["class"])
             except TargetError as exc:
-                self.error((*where, "class"), f"module {path!r}: {exc}")
+                hint = "; call functions with a call_function node" if "not an nn.Module" in str(exc) else ""
+                self.error((*where, "class"), f"module {path!r}: {exc}{hint}")
                 continue
             args = self.decode_constant(entry.get("args", []), (*where, "args"))
             kwargs = self.decode_constant(entry.get("kwargs", {}), (*where, "kwargs"), mapping=True)
             if args is None or kwargs is None:
                 continue
+            signature = _signature(cls)
             try:
-                _signature(cls).bind(*args, **kwargs)
+                signature.bind(*args, **kwargs)
             except TypeError as exc:
-                self.error(where, f"module {path!r}: arguments do not fit {entry['class']}: {exc}")
+                self.error(where, f"module {path!r}: arguments do not fit {entry['class']}: {exc}; "
+                           f"its signature is {cls.__name__}{_plain_signature(signature)}")  # fmt: skip
                 continue
             self.module_classes[path] = cls
 
@@ -148,15 +177,33 @@ class _Checker:
                 try:
                     torch.tensor(entry["value"], dtype=getattr(torch, dtype))
                 except (TypeError, ValueError, RuntimeError) as exc:
-                    self.error((*where, "value"), f"{path!r}: value is not a {dtype} tensor: {exc}")
+                    self.error((*where, "value"), f"{path!r}: value is not a valid {dtype} tensor ({exc}); "
+                               "nested lists must be rectangular: every row the same length")  # fmt: skip
                 continue
-            problem = check_init(entry.get("init", "zeros"), entry["shape"], dtype)
+            shape = entry["shape"]
+            floats = [i for i, d in enumerate(shape) if not isinstance(d, int)]
+            for i in floats:
+                self.error((*where, "shape", i), f"{path!r}: shape entries are integers; write {int(shape[i])}, "
+                           f"not {shape[i]}")  # fmt: skip
+            init = entry.get("init", "zeros")
+            groups = init.get("dirac", {}).get("groups") if isinstance(init, dict) else None
+            if groups is not None and not isinstance(groups, int):
+                self.error((*where, "init", "dirac", "groups"), f"{path!r}: groups is an integer; write {int(groups)}")
+                continue
+            problem = None if floats else check_init(init, shape, dtype)
             if problem:
                 self.error((*where, "init") if "init" in entry else where, f"{path!r}: {problem}")
+            if table == "parameters" and entry.get("requires_grad", True) and not _differentiable(dtype):
+                self.error(where, f"parameter {path!r} has dtype {dtype}, which cannot require gradients; "
+                           "add `requires_grad: false` or declare it as a buffer", key=True)  # fmt: skip
 
     def decode_constant(self, value: Any, where: JsonPath, *, mapping: bool = False) -> Any:
-        for rel, name in iter_refs(value):
-            self.error((*where, *rel), f"%{name}: node references are not allowed here")
+        refs = list(iter_refs(value))
+        for rel, name in refs:
+            self.error((*where, *rel), f"%{name}: module arguments are constants and cannot refer to a node; "
+                       f"write '%%{name}' for the literal string '%{name}'")  # fmt: skip
+        names_ok = self.check_kwargs(value, where) if mapping else True
+        if not (self.check_tags(value, where, mapping=mapping) and names_ok) or refs:
             return None
         try:
             return decode_kwargs(value, _no_ref) if mapping else decode(value, _no_ref)
@@ -164,44 +211,87 @@ class _Checker:
             self.error(where, f"invalid value: {exc}")
             return None
 
+    def check_kwargs(self, kwargs: dict[str, Any], where: JsonPath) -> bool:
+        """Keyword names must be usable in generated code: identifiers, not keywords."""
+        ok = True
+        for key in kwargs:
+            if not _IDENTIFIER.fullmatch(key) or keyword.iskeyword(key):
+                what = "a Python keyword" if keyword.iskeyword(key) else "not an identifier"
+                self.error((*where, key), f"keyword argument {key!r} is {what}; a call cannot pass it by name",
+                           key=True)  # fmt: skip
+                ok = False
+        return ok
+
+    def check_tags(self, value: Any, where: JsonPath, *, mapping: bool = False) -> bool:
+        """Tagged values the schema cannot fully check: devices and torch.Size entries."""
+        ok = True
+        items = value.items() if mapping else [((), value)]
+        tagged = [found for key, item in items for found in _tagged(item, (key,) if mapping else ())]
+        for rel, tag, body in tagged:
+            at = (*where, *rel, tag)
+            if tag == "device":
+                problem = _device_problem(body)
+                if problem:
+                    self.error(at, f"invalid device {body!r}: {problem}; write a device such as cpu, cuda:0 or meta")
+                    ok = False
+            elif tag == "size" and not all(isinstance(d, int) for d in body):
+                self.error(at, "torch.Size entries are integers; write 4, not 4.0")
+                ok = False
+        return ok
+
     # -- nodes -------------------------------------------------------------------------------
     def check_nodes(self) -> None:
         nodes: list[dict[str, Any]] = self.data["nodes"]
         defined: dict[str, int] = {}
         seen_other = False
+        with_default: str | None = None
         outputs = [i for i, n in enumerate(nodes) if n["op"] == "output"]
         if not outputs:
-            self.error(("nodes",), "the graph has no output node; end `nodes` with {op: output, args: [...]}")
+            self.error(("nodes",), "the graph has no output node; end `nodes` with {op: output, args: [...]}",
+                       key=True)  # fmt: skip
         for i in outputs[:-1]:
-            self.error(("nodes", i), "only one output node is allowed, and it must come last")
+            self.error(("nodes", i), "only one output node is allowed, and it must come last; "
+                       "return several values as {tuple: [...]}")  # fmt: skip
         if outputs and outputs[-1] != len(nodes) - 1:
-            self.error(("nodes", outputs[-1]), "the output node must be the last node")
+            self.error(("nodes", outputs[-1]), "the output node must be the last node; move it to the end")
         for i, node in enumerate(nodes):
             where: JsonPath = ("nodes", i)
             op = node["op"]
-            if op == "placeholder" and seen_other:
-                self.error(where, "placeholders must come before every other node")
+            if op == "placeholder":
+                if seen_other:
+                    self.error(where, "placeholders must come before every other node; move it up")
+                elif "default" in node:
+                    with_default = with_default or node["name"]
+                elif with_default is not None:
+                    self.error((*where, "name"), f"placeholder {node['name']!r} has no default but follows "
+                               f"{with_default!r}, which has one; give it a default or move it before "
+                               f"{with_default!r}")  # fmt: skip
             seen_other = seen_other or op != "placeholder"
             self.check_refs(node, where, defined)
             self.canonical_types.append(self.check_type(node, where))
             getattr(self, f"check_{op}")(node, where)
             name = node.get("name")
-            if name is not None and self.check_name(name, (*where, "name")):
-                if name in defined:
-                    self.error((*where, "name"), f"node name {name!r} is already used by node {defined[name]}")
-                else:
-                    defined[name] = i
+            if name is None:
+                continue
+            if name in defined:
+                self.error((*where, "name"), f"node name {name!r} is already used by node {defined[name]}; "
+                           "node names must be unique, rename one")  # fmt: skip
+                continue
+            self.check_name(name, (*where, "name"), op)
+            defined[name] = i  # even when refused, so references to it are not reported again
 
-    def check_name(self, name: str, where: JsonPath) -> bool:
-        if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+    def check_name(self, name: str, where: JsonPath, op: str) -> None:
+        if not _IDENTIFIER.fullmatch(name):
+            self.error(where, f"node name {name!r} is not an identifier; use only letters, digits and _")
+        elif keyword.iskeyword(name) or keyword.issoftkeyword(name):
             self.error(where, f"node name {name!r} is a Python keyword; choose another name")
         elif hasattr(builtins, name):
             self.error(where, f"node name {name!r} would shadow the builtin {name!r}; choose another name")
         elif name in RESERVED_NAMES or name in self.imported_roots:
-            self.error(where, f"node name {name!r} is reserved for a module the generated code imports")
-        else:
-            return True
-        return False
+            self.error(where, f"node name {name!r} is reserved for a module the generated code imports; "
+                       "choose another name")  # fmt: skip
+        elif name == "output" and op != "output":
+            self.error(where, "node name 'output' is reserved for the output node; choose another name")
 
     @functools.cached_property
     def imported_roots(self) -> frozenset[str]:
@@ -220,7 +310,8 @@ class _Checker:
             for rel, name in iter_refs(node[field]):
                 at = (*where, field, *rel)
                 if field == "default":
-                    self.error(at, f"%{name}: a placeholder default cannot refer to a node")
+                    self.error(at, f"%{name}: a placeholder default is a constant and cannot refer to a node; "
+                               f"write '%%{name}' for the literal string '%{name}'")  # fmt: skip
                 elif name not in defined:
                     later = any(n.get("name") == name for n in self.data["nodes"])
                     reason = "is defined later (nodes must come in execution order)" if later else "is not defined"
@@ -237,11 +328,15 @@ class _Checker:
 
     def check_values(self, node: dict[str, Any], where: JsonPath) -> None:
         for field in ("args", "kwargs", "default"):
-            if field in node:
-                try:
-                    (decode_kwargs if field == "kwargs" else decode)(node[field], _any_ref)
-                except (RuntimeError, ValueError, TypeError) as exc:
-                    self.error((*where, field), f"invalid value: {exc}")
+            if field not in node:
+                continue
+            names_ok = self.check_kwargs(node[field], (*where, field)) if field == "kwargs" else True
+            if not (self.check_tags(node[field], (*where, field), mapping=field == "kwargs") and names_ok):
+                continue
+            try:
+                (decode_kwargs if field == "kwargs" else decode)(node[field], _any_ref)
+            except (RuntimeError, ValueError, TypeError) as exc:
+                self.error((*where, field), f"invalid value: {exc}")
 
     def check_placeholder(self, node: dict[str, Any], where: JsonPath) -> None:
         self.check_values(node, where)
@@ -253,24 +348,32 @@ class _Checker:
         target: str = node["target"]
         if target in self.data.get("parameters", {}) or target in self.data.get("buffers", {}):
             return
-        for path, cls in self.module_classes.items():
+        for path, entry in self.data.get("modules", {}).items():
             if target.startswith(path + "."):
-                if not _has_attribute(self.data["modules"][path], cls, target[len(path) + 1 :]):
-                    self.error((*where, "target"), f"module {path!r} ({cls.__name__}) has no attribute "
-                               f"{target[len(path) + 1:]!r}")
-                return
+                cls = self.module_classes.get(path)
+                attr = target[len(path) + 1 :]
+                if cls is not None and not _has_attribute(entry, cls, attr):
+                    names = _attribute_names(entry, cls)
+                    has = f"; it has {', '.join(names)}" if names else ""
+                    self.error((*where, "target"), f"module {path!r} ({cls.__name__}) has no attribute {attr!r}{has}")
+                return  # a module whose declaration is invalid was reported already
         self.error((*where, "target"), f"get_attr target {target!r} is not a declared parameter, buffer "
-                   "or attribute of a declared module")  # fmt: skip
+                   "or attribute of a declared module; declare it under `parameters` or `buffers`")  # fmt: skip
 
     def check_call_module(self, node: dict[str, Any], where: JsonPath) -> None:
         self.check_values(node, where)
         if node["target"] not in self.data.get("modules", {}):
-            self.error((*where, "target"), f"call_module target {node['target']!r} is not declared in `modules`")
+            self.error((*where, "target"), f"call_module target {node['target']!r} is not declared; "
+                       "declare it under `modules`")  # fmt: skip
 
     def check_call_method(self, node: dict[str, Any], where: JsonPath) -> None:
         self.check_values(node, where)
+        target: str = node["target"]
+        if not _IDENTIFIER.fullmatch(target):
+            self.error((*where, "target"), f"method name {target!r} is not an identifier")
+            return
         try:
-            self.policy.check_method(node["target"])
+            self.policy.check_method(target)
         except TargetError as exc:
             self.error((*where, "target"), str(exc))
 
@@ -292,6 +395,69 @@ class _Checker:
                 self.policy.check_attribute(attr.removeprefix("%"))
             except TargetError as exc:
                 self.error((*where, "args", 1), str(exc))
+
+
+@functools.cache
+def _module_attributes() -> frozenset[str]:
+    """Names an nn.Module instance already has (class and instance attributes)."""
+    return frozenset(dir(torch.nn.Module()))
+
+
+@functools.cache
+def _graph_module_attributes() -> frozenset[str]:
+    """Names the root GraphModule has on top of an nn.Module's (``graph``, ``code``, ``meta``...)."""
+    import torch.fx
+
+    return frozenset(dir(torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph()))) - _module_attributes()
+
+
+def _path_problem(path: str) -> str | None:
+    """Why a dotted declaration path cannot be an attribute path, or None."""
+    for i, segment in enumerate(path.split(".")):
+        if not _SEGMENT.fullmatch(segment):
+            return (f"segment {segment!r} is not an identifier or index; use letters, digits and _ "
+                    "(not starting with __), or a number")  # fmt: skip
+        if keyword.iskeyword(segment) or keyword.issoftkeyword(segment):
+            return f"segment {segment!r} is a Python keyword; rename it"
+        if segment in _module_attributes():
+            return f"segment {segment!r} is an nn.Module attribute (nn.Module.{segment}); rename it"
+        if i == 0 and segment in _graph_module_attributes():
+            return f"{segment!r} is an attribute of torch.fx.GraphModule; rename it"
+    return None
+
+
+def _device_problem(text: str) -> str | None:
+    if not _DEVICE.fullmatch(text):
+        return "a device is a type with an optional index"
+    try:
+        torch.device(text)
+    except RuntimeError:
+        return f"unknown device type {text.partition(':')[0]!r}"
+    return None
+
+
+def _tagged(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str, Any]]:
+    """Every tagged mapping inside an encoded (schema-valid) value: (path, tag, body)."""
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _tagged(item, (*path, i))
+    elif isinstance(value, dict):
+        ((tag, body),) = value.items()
+        yield path, tag, body
+        if tag == "dict":
+            for key, item in body.items():
+                yield from _tagged(item, (*path, tag, key))
+        elif tag in ("tuple", "slice"):
+            for i, item in enumerate(body):
+                yield from _tagged(item, (*path, tag, i))
+
+
+def _differentiable(dtype: str) -> bool:
+    return DTYPES[dtype].is_floating_point or DTYPES[dtype].is_complex
+
+
+def _plain_signature(signature: inspect.Signature) -> str:
+    return str(signature.replace(return_annotation=inspect.Signature.empty))
 
 
 def _size_paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
@@ -318,17 +484,32 @@ def _signature(cls: type) -> inspect.Signature:
     return inspect.signature(cls)
 
 
-def _has_attribute(entry: dict[str, Any], cls: type, attr: str) -> bool:
-    """Build the module on the meta device (no memory, no init) and look the attribute up."""
+def _meta_module(entry: dict[str, Any], cls: type) -> Any:
+    """Build the module on the meta device (no memory, no init); None if it cannot be built."""
     try:
         with torch.device("meta"):
-            module = cls(*decode(entry.get("args", []), _no_ref), **decode_kwargs(entry.get("kwargs", {}), _no_ref))
-        obj: Any = module
+            return cls(*decode(entry.get("args", []), _no_ref), **decode_kwargs(entry.get("kwargs", {}), _no_ref))
+    except Exception:
+        return None
+
+
+def _has_attribute(entry: dict[str, Any], cls: type, attr: str) -> bool:
+    obj: Any = _meta_module(entry, cls)
+    try:
         for part in attr.split("."):
             obj = getattr(obj, part)
-        return True
     except Exception:
         return False
+    return True
+
+
+def _attribute_names(entry: dict[str, Any], cls: type) -> list[str]:
+    """The state a module instance holds (``weight``, ``bias``, ``0.weight``), for messages."""
+    module = _meta_module(entry, cls)
+    if not isinstance(module, torch.nn.Module):
+        return []
+    names = [name for name, _ in module.named_parameters()] + [name for name, _ in module.named_buffers()]
+    return names[:12]
 
 
 def iter_node_targets(spec: Spec) -> Iterator[str]:

@@ -124,7 +124,9 @@ def dtype_name(dtype: torch.dtype) -> str:
     try:
         return _DTYPE_NAMES[dtype]
     except KeyError:
-        raise UnencodableValue(f"dtype {dtype} is not supported by the spec format") from None
+        raise UnencodableValue(
+            f"dtype {dtype} is not supported by the spec format (supported: {', '.join(DTYPES)})"
+        ) from None
 
 
 def encode(value: Any, ref: Callable[[Any], str | None] = lambda _: None) -> Any:
@@ -132,11 +134,16 @@ def encode(value: Any, ref: Callable[[Any], str | None] = lambda _: None) -> Any
     name = ref(value)
     if name is not None:
         return "%" + name
-    if value is None or isinstance(value, (bool, int, str)):
-        return "%" + value if isinstance(value, str) and value.startswith("%") else value
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value)  # IntEnum and friends become plain ints (YAML cannot write them)
+    if isinstance(value, str):
+        text = str.__str__(value)  # a plain str, also for str subclasses
+        return "%" + text if text.startswith("%") else text
     if isinstance(value, float):
         if math.isfinite(value):
-            return value
+            return float(value)  # numpy.float64 is a float subclass YAML cannot write
         return {"float": "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")}
     if isinstance(value, torch.Size):
         return {"size": [int(d) for d in value]}
@@ -152,15 +159,18 @@ def encode(value: Any, ref: Callable[[Any], str | None] = lambda _: None) -> Any
         return {"dtype": dtype_name(value)}
     if isinstance(value, torch.device):
         return {"device": str(value)}
-    if isinstance(value, torch.memory_format):
+    if isinstance(value, torch.memory_format) and value in _FORMAT_NAMES:
         return {"memory_format": _FORMAT_NAMES[value]}
-    if isinstance(value, torch.layout):
+    if isinstance(value, torch.layout) and value in _LAYOUT_NAMES:
         return {"layout": _LAYOUT_NAMES[value]}
-    if isinstance(value, complex):
-        return {"complex": [encode(value.real), encode(value.imag)]}
+    if isinstance(value, complex) and math.isfinite(value.real) and math.isfinite(value.imag):
+        return {"complex": [float(value.real), float(value.imag)]}
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return {"dict": {k: encode(v, ref) for k, v in value.items()}}
-    raise UnencodableValue(f"cannot write a {type(value).__qualname__} value ({_short(value)}) in a spec")
+        return {"dict": {str.__str__(k): encode(v, ref) for k, v in value.items()}}
+    raise UnencodableValue(
+        f"cannot write a {type(value).__qualname__} value ({_short(value)}) in a spec; the value encoding "
+        "(docs/spec-format.md, Values) has no form for it"
+    )
 
 
 def _short(value: Any) -> str:
