@@ -12,6 +12,7 @@ import ast
 import builtins
 import difflib
 import functools
+import importlib.metadata
 import inspect
 import itertools
 import json
@@ -120,8 +121,11 @@ def test_black_version_is_pinned_everywhere() -> None:
 
 def test_header_version_is_the_package_version() -> None:
     assert fxgen.__version__ == _header.VERSION
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    assert fxgen.__version__ == version
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    # the version is read from fxgen/__init__.py by the build backend: one number, one place
+    assert project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["hatch"]["version"]["path"] == "fxgen/__init__.py"
+    assert importlib.metadata.version("fxgen") == fxgen.__version__
 
 
 def test_template_undefined_variables_raise() -> None:
