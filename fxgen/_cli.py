@@ -34,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FxgenError as exc:
         if args.debug:
             raise
-        print(exc, file=sys.stderr)
+        print(exc if exc.location is not None else f"fxgen: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("fxgen: interrupted", file=sys.stderr)
@@ -61,20 +61,48 @@ def project_allow(start: Path) -> tuple[str, ...]:
             allow = data.get("tool", {}).get("fxgen", {}).get("allow", [])
             if not (isinstance(allow, list) and all(isinstance(a, str) for a in allow)):
                 raise FxgenError("[tool.fxgen] allow must be a list of strings", Location(str(pyproject)))
+            from fxgen._policy import allow_entry_problem
+
+            for entry in allow:
+                problem = allow_entry_problem(entry)
+                if problem:
+                    raise FxgenError(f"[tool.fxgen] {problem}", Location(str(pyproject)))
             return tuple(allow)
     return ()
 
 
-def _parser() -> argparse.ArgumentParser:
+def _allow_entry(text: str) -> str:
+    """``--allow`` values are checked while parsing (a bad one is a usage error, exit 2)."""
+    from fxgen._policy import allow_entry_problem
+
+    problem = allow_entry_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text.strip()
+
+
+def _common(*, top: bool) -> argparse.ArgumentParser:
+    """Options every command takes, before or after the command name.
+
+    The sub-commands' copies default to SUPPRESS so that ``fxgen --allow X validate`` is not
+    undone by the sub-parser's own default.
+    """
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--debug", action="store_true", help="show Python tracebacks")
+    default: object = None if top else argparse.SUPPRESS
+    common.add_argument("--debug", action="store_true", default=False if top else argparse.SUPPRESS,
+                        help="show Python tracebacks")  # fmt: skip
     common.add_argument(
-        "--allow", action="append", metavar="NAME",
+        "--allow", action="append", metavar="NAME", type=_allow_entry, default=default,
         help="also allow this module or qualified name as a target (repeatable)",
     )  # fmt: skip
+    return common
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = _common(top=False)
     parser = argparse.ArgumentParser(
         prog="fxgen", description="Declarative torch.fx model specs: validate, show, generate, export.",
-        parents=[common],
+        parents=[_common(top=True)],
     )  # fmt: skip
     parser.add_argument("--version", action="version", version=f"fxgen {__version__}")
     parser.set_defaults(command=None)

@@ -1,19 +1,35 @@
-"""Target policy: which callables, methods, module classes and types a spec may name.
+"""Target policy: which callables, methods, attributes, module classes and types a spec may name.
 
-Specs are untrusted. Resolving ``torch.nn.functional.relu`` must not let a spec import an
-arbitrary module or reach ``os.system`` through an alias (``torch.os.system``). So:
+Specs are untrusted (see docs/security.md). Resolving a name a spec gives must not run code the
+spec chooses, and what it resolves to must be harmless to call. So:
 
-* a module is imported only when its name is inside the policy (``torch``, ``operator``,
-  ``math``, ``typing`` and what the user allowed), and never one of the denied torch
-  sub-packages (I/O, processes, code loading, networking, compilers);
-* attributes are walked one segment at a time; a step into a module object is allowed only for
-  allowed modules, and a step that would lazily import a denied submodule is refused first;
-* the *resolved object* is checked (its ``__module__``/``__qualname__``), so aliases do not
-  slip through, and private names (``_x``) are refused except a few torch.fx itself emits.
+* **No imports on a spec's behalf.** The default namespaces (``torch``, ``torch.nn``,
+  ``torch.nn.functional``, ``torch.fft``, ``torch.linalg``, ``torch.special``, ``operator``,
+  ``math``; ``typing`` for annotations) are modules fxgen imports itself. A name is looked up in
+  a module's ``__dict__`` only, never with ``getattr``: no module ``__getattr__`` (``torch``
+  lazily imports ``torch._dynamo``, ``torch.onnx``…), no descriptors. Attributes of classes are
+  looked up statically in the MRO's ``__dict__`` as well. Modules are imported only for names
+  the *user* allowed from trusted code.
+* **The resolved object is checked, not the spelling.** ``torch.os.system``,
+  ``torch.nn.functional.torch.load`` or ``torch.nn.modules.module.torch.load`` walk to ``os`` /
+  ``torch.serialization.load``, which are refused whatever the path to them. By default a
+  ``call_function`` target must be an ATen operator binding (``torch.relu``,
+  ``torch._C._nn.gelu``; ``torch.from_file`` excepted), a function defined in
+  ``torch.functional`` / ``torch.nn.functional`` (or a few listed torch helpers), a
+  ``math``/``operator`` builtin, a public tensor method (``torch.Tensor.add``), one of a few
+  value classes (``torch.Size``…) or a harmless builtin (``getattr``, ``len``…). Module classes
+  must be ``nn.Module`` subclasses defined in ``torch.nn.modules``.
+* **Methods and attributes** (``call_method`` targets, ``getattr``'s literal names) are public
+  tensor/container methods and tensor data attributes, without hooks, storage access,
+  ``numpy`` (an escape to objects with ``tofile``), ``apply_``/``map_`` or ``str.format``.
+  Together these keep every value a graph can compute harmless: no node value is ever a
+  callable that could write a file or evaluate a string.
 
-Users widen the policy only from trusted code: ``Policy(allow=...)``, ``--allow`` or
-``[tool.fxgen] allow`` in pyproject.toml. Each entry is a module prefix (``monai``) or a
-qualified name (``mypkg.layers.Swish``).
+Users widen the policy only from trusted code: ``Policy(allow=...)``, ``allow=`` in the API,
+``--allow`` or ``[tool.fxgen] allow`` in pyproject.toml. An entry is a module (``monai``: every
+object *defined* in ``monai`` or its submodules, which may then be imported), or a qualified
+name (``mypkg.layers.Swish``: exactly that object; its parent modules may be imported to reach
+it), or ``torch.Tensor.NAME`` for a method or attribute name (a bare ``numpy`` would be the package).
 """
 
 from __future__ import annotations
@@ -22,69 +38,237 @@ import ast
 import builtins
 import functools
 import importlib
+import importlib.util
+import keyword
+import re
 import sys
 import types
 import typing
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DEFAULT_POLICY", "Policy", "TargetError"]
+from fxgen._errors import FxgenError
+
+__all__ = [
+    "DEFAULT_NAMESPACES",
+    "DEFAULT_POLICY",
+    "SAFE_BUILTINS",
+    "Policy",
+    "TargetError",
+    "allow_entry_problem",
+    "is_identifier",
+    "type_repr",
+]
 
 
 class TargetError(Exception):
     """A target is unknown or refused; the validator turns it into a located SpecError."""
 
 
-# Modules a spec may name by default, and torch sub-packages it may never reach (prefixes).
-_ALLOWED_ROOTS = ("torch", "operator", "_operator", "math", "typing")
-_DENIED_PREFIXES = (
-    "torch.hub", "torch.serialization", "torch.package", "torch.utils", "torch.distributed",
-    "torch.multiprocessing", "torch.onnx", "torch.profiler", "torch.autograd.profiler",
-    "torch.jit", "torch._dynamo", "torch._inductor", "torch.compiler", "torch.export",
-    "torch._export", "torch.backends", "torch.cuda", "torch.mps", "torch.xpu", "torch.mtia",
-    "torch.library", "torch._library", "torch._ops", "torch.classes", "torch._classes",
-    "torch.testing", "torch.fx", "torch._subclasses", "torch.nn.parallel", "torch.storage",
-    "torch._utils", "torch.__config__", "torch._logging", "torch.monitor", "torch.random",
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Canonical type text: what ``type_repr`` writes for types the policy accepts.
+_TYPE_TEXT = re.compile(r"[A-Za-z_][A-Za-z0-9_.\[\], ]*")
+
+# Modules whose names a spec may look up by default. fxgen imports them itself (``import
+# torch`` loads them all); resolution never imports anything for the default policy.
+DEFAULT_NAMESPACES = (
+    "torch", "torch.nn", "torch.nn.functional", "torch.fft", "torch.linalg", "torch.special",
+    "torch.functional", "torch._C._nn", "torch._C._fft", "torch._C._linalg", "torch._C._special",
+    "operator", "math",
 )  # fmt: skip
-# Names inside allowed torch modules that do I/O or change process-wide state.
-_DENIED_NAMES = frozenset({
-    "torch.load", "torch.save", "torch.from_file", "torch.compile", "torch.set_default_device",
-    "torch.set_default_dtype", "torch.set_default_tensor_type", "torch.set_num_threads",
-    "torch.set_num_interop_threads", "torch.set_printoptions", "torch.set_warn_always",
-    "torch.use_deterministic_algorithms", "torch.set_deterministic_debug_mode",
-    "torch.set_float32_matmul_precision", "torch.manual_seed", "torch.seed",
-    "torch.set_rng_state", "torch.set_grad_enabled", "torch.set_flush_denormal",
-    "torch.set_anomaly_enabled", "torch.set_autocast_enabled", "torch.import_ir_module",
-    "torch.import_ir_module_from_buffer", "torch.vmap", "torch.cond", "torch.while_loop",
-    "torch.autograd.backward", "torch.autograd.grad",
-    "operator.attrgetter", "operator.methodcaller", "operator.setitem", "operator.delitem",
-    "operator.delattr", "operator.setattr", "operator.call",
+_CLASS_NAMESPACE = "torch.nn.modules"  # nn.Module classes live in its (already imported) submodules
+_TYPE_NAMESPACES = ("typing",)  # annotations only: nothing in typing is callable from a graph
+
+# ATen bindings that are not tensor operations.
+_DENIED_ATEN = frozenset({"from_file"})
+# operator builtins that call or look up arbitrary things (attrgetter/methodcaller are classes,
+# refused anyway as they are not value classes).
+_DENIED_OPERATOR = frozenset({"call", "delitem", "attrgetter", "methodcaller", "itemgetter"})
+# Python-level functions defined in ``torch/__init__.py`` that are tensor helpers (the rest of
+# that module's functions set process-wide state: set_default_*, compile, manual_seed…).
+_TORCH_PY_FUNCTIONS = frozenset({
+    "is_tensor", "is_storage", "typename", "_assert", "sym_float", "sym_int", "sym_max",
+    "sym_min", "sym_not", "sym_ite", "sym_sum", "sym_sqrt",
 })  # fmt: skip
-# Private names torch.fx itself writes into graphs.
-_ALLOWED_PRIVATE = frozenset({"torch._assert", "torch._C._nn", "torch._C._fft", "torch._C._linalg",
-                              "torch._C._special", "torch._C._nested", "torch._C._VariableFunctions"})
-# Builtins torch.fx emits (or a spec may reasonably use) that cannot do harm.
+# Modules whose Python functions are all tensor operations.
+_FUNCTION_MODULES = frozenset({"torch.functional", "torch.nn.functional", "torch._lowrank", "torch._lobpcg"})
+# Private names a spec may spell outside the default namespaces (torch.fx writes it for asserts).
+_PRIVATE_OK = frozenset({"torch._assert"})
+
+# Builtins torch.fx emits (or a spec may reasonably use) that cannot do harm given the values a
+# graph can hold (no node value is a dangerous callable, see the method/attribute tables).
 SAFE_BUILTINS: dict[str, Any] = {
     name: getattr(builtins, name)
-    for name in ["getattr", "len", "abs", "all", "any", "bool", "complex", "divmod", "float", "int", "isinstance", "list", "max", "min", "pow", "range", "round", "slice", "sorted", "str", "sum", "tuple", "zip", "enumerate", "reversed", "dict", "hasattr"]
-}
+    for name in [
+        "getattr", "hasattr", "len", "abs", "all", "any", "bool", "complex", "divmod", "float",
+        "int", "isinstance", "list", "max", "min", "pow", "range", "round", "slice", "sorted",
+        "str", "sum", "tuple", "zip", "enumerate", "reversed", "dict",
+    ]
+}  # fmt: skip
 _TYPE_BUILTINS = {name: getattr(builtins, name) for name in ["int", "float", "bool", "str", "complex", "bytes", "tuple", "list", "dict"]}
-# Tensor/container methods a spec may never call (hooks, shared memory, raw storage, callables).
-_DENIED_METHODS = frozenset({
+_GENERIC_BUILTINS = (tuple, list, dict, type)
+
+# Tensor methods a spec may never call: hooks and callables, raw storage and shared memory,
+# escapes to other object types (numpy arrays have tofile/dump), aliasing and autograd entry.
+_DENIED_TENSOR_METHODS = frozenset({
     "apply_", "map_", "map2_", "register_hook", "register_post_accumulate_grad_hook",
-    "share_memory_", "storage", "untyped_storage", "record_stream", "set_", "from_file",
-    "format_map",
+    "backward", "storage", "untyped_storage", "storage_type", "share_memory_", "set_",
+    "record_stream", "numpy", "data_ptr", "module_load", "as_subclass",
+})  # fmt: skip
+# Tensor attributes a spec may not read with getattr (the autograd graph has hook registration).
+_DENIED_TENSOR_ATTRS = frozenset({"grad_fn"})
+# str methods that evaluate a format string's attribute paths ("{0.__class__}").
+_DENIED_STR_METHODS = frozenset({"format", "format_map"})
+# Data attributes of the other values a graph computes (dtype, device, finfo, slice…).
+_EXTRA_ATTRS = frozenset({
+    "eps", "max", "min", "tiny", "bits", "resolution", "smallest_normal", "is_floating_point",
+    "is_complex", "is_signed", "itemsize", "to_real", "to_complex", "type", "index", "start",
+    "stop", "step", "real", "imag",
 })  # fmt: skip
 
+_HOW_TO_ALLOW = (
+    "allow it from trusted code with --allow {0}, allow=[{0!r}] or `allow = [{0!r}]` under "
+    "[tool.fxgen] in pyproject.toml"
+)
 
-def _builtin_method_names() -> frozenset[str]:
+
+def is_identifier(name: object) -> bool:
+    """An ASCII identifier (``[A-Za-z_][A-Za-z0-9_]*``, no trailing newline) that is not a keyword."""
+    return isinstance(name, str) and _IDENTIFIER.fullmatch(name) is not None and not keyword.iskeyword(name)
+
+
+def allow_entry_problem(entry: object) -> str | None:
+    """Why ``entry`` cannot be an allow entry (a module, dotted name or method name), or None."""
+    if not isinstance(entry, str):
+        return f"allow entries must be strings, not {type(entry).__name__}"
+    if not all(is_identifier(part) for part in entry.strip().split(".")):
+        return f"invalid allow entry {entry!r}: expected a module or a dotted name such as 'mypkg.layers'"
+    return None
+
+
+def _refusal(target: str, what: str = "target") -> str:
+    return f"{what} {target!r} is not allowed by the target policy; " + _HOW_TO_ALLOW.format(target)
+
+
+# -- tables built from torch on first use (importing this module does not import torch) -------
+@dataclass(frozen=True)
+class _Tables:
+    aten: tuple[dict[str, Any], ...]
+    math: dict[str, Any]
+    operator: dict[str, Any]
+    value_classes: tuple[type, ...]
+    methods: frozenset[str]
+    attributes: frozenset[str]
+    tensor: type
+    module_base: type
+    namespaces: dict[str, types.ModuleType] = field(default_factory=dict)
+
+
+@functools.cache
+def _tables() -> _Tables:
+    import inspect
+    import math
+    import operator
+
     import torch
+    import torch.fft
+    import torch.linalg
+    import torch.nn.functional
+    import torch.special
 
-    names: set[str] = set()
-    for owner in (torch.Tensor, torch.Size, list, tuple, dict, str, int, float):
-        names.update(n for n in dir(owner) if not n.startswith("_"))
-    return frozenset(names - _DENIED_METHODS)
+    def static_dict(ns: Any) -> dict[str, Any]:
+        if isinstance(ns, types.ModuleType):
+            return dict(vars(ns))
+        return {k: v.__func__ if isinstance(v, staticmethod) else v for k, v in vars(type(ns)).items()}
+
+    c_namespaces = [getattr(torch._C, name) for name in ("_VariableFunctions", "_nn", "_fft", "_linalg", "_special")]
+    aten = tuple(static_dict(ns) for ns in c_namespaces)
+    tensor_methods: set[str] = set()
+    tensor_attrs: set[str] = set()
+    for name in dir(torch.Tensor):
+        if name.startswith("_"):
+            continue
+        raw = inspect.getattr_static(torch.Tensor, name)
+        (tensor_methods if callable(raw) else tensor_attrs).add(name)
+    container: set[str] = set()
+    for owner in (torch.Size, tuple, list, dict, int, float, complex, bool):
+        container.update(n for n in dir(owner) if not n.startswith("_"))
+    strings = {n for n in dir(str) if not n.startswith("_")} - _DENIED_STR_METHODS
+    methods = frozenset((tensor_methods - _DENIED_TENSOR_METHODS) | container | strings)
+    attributes = frozenset(methods | (tensor_attrs - _DENIED_TENSOR_ATTRS) | _EXTRA_ATTRS)
+    namespaces = {name: sys.modules[name] for name in DEFAULT_NAMESPACES}
+    return _Tables(
+        aten=aten,
+        math=dict(vars(math)),
+        operator=dict(vars(operator)),
+        value_classes=(torch.Size, torch.device, torch.finfo, torch.iinfo),
+        methods=methods,
+        attributes=attributes,
+        tensor=torch.Tensor,
+        module_base=torch.nn.Module,
+        namespaces=namespaces,
+    )
+
+
+# -- safe introspection --------------------------------------------------------------------------
+_INTROSPECTABLE = (
+    types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
+    types.WrapperDescriptorType, types.ClassMethodDescriptorType,
+)  # fmt: skip
+_TYPE_MODULE = type.__dict__["__module__"]
+_TYPE_QUALNAME = type.__dict__["__qualname__"]
+
+
+def _is_class(obj: Any) -> bool:
+    return issubclass(type(obj), type)  # never consults obj.__class__
+
+
+def _is_module(obj: Any) -> bool:
+    return issubclass(type(obj), types.ModuleType)
+
+
+def _home(obj: Any) -> tuple[str | None, str | None]:
+    """``(__module__, __qualname__)`` of a function or class, read without running its code."""
+    try:
+        if _is_class(obj):
+            module, qualname = _TYPE_MODULE.__get__(obj), _TYPE_QUALNAME.__get__(obj)
+        elif type(obj) in _INTROSPECTABLE:
+            module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+        else:
+            return None, None
+    except Exception:
+        return None, None
+    module = "operator" if module == "_operator" else module
+    return (module if isinstance(module, str) else None, qualname if isinstance(qualname, str) else None)
+
+
+def _class_attr(cls: type, name: str) -> Any:
+    """``cls.name`` looked up in the MRO's ``__dict__`` (only static/class methods are unwrapped)."""
+    for klass in type.__dict__["__mro__"].__get__(cls):
+        if name in vars(klass):
+            value = vars(klass)[name]
+            if type(value) is staticmethod:
+                return value.__func__
+            if type(value) is classmethod:
+                return types.MethodType(value.__func__, cls)
+            return value
+    raise KeyError(name)
+
+
+def _module_name(module: types.ModuleType) -> str | None:
+    name = vars(module).get("__name__")
+    return name if isinstance(name, str) and sys.modules.get(name) is module else None
+
+
+def _under(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    obj: Any
+    via_tensor: bool = False  # looked up on torch.Tensor (a method used as a function)
 
 
 @dataclass(frozen=True)
@@ -94,226 +278,365 @@ class Policy:
     allow: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "allow", tuple(sorted({a.strip() for a in self.allow if a.strip()})))
+        entries = set()
+        for entry in self.allow:
+            if isinstance(entry, str) and not entry.strip():
+                continue
+            problem = allow_entry_problem(entry)
+            if problem:
+                raise FxgenError(problem)
+            entries.add(typing.cast(str, entry).strip())
+        object.__setattr__(self, "allow", tuple(sorted(entries)))
 
     def widened(self, allow: Iterable[str]) -> Policy:
         return Policy((*self.allow, *allow))
 
-    # -- matching ----------------------------------------------------------------------------
-    def _allowed_by_user(self, name: str) -> bool:
-        return any(name == a or name.startswith(a + ".") for a in self.allow)
+    # -- user entries --------------------------------------------------------------------------
+    def _user_covers(self, name: str) -> bool:
+        """``name`` is an allow entry or inside one (a module entry's submodule or member)."""
+        return any(_under(name, entry) for entry in self.allow)
 
+    def _user_leads_to(self, name: str) -> bool:
+        """``name`` is an allow entry, inside one, or a parent on the way to one."""
+        return any(_under(name, entry) or entry.startswith(name + ".") for entry in self.allow)
+
+    def _user_allows_object(self, obj: Any, spelled: str) -> bool:
+        if spelled in self.allow:
+            return True  # exactly the object the user named
+        module, qualname = _home(obj)
+        if module is None:
+            return False
+        if any(_under(module, entry) for entry in self.allow):
+            return True  # defined in an allowed module
+        return qualname is not None and f"{module}.{qualname}" in self.allow
+
+    # -- namespaces ----------------------------------------------------------------------------
     def may_import(self, module: str) -> bool:
-        """May fxgen import ``module`` while resolving a target?"""
-        if any(a == module or a.startswith(module + ".") for a in self.allow) or self._allowed_by_user(module):
-            return True  # a user entry allows its own module and the packages above it
-        root_ok = any(module == r or module.startswith(r + ".") for r in _ALLOWED_ROOTS)
-        return root_ok and not _denied_module(module)
+        """May names be looked up in ``module`` (imported if the user allowed it)?"""
+        return _default_namespace(module) is not None or self._user_leads_to(module)
 
-    def object_allowed(self, obj: Any, spelled: str) -> bool:
-        """Is the resolved ``obj`` (named ``spelled`` in the spec) a permitted target?"""
-        if self._allowed_by_user(spelled):
-            return True
-        module = getattr(obj, "__module__", None)
-        qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
-        if isinstance(module, str) and isinstance(qualname, str) and self._allowed_by_user(f"{module}.{qualname}"):
-            return True
-        if spelled in _DENIED_NAMES:
-            return False
-        if "." not in spelled:
-            return SAFE_BUILTINS.get(spelled) is obj
-        if _is_tensor_method(obj):
-            return getattr(obj, "__name__", "") in _method_names()
-        if not isinstance(module, str):
-            return False
-        if module == "builtins":
-            return any(obj is b for b in SAFE_BUILTINS.values())
-        if module == "_operator":
-            module = "operator"
-        if _denied_module(module) or not any(module == r or module.startswith(r + ".") for r in _ALLOWED_ROOTS):
-            return False
-        name = getattr(obj, "__name__", "")
-        if f"{module}.{name}" in _DENIED_NAMES:
-            return False
-        return not (module in ("torch", "torch.functional") and f"torch.{name}" in _DENIED_NAMES)
+    def _namespace(self, name: str) -> types.ModuleType | None:
+        """The module ``name`` if resolution may start there (importing only user-allowed ones)."""
+        module = _default_namespace(name)
+        if module is not None or not self._user_leads_to(name):
+            return module
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and (exc.name == name or name.startswith(exc.name + ".")):
+                return None  # not a module (or not installed): a shorter prefix may be
+            raise TargetError(f"importing {name!r} failed: ModuleNotFoundError: {exc}") from None
+        except Exception as exc:  # a broken allowed module: report, do not crash
+            raise TargetError(f"importing {name!r} failed: {type(exc).__name__}: {exc}") from None
 
-    def class_allowed(self, cls: type, spelled: str) -> bool:
-        """May a spec build / call a module of class ``cls``?"""
-        if self._allowed_by_user(spelled) or self._allowed_by_user(f"{cls.__module__}.{cls.__qualname__}"):
-            return True
-        return cls.__module__.startswith("torch.nn.") and not _denied_module(cls.__module__)
+    # -- resolution ----------------------------------------------------------------------------
+    def _resolve(self, target: str, kind: str) -> _Resolved:
+        return _resolve(self, target, kind)
 
-    # -- resolution --------------------------------------------------------------------------
     def resolve_function(self, target: str) -> Callable[..., Any]:
         """The callable a ``call_function`` target names, or TargetError."""
-        obj = _resolve(self, target)
-        if not callable(obj) or (isinstance(obj, type) and not _is_torch_callable_class(obj, target)):
+        if "." not in target:
+            if is_identifier(target) and SAFE_BUILTINS.get(target) is not None:
+                return typing.cast(Callable[..., Any], SAFE_BUILTINS[target])
+            if is_identifier(target) and target in self.allow and callable(vars(builtins).get(target)):
+                return typing.cast(Callable[..., Any], vars(builtins)[target])
+            if is_identifier(target) and target in vars(builtins):
+                raise TargetError(_refusal(target, "builtin"))
+            raise TargetError(f"{target!r} is not a builtin fxgen knows; qualify the name, e.g. 'torch.{target}'")
+        resolved = self._resolve(target, "function")
+        obj = resolved.obj
+        if not callable(obj):
             raise TargetError(f"{target!r} is not a function")
-        if not self.object_allowed(obj, target):
-            raise TargetError(_refusal(target))
-        return obj
+        if resolved.via_tensor:
+            try:
+                self.check_method(target.rsplit(".", 1)[1])
+            except TargetError:
+                raise TargetError(_refusal(target)) from None
+            return typing.cast(Callable[..., Any], obj)
+        if self._user_allows_object(obj, target) or _default_function(obj):
+            return typing.cast(Callable[..., Any], obj)
+        raise TargetError(_refusal(target))
 
     def resolve_module_class(self, target: str) -> type:
         """The nn.Module subclass a ``class:`` entry names, or TargetError."""
-        import torch
-
-        obj = _resolve(self, target)
-        if not (isinstance(obj, type) and issubclass(obj, torch.nn.Module)):
+        obj = self._resolve(target, "class").obj
+        tables = _tables()
+        if not (_is_class(obj) and issubclass(obj, tables.module_base)):
             raise TargetError(f"{target!r} is not an nn.Module class")
-        if not self.class_allowed(obj, target):
-            raise TargetError(_refusal(target))
-        return obj
+        if self._user_allows_object(obj, target) or _default_module_class(obj):
+            return typing.cast(type, obj)
+        raise TargetError(_refusal(target, "module class"))
 
     def check_method(self, name: str) -> None:
-        """``call_method`` targets: tensor and container methods, never private or hooks."""
+        """``call_method`` targets: public tensor and container methods, never hooks or storage."""
+        if not is_identifier(name):
+            raise TargetError(f"method name {name!r} is not an identifier")
         if name.startswith("_"):
             raise TargetError(f"method {name!r} is private; a spec may call public tensor methods only")
-        if name in _DENIED_METHODS or name not in _method_names():
-            if self._allowed_by_user(name):
-                return
-            raise TargetError(f"{name!r} is not a tensor method fxgen allows; {_HOW_TO_ALLOW.format(name)}")
+        if name in _tables().methods or f"torch.Tensor.{name}" in self.allow:
+            return
+        raise TargetError(
+            f"method {name!r} is not a tensor or container method fxgen allows; "
+            + _HOW_TO_ALLOW.format(f"torch.Tensor.{name}")
+        )
 
     def check_attribute(self, name: str) -> None:
-        """Literal attribute names given to ``getattr``: public, and not a denied method."""
-        if name.startswith("_") or name in _DENIED_METHODS:
+        """Literal attribute names given to ``getattr``/``hasattr``: public tensor attributes."""
+        if not is_identifier(name) or name.startswith("_"):
             raise TargetError(f"getattr of {name!r} is not allowed; a spec may read public attributes only")
+        if name in _tables().attributes or f"torch.Tensor.{name}" in self.allow:
+            return
+        raise TargetError(
+            f"getattr of {name!r} is not allowed: not a tensor attribute or method fxgen allows; "
+            + _HOW_TO_ALLOW.format(f"torch.Tensor.{name}")
+        )
 
+    def check_module_attribute(self, path: str, value: Any) -> None:
+        """A ``get_attr`` of an attribute inside a declared module: public, and a tensor or plain data."""
+        for segment in path.split("."):
+            if not is_identifier(segment) and not segment.isdigit():
+                raise TargetError(f"attribute path {path!r} has an invalid segment {segment!r}")
+            if segment.startswith("_"):
+                raise TargetError(f"get_attr of {path!r} reads a private attribute; only public ones are allowed")
+        if not _plain_value(value):
+            raise TargetError(
+                f"get_attr of {path!r} reads a {type(value).__name__}; only tensors and plain values "
+                "(numbers, strings, tuples, dtypes, devices) may be read (use call_module for modules)"
+            )
+
+    # -- types ---------------------------------------------------------------------------------
     def resolve_type(self, expr: str) -> tuple[Any, str]:
-        """A type annotation -> (type object, canonical spelling)."""
-        try:
-            tree = ast.parse(expr, mode="eval")
-        except SyntaxError:
-            raise TargetError(f"type {expr!r} is not a valid type expression") from None
-        value = self._eval_type(tree.body, expr)
-        return value, type_repr(value)
+        """A type annotation -> (type object, canonical spelling); nothing in it is called."""
+        value = self._parse_type(expr)
+        canonical = type_repr(value)
+        if _TYPE_TEXT.fullmatch(canonical) is None:
+            raise TargetError(f"type {expr!r} cannot be written back as a plain type expression ({canonical!r})")
+        if canonical != expr:
+            try:
+                again = self._parse_type(canonical)
+            except TargetError:
+                again = None
+            if again != value:
+                raise TargetError(f"type {expr!r} has no canonical spelling fxgen can read back ({canonical!r})")
+        return value, canonical
 
-    def _eval_type(self, node: ast.AST, expr: str) -> Any:
+    def _parse_type(self, expr: str) -> Any:
+        if not isinstance(expr, str) or len(expr) > 1000:
+            raise TargetError("a type expression must be a string of at most 1000 characters")
+        try:
+            tree = ast.parse(expr.strip(), mode="eval")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            raise TargetError(f"type {expr!r} is not a valid type expression") from None
+        try:
+            return self._eval_type(tree.body, expr, 0)
+        except RecursionError:
+            raise TargetError(f"type {expr!r} nests too deeply") from None
+
+    def _eval_type(self, node: ast.AST, expr: str, depth: int, *, in_subscript: bool = False) -> Any:
+        if depth > 20:
+            raise TargetError(f"type {expr!r} nests too deeply")
         if isinstance(node, ast.Constant) and node.value is None:
             return None
+        if isinstance(node, ast.Constant) and node.value is Ellipsis and in_subscript:
+            return Ellipsis
         if isinstance(node, ast.Name):
             if node.id in _TYPE_BUILTINS:
                 return _TYPE_BUILTINS[node.id]
             raise TargetError(f"unknown type {node.id!r} in {expr!r}; qualify it, e.g. 'torch.Tensor'")
         if isinstance(node, ast.Attribute):
-            dotted = ast.unparse(node)
-            if not (dotted.startswith(("torch.", "typing.")) or self._allowed_by_user(dotted)):
-                raise TargetError(f"type {dotted!r} is not allowed; types come from builtins, typing and torch")
-            obj = _resolve(self, dotted)
-            if not (isinstance(obj, type) or _is_typing_form(obj)):
+            dotted = _dotted(node)
+            if dotted is None:
+                raise TargetError(f"type {expr!r} uses syntax a spec does not allow")
+            obj = self._resolve(dotted, "type").obj
+            if not (_is_class(obj) or _is_typing_form(obj)):
                 raise TargetError(f"{dotted!r} is not a type")
             return obj
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            left = self._eval_type(node.left, expr, depth + 1)
+            right = self._eval_type(node.right, expr, depth + 1)
+            return _subscript(typing.Union, (left, right), expr)
         if isinstance(node, ast.Subscript):
-            base = self._eval_type(node.value, expr)
+            base = self._eval_type(node.value, expr, depth + 1)
+            if not (base in _GENERIC_BUILTINS or _is_typing_form(base)):
+                raise TargetError(f"type {expr!r}: {type_repr(base)} cannot be subscripted in a spec")
             items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            args = tuple(self._eval_type(i, expr) for i in items)
-            try:
-                return base[args if len(args) > 1 else args[0]]
-            except TypeError as exc:
-                raise TargetError(f"bad type {expr!r}: {exc}") from None
-        if isinstance(node, ast.List):
-            return [self._eval_type(i, expr) for i in node.elts]
+            args = tuple(self._eval_type(i, expr, depth + 1, in_subscript=True) for i in items)
+            return _subscript(base, args, expr)
+        if isinstance(node, ast.List) and in_subscript:
+            return [self._eval_type(i, expr, depth + 1) for i in node.elts]
         raise TargetError(f"type {expr!r} uses syntax a spec does not allow")
 
 
 DEFAULT_POLICY = Policy()
-_HOW_TO_ALLOW = "allow it from trusted code with --allow {0}, allow=[{0!r}] or [tool.fxgen] allow in pyproject.toml"
 
 
-def _refusal(target: str) -> str:
-    return f"target {target!r} is not allowed by the target policy; " + _HOW_TO_ALLOW.format(target)
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
 
 
-def _denied_module(module: str) -> bool:
-    return any(module == d or module.startswith(d + ".") for d in _DENIED_PREFIXES)
-
-
-@functools.cache
-def _method_names() -> frozenset[str]:
-    return _builtin_method_names()
-
-
-def _is_tensor_method(obj: Any) -> bool:
-    import torch
-
-    owner = getattr(obj, "__objclass__", None)
-    return owner is not None and owner in (torch.Tensor, torch._C.TensorBase)
+def _subscript(base: Any, args: tuple[Any, ...], expr: str) -> Any:
+    try:
+        return base[args if len(args) > 1 else args[0]]
+    except Exception as exc:  # typing raises TypeError, but any failure is the spec's
+        raise TargetError(f"bad type {expr!r}: {type(exc).__name__}: {exc}") from None
 
 
 def _is_typing_form(obj: Any) -> bool:
-    return getattr(obj, "__module__", None) == "typing"
+    """A typing construct usable in annotations (``typing.Optional``, ``typing.List[int]``…)."""
+    kind = type(obj)
+    if kind in (types.FunctionType, types.BuiltinFunctionType) or _is_class(obj):
+        return False
+    return _TYPE_MODULE.__get__(kind) == "typing" or kind is types.GenericAlias
 
 
-def _is_torch_callable_class(obj: type, target: str) -> bool:
-    """Classes used as functions in graphs (``torch.Size``, ``torch.device``…)."""
-    return obj.__module__ == "torch" or target.startswith("torch.") or obj in SAFE_BUILTINS.values()
+def _plain_value(value: Any) -> bool:
+    import torch
+
+    if value is None or type(value) in (bool, int, float, complex, str):
+        return True
+    if isinstance(value, (torch.Tensor, torch.dtype, torch.device, torch.layout, torch.memory_format)):
+        return True
+    if type(value) in (tuple, list, torch.Size):
+        return all(_plain_value(v) for v in value)
+    return False
+
+
+def _default_namespace(name: str) -> types.ModuleType | None:
+    """The already-imported module ``name`` if it is a default namespace, else None."""
+    tables = _tables()
+    if name in tables.namespaces:
+        return tables.namespaces[name]
+    if _under(name, _CLASS_NAMESPACE) or name in _TYPE_NAMESPACES:
+        module = sys.modules.get(name)
+        return module if module is not None and _is_module(module) else None
+    return None
+
+
+def _default_function(obj: Any) -> bool:
+    """Is ``obj`` a tensor operation the default policy lets a graph call?"""
+    tables = _tables()
+    kind = type(obj)
+    if kind is types.BuiltinFunctionType:
+        name = obj.__name__
+        if any(ns.get(name) is obj for ns in tables.aten):
+            return name not in _DENIED_ATEN
+        if tables.math.get(name) is obj:
+            return True
+        return tables.operator.get(name) is obj and name not in _DENIED_OPERATOR
+    if kind is types.FunctionType:
+        module, name = obj.__module__, obj.__name__
+        home = sys.modules.get(module) if isinstance(module, str) else None
+        if home is None or vars(home).get(name) is not obj:
+            return False
+        if module in _FUNCTION_MODULES:
+            return True
+        return module == "torch" and name in _TORCH_PY_FUNCTIONS
+    if _is_class(obj):
+        return any(obj is c for c in tables.value_classes) or any(obj is b for b in SAFE_BUILTINS.values())
+    return False
+
+
+def _default_module_class(cls: type) -> bool:
+    module, _ = _home(cls)
+    if module is None or not module.startswith(_CLASS_NAMESPACE + "."):
+        return False
+    home = sys.modules.get(module)
+    return home is not None and vars(home).get(_TYPE_QUALNAME.__get__(cls)) is cls
 
 
 def type_repr(value: Any) -> str:
     """Canonical spelling of an annotation, the inverse of ``Policy.resolve_type``."""
     if value is None or value is type(None):
         return "None"
+    if value is Ellipsis:
+        return "..."
     if isinstance(value, list):
         return "[" + ", ".join(type_repr(v) for v in value) + "]"
-    if isinstance(value, type) and not typing.get_args(value):
-        if value.__module__ == "builtins":
-            return value.__qualname__
-        return f"{value.__module__}.{value.__qualname__}"
+    if isinstance(value, types.UnionType):
+        value = typing.Union.__getitem__(value.__args__)  # int | None -> typing.Optional[int]
+    if _is_class(value) and not typing.get_args(value):
+        module, qualname = _home(value)
+        if module == "builtins":
+            return str(qualname)
+        return f"{module}.{qualname}"
     return repr(value).replace("NoneType", "None")
 
 
 @functools.lru_cache(maxsize=4096)
-def _resolve(policy: Policy, target: str) -> Any:
-    """Import the longest allowed module prefix of ``target`` and walk the rest, checking each step."""
+def _resolve(policy: Policy, target: str, kind: str) -> _Resolved:
+    """Walk ``target`` from the longest permitted module prefix, one checked step at a time."""
     parts = target.split(".")
-    if not all(p.isidentifier() for p in parts):
-        raise TargetError(f"{target!r} is not a dotted name")
-    if any(p.startswith("_") for p in parts) and not any(
-        target == a or target.startswith(a + ".") for a in _ALLOWED_PRIVATE
-    ) and not policy._allowed_by_user(target):
-        raise TargetError(f"{target!r} names something private; " + _HOW_TO_ALLOW.format(target))
-    if len(parts) == 1:
-        if parts[0] in SAFE_BUILTINS:
-            return SAFE_BUILTINS[parts[0]]
-        raise TargetError(f"{target!r} is not a builtin fxgen allows; qualify the name, e.g. 'torch.{target}'")
-    obj: Any = None
-    rest: list[str] = []
-    for i in range(len(parts), 0, -1):
-        name = ".".join(parts[:i])
-        if name in sys.modules:
-            obj = sys.modules[name]
-        elif policy.may_import(name):
+    if not all(is_identifier(p) for p in parts):
+        raise TargetError(f"{target!r} is not a dotted name of ASCII identifiers")
+    if any(p.startswith("__") for p in parts):
+        raise TargetError(f"{target!r} names a dunder attribute; a spec may not")
+    user = policy._user_covers(target)
+    start: tuple[int, types.ModuleType] | None = None
+    for i in range(len(parts) - 1, 0, -1):
+        module = policy._namespace(".".join(parts[:i]))
+        if module is not None:
+            start = (i, module)
+            break
+    if start is None:
+        root = parts[0]
+        if root in sys.modules or importlib.util.find_spec(root) is not None:
+            raise TargetError(_refusal(target) if kind != "type" else _refusal(target, "type"))
+        raise TargetError(f"cannot resolve {target!r}: no module {root!r} (is it installed?)")
+    i, obj = start
+    private_ok = user or target in _PRIVATE_OK
+    for p in parts[i:]:
+        if p.startswith("_") and not private_ok:
+            raise TargetError(f"{target!r} names something private; " + _HOW_TO_ALLOW.format(target))
+    if kind == "type" and not user and not _type_namespace_ok(".".join(parts[:i])):
+        raise TargetError(_refusal(target, "type"))
+    via_tensor = False
+    for j in range(i, len(parts)):
+        part, so_far = parts[j], ".".join(parts[: j + 1])
+        if _is_module(obj):
+            obj = _module_attr(policy, obj, part, so_far, target)
+            if _is_module(obj):
+                name = _module_name(obj)
+                if name is None or not policy.may_import(name):
+                    raise TargetError(_refusal(target))
+        elif _is_class(obj) and (obj is _tables().tensor or policy._user_leads_to(so_far)):
+            via_tensor = obj is _tables().tensor and not user
             try:
-                obj = importlib.import_module(name)
-            except ImportError:
-                continue
-            except Exception as exc:  # a broken allowed module: report, do not crash
-                raise TargetError(f"importing {name!r} failed: {type(exc).__name__}: {exc}") from None
+                obj = _class_attr(typing.cast(type, obj), part)
+            except KeyError:
+                raise TargetError(f"cannot resolve {target!r}: no attribute {part!r}") from None
         else:
-            continue
-        if not policy.may_import(name):
             raise TargetError(_refusal(target))
-        rest = parts[i:]
-        break
-    if obj is None:
-        raise TargetError(f"cannot resolve {target!r}: module {parts[0]!r} is not allowed or not installed; "
-                          + _HOW_TO_ALLOW.format(parts[0]))
-    for part in rest:
-        if isinstance(obj, types.ModuleType):
-            sub = f"{obj.__name__}.{part}"
-            if sub not in sys.modules and not policy.may_import(sub) and _looks_like_submodule(obj, part):
-                raise TargetError(_refusal(target))
+    return _Resolved(obj, via_tensor)
+
+
+def _type_namespace_ok(module: str) -> bool:
+    return _under(module, "torch") or module in _TYPE_NAMESPACES
+
+
+def _module_attr(policy: Policy, module: types.ModuleType, part: str, so_far: str, target: str) -> Any:
+    """``module.part`` without running code, unless the user trusts the module (then import/getattr)."""
+    namespace = vars(module)
+    name = _module_name(module)
+    trusted = name is not None and _default_namespace(name) is None and policy._user_leads_to(so_far)
+    if name is not None and _default_namespace(name) is None and not policy._user_leads_to(so_far):
+        raise TargetError(_refusal(target))  # a parent of an allowed name: only the way to it
+    if part in namespace:
+        return namespace[part]
+    if trusted:
+        sub = policy._namespace(so_far)
+        if sub is not None:
+            return sub
         try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise TargetError(f"cannot resolve {target!r}: no attribute {part!r}") from None
-        if isinstance(obj, types.ModuleType) and not policy.may_import(obj.__name__):
-            raise TargetError(_refusal(target))
-    return obj
-
-
-def _looks_like_submodule(module: types.ModuleType, name: str) -> bool:
-    """Would ``getattr(module, name)`` import something (a lazy submodule)?"""
-    if name in vars(module):
-        return isinstance(vars(module)[name], types.ModuleType)
-    return hasattr(module, "__path__") or hasattr(module, "__getattr__")
-
+            return getattr(module, part)  # the user's package, its own lazy attributes
+        except Exception:
+            pass
+    raise TargetError(
+        f"cannot resolve {target!r}: {name or 'module'} has no attribute {part!r} "
+        "(fxgen looks names up without importing anything)"
+    )

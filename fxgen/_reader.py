@@ -36,7 +36,7 @@ JsonPath = tuple[str | int, ...]
 
 MAX_BYTES = 64 * 1024 * 1024  # a 100,000-node spec is about 8 MiB
 MAX_DEPTH = 64  # values nest a few levels; anything deeper is an attack or a mistake
-MAX_VALUES = 5_000_000  # scalars + collections after alias expansion
+MAX_VALUES = 1_600_000  # values after alias expansion (a 100,000-node spec has ~700,000); caps memory near 1 GiB
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TAG = "tag:yaml.org,2002:"
@@ -140,7 +140,9 @@ def _only_comments(text: str) -> bool:
 
 
 # -- JSON ----------------------------------------------------------------------------------------
-_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]|(-?Infinity|NaN)', re.DOTALL)
+# Strings as an "unrolled loop" (runs of plain characters, then an escape): a 4 MB string costs
+# no backtracking state, where "(?:[^"\\]|\\.)*" kept one per character (hundreds of MiB).
+_JSON_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]|(-?Infinity|NaN)', re.DOTALL)
 _JSON_HINTS = {
     "Extra data": "unexpected text after the end of the JSON document; a spec is one JSON object",
     "Expecting value": "expecting a value (JSON has no trailing commas, comments or unquoted strings)",
@@ -176,10 +178,18 @@ def _parse_json(doc: Document, text: str) -> None:
         return out
 
     try:
-        doc.data = json.loads(text, object_pairs_hook=pairs, parse_constant=lambda name: None)
+        doc.data = json.loads(text, object_pairs_hook=pairs, parse_constant=lambda name: None, parse_int=_json_int)
+    except _ScalarError as exc:
+        long_int = _LONG_INT.search(text)
+        at = _offset_location(doc.path, text, long_int.start()) if long_int else Location(doc.path, 1, 1)
+        raise SpecError.at(at, str(exc)) from None
     except json.JSONDecodeError as exc:
         message = _JSON_HINTS.get(exc.msg, exc.msg)
         raise SpecError.at(Location(doc.path, exc.lineno, exc.colno), f"JSON syntax error: {message}") from None
+    surrogate = _SURROGATE_ESCAPE.search(text)
+    if surrogate is not None and _has_lone_surrogate(doc.data):
+        raise SpecError.at(_offset_location(doc.path, text, surrogate.start()),
+                           "a \\ud800-\\udfff escape that is not part of a surrogate pair is not text; remove it")  # fmt: skip
     errors = [
         Diagnostic(_offset_location(doc.path, text, at), f"JSON does not allow {name}; write "
                    f'{{"float": "{name.lower().replace("infinity", "inf")}"}} instead')
@@ -195,6 +205,35 @@ def _parse_json(doc: Document, text: str) -> None:
         errors += found or [_duplicate(_find_json_key(doc.path, text, key), key) for key in duplicates]
     if errors:
         raise SpecError(errors)
+
+
+MAX_INT_DIGITS = 400  # far beyond any real size; Python refuses to parse > 4300 digits anyway
+_LONG_INT = re.compile(r"(?<![\w.\"])-?\d{" + str(MAX_INT_DIGITS + 1) + ",}")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _json_int(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS:
+        raise _ScalarError(f"integer with {len(text)} digits is too long for a spec")
+    return int(text)
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """Does decoded JSON hold a string that is not valid Unicode text (a lone surrogate)?"""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+    return False
 
 
 def _offset_location(path: str, text: str, offset: int) -> Location:
@@ -403,7 +442,11 @@ class _Builder:
             return None
         if tag == _STR:
             return value
-        result = _resolve_12(value)
+        try:
+            result = _resolve_12(value)
+        except _ScalarError as exc:
+            self._error(event, str(exc))
+            return None
         kind = tag.removeprefix(_TAG)
         if kind == "float" and isinstance(result, int) and not isinstance(result, bool):
             result = float(result)
@@ -415,7 +458,11 @@ class _Builder:
 
     def _plain(self, event: yaml.ScalarEvent) -> Any:
         value: str = event.value
-        result = _resolve_12(value)
+        try:
+            result = _resolve_12(value)
+        except _ScalarError as exc:
+            self._error(event, str(exc))
+            return None
         tag_11 = _RESOLVER_11.resolve(yaml.ScalarNode, value, (True, False))
         if tag_11 != _STR:
             try:
@@ -445,6 +492,10 @@ def _shown(tag: str) -> str:
     return "!!" + tag.removeprefix(_TAG) if tag.startswith(_TAG) else tag
 
 
+class _ScalarError(ValueError):
+    """A scalar that cannot be read (the caller reports it at the scalar's location)."""
+
+
 def _resolve_12(value: str) -> Any:
     """A plain scalar under the YAML 1.2 core schema; non-finite floats in the spec encoding."""
     if value in _NULL_12:
@@ -452,6 +503,8 @@ def _resolve_12(value: str) -> Any:
     if value in _BOOL_12:
         return _BOOL_12[value]
     if _INT_12.fullmatch(value):
+        if len(value) > MAX_INT_DIGITS:
+            raise _ScalarError(f"integer with {len(value)} digits is too long for a spec")
         if value.startswith(("0o", "0x")):
             return int(value[2:], 8 if value[1] == "o" else 16)
         return int(value)

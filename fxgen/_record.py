@@ -56,7 +56,7 @@ def record_constructors(*classes: type[torch.nn.Module]) -> Iterator[None]:
     finally:
         for cls, original in originals.items():
             if original is None:
-                del cls.__init__  # type: ignore[misc]
+                del cls.__init__
             else:
                 cls.__init__ = original  # type: ignore[method-assign]
 
@@ -67,7 +67,7 @@ def _recorded(module: torch.nn.Module, fallback: Any = None) -> tuple[tuple[Any,
         return _CALLS[module]
     except KeyError:
         if fallback is not None:
-            return fallback(module)  # type: ignore[no-any-return]
+            return fallback(module)
         raise ExportError(
             f"{type(module).__qualname__} was built outside fxgen.record_constructors(...); "
             "build the model inside that block to record its constructor arguments"

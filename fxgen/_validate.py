@@ -375,7 +375,7 @@ class _Checker:
         try:
             self.policy.check_method(target)
         except TargetError as exc:
-            self.error((*where, "target"), str(exc))
+            self.error((*where, "target"), _node_prefix(node) + str(exc))
 
     def check_call_function(self, node: dict[str, Any], where: JsonPath) -> None:
         self.check_values(node, where)
@@ -383,7 +383,7 @@ class _Checker:
         try:
             self.policy.resolve_function(target)
         except TargetError as exc:
-            self.error((*where, "target"), str(exc))
+            self.error((*where, "target"), _node_prefix(node) + str(exc))
             return
         if target in ("getattr", "hasattr"):
             args = node.get("args", [])
@@ -469,6 +469,11 @@ def _size_paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, .
             yield path
         for key, item in value.items():
             yield from _size_paths(item, (*path, key))
+
+
+def _node_prefix(node: dict[str, Any]) -> str:
+    name = node.get("name")
+    return f"node {name!r}: " if isinstance(name, str) else ""
 
 
 def _any_ref(name: str) -> Any:

@@ -18,6 +18,18 @@ def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
     try:
+        with open(path, "rb") as f:
+            head = f.read(9)
+    except OSError as exc:
+        raise WeightsError(f"cannot read weights: {exc.strerror or exc}", Location(str(path))) from None
+    # safetensors: an 8-byte header length, then the JSON header "{"; pickle: 0x80 <protocol>; torch.save: zip
+    if head[8:9] != b"{" and head.startswith((b"PK\x03\x04", b"\x80")):
+        raise WeightsError(
+            "cannot read weights: not a safetensors file: it looks like a torch.save/pickle file, which fxgen never loads "
+            "(unpickling runs code); convert it once with safetensors.torch.save_file",
+            Location(str(path)),
+        )
+    try:
         return load_file(str(path))
     except (OSError, SafetensorError, RuntimeError, ValueError) as exc:
         raise WeightsError(f"cannot read weights: {exc}", Location(str(path))) from None

@@ -1,0 +1,278 @@
+"""A mutation fuzzer: broken variants of valid specs never crash fxgen.
+
+Valid specs (random ones from ``strategies.spec_dicts`` and the ``model_specs/`` examples) are
+mutated — fields dropped, duplicated, renamed, retyped; references dangled; nodes reordered;
+values corrupted; names swapped for other valid-looking names; random Unicode injected; and,
+for files, lines duplicated, dropped or cut — and then run through every entry point:
+``validate_data``, ``load_spec`` on a written file, ``load``, ``generate`` and the CLI. Each
+either succeeds or raises a ``FxgenError`` (SpecError, ExportError, WeightsError,
+GenerateError); anything else is a bug. The CLI must exit 0 or 1 without an internal error,
+leave no temporary files and write only files that parse.
+
+CI runs the derandomised ``ci`` profile. For a long run::
+
+    HYPOTHESIS_PROFILE=long python -m pytest tests/test_fuzz.py
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import copy
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from conftest import EXAMPLES
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import spec_dicts
+
+import fxgen
+from fxgen._cli import main
+from fxgen._errors import FxgenError, SpecError
+from fxgen._reader import parse_text
+from fxgen._validate import validate_data
+
+EXAMPLE_DICTS = [parse_text(p.read_bytes(), str(p)).data for p in EXAMPLES]
+BUDGET = settings.default.max_examples  # the profile's budget (ci: 60, long: 5000)
+
+# Words that keep mutants close to valid specs, so they get past the schema into deeper checks.
+VOCABULARY = [
+    "fxgen", "name", "doc", "modules", "parameters", "buffers", "nodes", "op", "target", "args", "kwargs",
+    "type", "default", "class", "shape", "dtype", "init", "value", "persistent", "requires_grad",
+    "placeholder", "get_attr", "call_function", "call_method", "call_module", "output",
+    "torch.relu", "torch.add", "operator.add", "operator.getitem", "getattr", "torch.load", "os.system",
+    "torch.nn.Linear", "torch.nn.Identity", "torch.nn.LayerNorm", "torch.nn.functional.gelu", "view",
+    "reshape", "numpy", "register_hook", "shape", "torch.Tensor", "typing.Optional[torch.Tensor]",
+    "int", "float32", "int64", "bool", "zeros", "ones", "normal", "orthogonal", "dirac", "eye", "constant",
+    "tuple", "slice", "ellipsis", "device", "memory_format", "layout", "float", "complex", "dict", "size",
+    "cpu", "meta", "inf", "nan", "%x", "%%x", "x", "weight", "bias", "0", "layers.0", "self", "output",
+]  # fmt: skip
+_text = st.text(st.characters(codec="utf-8"), max_size=8)
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.sampled_from([0, 1, -1, 2, 4, 2**31, 2**63]),
+    st.floats(allow_nan=True, allow_infinity=True, width=64), _text, st.sampled_from(VOCABULARY),
+)  # fmt: skip
+json_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(VOCABULARY) | _text, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+# -- structural mutations ---------------------------------------------------------------------------
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _paths(item, (*prefix, i))
+
+
+def _get(data: Any, path: tuple[Any, ...]) -> Any:
+    for part in path:
+        data = data[part]
+    return data
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+@st.composite
+def mutated(draw: st.DrawFn, base: st.SearchStrategy[dict[str, Any]]) -> dict[str, Any]:
+    data = copy.deepcopy(draw(base))
+    for _ in range(draw(st.integers(1, 4))):
+        paths = list(_paths(data))[1:]
+        if not paths:
+            break
+        path = draw(st.sampled_from(paths))
+        parent, key = _get(data, path[:-1]), path[-1]
+        kind = draw(st.sampled_from(["drop", "duplicate", "rename", "swap type", "dangle", "reorder", "corrupt",
+                                     "inject", "vocabulary"]))
+        if kind == "drop":
+            del parent[key]
+        elif kind == "duplicate":
+            if isinstance(parent, list):
+                parent.insert(draw(st.integers(0, len(parent))), copy.deepcopy(parent[key]))
+            else:
+                parent[draw(st.sampled_from(VOCABULARY))] = copy.deepcopy(parent[key])
+        elif kind == "rename" and isinstance(parent, dict):
+            new = draw(st.sampled_from(VOCABULARY) | _text)
+            items = list(parent.items())
+            parent.clear()
+            parent.update((new if k == key else k, v) for k, v in items)
+        elif kind == "swap type":
+            old = parent[key]
+            parent[key] = draw(json_values.filter(lambda v, old=old: _type_name(v) != _type_name(old)))
+        elif kind == "dangle":
+            refs = [p for p in _paths(data) if isinstance(_get(data, p), str) and _get(data, p).startswith("%")]
+            if refs:
+                ref = draw(st.sampled_from(refs))
+                names = [n.get("name") for n in data.get("nodes", []) if isinstance(n, dict) and n.get("name")]
+                _get(data, ref[:-1])[ref[-1]] = "%" + draw(st.sampled_from([*names, "nowhere", "x"]) | _text)
+        elif kind == "reorder" and isinstance(data.get("nodes"), list) and len(data["nodes"]) > 1:
+            nodes = data["nodes"]
+            data["nodes"] = draw(st.permutations(nodes)) if draw(st.booleans()) else _move(draw, nodes)
+        elif kind == "corrupt":
+            parent[key] = draw(json_values)
+        elif kind == "inject" and isinstance(parent[key], str):
+            text = parent[key]
+            at = draw(st.integers(0, len(text)))
+            parent[key] = text[:at] + draw(st.text(min_size=1, max_size=4)) + text[at:]
+        elif kind == "vocabulary":
+            parent[key] = draw(st.sampled_from(VOCABULARY))
+    return data
+
+
+def _move(draw: st.DrawFn, nodes: list[Any]) -> list[Any]:
+    nodes = list(nodes)
+    node = nodes.pop(draw(st.integers(0, len(nodes) - 1)))
+    nodes.insert(draw(st.integers(0, len(nodes))), node)
+    return nodes
+
+
+bases = st.one_of(spec_dicts(max_nodes=6), st.sampled_from(EXAMPLE_DICTS))
+mutants = mutated(bases)
+
+
+# -- text mutations of spec files ---------------------------------------------------------------------
+@st.composite
+def spec_files(draw: st.DrawFn) -> tuple[str, bytes]:
+    """A mutated spec written as YAML or JSON, then perhaps mutated as text."""
+    data = draw(mutants)
+    suffix = draw(st.sampled_from([".yaml", ".json"]))
+    try:
+        text = json.dumps(data, indent=1, ensure_ascii=False) if suffix == ".json" else _yaml(data)
+    except ValueError:
+        text = "{}"
+    lines = text.split("\n")
+    for _ in range(draw(st.integers(0, 2))):
+        op = draw(st.sampled_from(["duplicate line", "drop line", "swap lines", "insert", "truncate"]))
+        i = draw(st.integers(0, len(lines) - 1))
+        if op == "duplicate line":
+            lines.insert(i, lines[i])
+        elif op == "drop line" and len(lines) > 1:
+            del lines[i]
+        elif op == "swap lines":
+            j = draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif op == "insert":
+            at = draw(st.integers(0, len(lines[i])))
+            lines[i] = lines[i][:at] + draw(st.text(min_size=1, max_size=3)) + lines[i][at:]
+        else:
+            lines = lines[: i + 1]
+    raw = "\n".join(lines).encode("utf-8", "surrogatepass")
+    if draw(st.integers(0, 9)) == 0:  # sometimes not even UTF-8
+        at = draw(st.integers(0, len(raw)))
+        raw = raw[:at] + draw(st.binary(min_size=1, max_size=3)) + raw[at:]
+    return suffix, raw
+
+
+def _yaml(data: Any) -> str:
+    return yaml.safe_dump(data, allow_unicode=True, sort_keys=False, default_flow_style=None, width=100)
+
+
+# -- the pipeline --------------------------------------------------------------------------------------
+def run_pipeline(data: Any) -> fxgen.Spec | None:
+    """validate_data -> load -> generate; only FxgenErrors may come out, generated code must parse."""
+    try:
+        spec = validate_data(data)
+    except SpecError:
+        return None
+    with contextlib.suppress(FxgenError):
+        fxgen.load(spec)
+    try:
+        source = fxgen.generate(spec)
+    except FxgenError:
+        return spec
+    ast.parse(source)
+    return spec
+
+
+@contextlib.contextmanager
+def _workspace() -> Iterator[Path]:
+    """A temporary directory as the working directory (no pyproject.toml above it applies)."""
+    old = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="fxgen-fuzz-") as tmp:
+        os.chdir(tmp)
+        try:
+            yield Path(tmp)
+        finally:
+            os.chdir(old)
+
+
+@settings(max_examples=2 * BUDGET, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(mutants)
+def test_mutated_specs_never_crash_the_api(data: dict[str, Any]) -> None:
+    spec = run_pipeline(data)
+    # the same data as a file takes the same decision
+    with tempfile.TemporaryDirectory(prefix="fxgen-fuzz-") as tmp:
+        path = Path(tmp) / "spec.json"
+        try:
+            text = json.dumps(data, ensure_ascii=False)
+        except ValueError:
+            return
+        path.write_bytes(text.encode("utf-8", "surrogatepass"))
+        try:
+            from_file = fxgen.load_spec(path)
+        except SpecError:
+            from_file = None
+    assert (spec is None) == (from_file is None), (spec, from_file)
+    if spec is not None and from_file is not None:
+        assert from_file == spec
+
+
+@settings(max_examples=BUDGET, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(spec_files())
+def test_mutated_spec_files_never_crash_the_reader(case: tuple[str, bytes]) -> None:
+    suffix, raw = case
+    with tempfile.TemporaryDirectory(prefix="fxgen-fuzz-") as tmp:
+        path = Path(tmp) / f"spec{suffix}"
+        path.write_bytes(raw)
+        try:
+            spec = fxgen.load_spec(path)
+        except SpecError as exc:
+            assert all(d.location.path == str(path) for d in exc.diagnostics)
+            return
+    run_pipeline(spec.to_dict())
+
+
+@settings(max_examples=max(10, BUDGET // 4), suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(st.lists(spec_files(), min_size=1, max_size=4))
+def test_mutated_specs_through_the_cli(files: list[tuple[str, bytes]]) -> None:
+    with _workspace() as tmp:
+        specs = tmp / "specs"
+        specs.mkdir()
+        for i, (suffix, raw) in enumerate(files):
+            (specs / f"spec{i}{suffix}").write_bytes(raw)
+        for argv in (["validate", "specs"], ["generate", "-j", "1", "--out-dir", "out", "specs"],
+                     ["generate", "--check", "-j", "1", "--out-dir", "out", "specs"]):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                code = main(argv)
+            assert code in (0, 1), (argv, code, err.getvalue())
+            assert "internal error" not in err.getvalue() and "Traceback" not in err.getvalue(), err.getvalue()
+        out = tmp / "out"
+        written = sorted(out.iterdir()) if out.exists() else []
+        assert [p.name for p in written if p.suffix != ".py"] == []  # no temporary files left
+        for generated in written:
+            ast.parse(generated.read_text(encoding="utf-8"))
+        expected = sorted(out / f"{p.stem}.py" for p in specs.iterdir() if _valid(p))
+        assert written == expected
+
+
+def _valid(path: Path) -> bool:
+    try:
+        fxgen.load_spec(path)
+    except SpecError:
+        return False
+    return True
