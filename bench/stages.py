@@ -1,0 +1,615 @@
+"""The stages and references benchmarked on one workload, run inside a worker process.
+
+A workload is a spec file (synthetic, an example from ``model_specs/``, or a zoo model exported
+by fxgen). Each stage is timed with :func:`measure.measure` and reported as one JSON line the
+moment it finishes, so a worker killed by the parent's timeout loses only the stage it was in.
+
+fxgen stages                     reference on the same graph
+-------------------------------  ------------------------------------------------------------
+read_validate  fxgen.load_spec   fx_direct       Graph.create_node per node + GraphModule
+load           fxgen.load(spec)                  (same modules/parameters constructed)
+generate       fxgen.generate    python_code     Graph.python_code(root_module="self")
+  render         all but black   black_file      black.format_str(whole generated file)
+  format         black calls
+export_trace   fxgen trace       symbolic_trace  torch.fx symbolic tracing (+ GraphModule)
+export_spec    GraphModule->Spec
+export         both
+load_weights   fxgen.load(spec,  safetensors     safetensors.torch.load_file
+               weights=path)     torch_load      torch.load of the same state dict
+forward        generated class   (original)      interleaved, eval mode, no_grad
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import importlib.util
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.fx
+from measure import Result, StageTimeout, interleaved, measure, time_limit  # type: ignore[import-not-found]
+
+import fxgen
+
+__all__ = ["Workload", "run_workload"]
+
+_INPUT = re.compile(r"^# input: (?P<name>\w+) (?P<dtype>\w+)\[(?P<shape>[\d, ]*)\]\s*$", re.M)
+
+
+@dataclass
+class Workload:
+    kind: str  # synthetic | example | zoo
+    name: str  # "chain", "mlp", "monai.UNet"
+    size: int = 0  # requested node count (synthetic)
+    path: str = ""  # the spec file (synthetic/example); written by the worker for zoo
+    allow: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}/{self.name}" + (f"/{self.size}" if self.kind == "synthetic" else "")
+
+
+_STARTED = time.perf_counter()
+
+
+class Runner:
+    """Runs stages of one workload, emitting one JSON line per stage to ``out``."""
+
+    def __init__(self, workload: Workload, cfg: dict[str, Any], out: Any) -> None:
+        self.w = workload
+        self.cfg = cfg
+        self.out = out
+        self.done: set[str] = set(cfg.get("done", ()))  # measured by an earlier attempt
+        self.failed: set[str] = set(cfg.get("dead", ()))  # timed out / hung in an earlier attempt
+        self.limit: float = cfg["stage_limit"]
+        self.last: dict[str, Result] = {}
+
+    def emit(self, record: dict[str, Any]) -> None:
+        record = {"workload": self.w.key, **record, "at": round(time.perf_counter() - _STARTED, 3)}
+        self.out.write(json.dumps(record) + "\n")
+        self.out.flush()
+
+    def stage(
+        self,
+        name: str,
+        fn: Callable[[], Any],
+        *,
+        needs: tuple[str, ...] = (),
+        setup: Callable[[], Any] | None = None,
+        budget: float | None = None,
+        value_only: bool = False,
+    ) -> Any:
+        """Measure ``fn`` as stage ``name``; returns its value (None if it did not run).
+
+        ``value_only``: the stage was done by an earlier worker attempt; compute the value
+        without timing it (later stages need it).
+        """
+        if name in self.failed:
+            return None
+        missing = [n for n in needs if n in self.failed]
+        if missing:
+            self.failed.add(name)
+            if name not in self.done:
+                self.emit(Result(name, status="skipped", note=f"needs {missing[0]}").as_dict())
+            return None
+        if name in self.done:
+            if not value_only:
+                return None
+            with time_limit(self.limit):
+                if setup:
+                    setup()
+                return fn()
+        if name in self.cfg.get("omit", ()):
+            return None
+        self.emit({"event": "start", "stage": name})
+        try:
+            # Each run must end within run_limit (else "timeout"); runs after the first are
+            # made only while they fit in stage_limit, unless --thorough.
+            result, value = measure(
+                name, fn, setup=setup, budget=budget if budget is not None else self.cfg["budget"],
+                min_reps=3, max_reps=self.cfg["max_reps"], slow=self.cfg["slow"],
+                limit=None if self.cfg.get("thorough") else self.limit,
+                run_limit=self.cfg["run_limit"],
+            )
+        except StageTimeout:
+            self.failed.add(name)
+            self.emit(Result(name, status="timeout", note=f"one run > {self.cfg['run_limit']:.0f} s").as_dict())
+            return None
+        except Exception as exc:
+            self.failed.add(name)
+            self.emit(Result(name, status="error", note=f"{type(exc).__name__}: {str(exc)[:300]}").as_dict())
+            return None
+        self.last[name] = result
+        self.emit(result.as_dict())
+        return value
+
+    def info(self, **fields: Any) -> None:
+        self.emit({"event": "info", **fields})
+
+
+# -- helpers ---------------------------------------------------------------------------------
+class _Ref:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def prepare_direct(spec: Any, policy: Any) -> dict[str, Any]:
+    """Everything the direct torch.fx build needs, decoded ahead of time (untimed)."""
+    from fxgen._values import DTYPES, decode, decode_kwargs
+
+    def ref(name: str) -> _Ref:
+        return _Ref(name)
+
+    nodes = []
+    for node in spec.nodes:
+        args = tuple(decode(node.args, ref))
+        kwargs = decode_kwargs(node.kwargs, ref)
+        type_expr = policy.resolve_type(node.type)[0] if node.type is not None else None
+        if node.op == "placeholder":
+            target: Any = node.name
+            if node.default is not fxgen._spec.NO_DEFAULT:
+                args = (decode(node.default, ref),)
+        elif node.op == "output":
+            target = "output"
+        elif node.op == "call_function":
+            target = policy.resolve_function(node.target)
+        else:
+            target = node.target
+        nodes.append((node.op, target, args, kwargs, node.name, type_expr))
+    modules = [
+        (path, policy.resolve_module_class(m.cls), decode(m.args, ref), decode_kwargs(m.kwargs, ref))
+        for path, m in spec.modules.items()
+    ]
+
+    def tensor(t: Any) -> tuple[Any, ...]:
+        init = t.init if isinstance(t.init, str) else next(iter(t.init))
+        kw = {} if isinstance(t.init, str) else dict(next(iter(t.init.values())) or {})
+        return (t.shape, DTYPES[t.dtype], getattr(torch.nn.init, init + "_"), kw, getattr(t, "value", None))
+
+    params = [(p, *tensor(t), t.requires_grad) for p, t in spec.parameters.items()]
+    buffers = [(p, *tensor(t), t.persistent) for p, t in spec.buffers.items()]
+    return {"name": spec.name, "nodes": nodes, "modules": modules, "params": params, "buffers": buffers}
+
+
+def _resolve(value: Any, env: dict[str, torch.fx.Node]) -> Any:
+    if isinstance(value, _Ref):
+        return env[value.name]
+    if isinstance(value, tuple):
+        return tuple(_resolve(v, env) for v in value)
+    if isinstance(value, list):
+        return [_resolve(v, env) for v in value]
+    if isinstance(value, dict):
+        return {k: _resolve(v, env) for k, v in value.items()}
+    if isinstance(value, slice):
+        return slice(_resolve(value.start, env), _resolve(value.stop, env), _resolve(value.step, env))
+    return value
+
+
+def _set_path(root: torch.nn.Module, path: str, value: Any, persistent: bool = True) -> None:
+    *parents, leaf = path.split(".")
+    owner = root
+    for part in parents:
+        child = owner._modules.get(part)
+        if child is None:
+            child = torch.nn.Module()
+            owner.add_module(part, child)
+        owner = child
+    if isinstance(value, torch.nn.Module):
+        owner.add_module(leaf, value)
+    elif isinstance(value, torch.nn.Parameter):
+        owner.register_parameter(leaf, value)
+    else:
+        owner.register_buffer(leaf, value, persistent=persistent)
+
+
+def _make(shape: Any, dtype: Any, init: Any, kw: dict[str, Any], value: Any) -> torch.Tensor:
+    if value is not None:
+        return torch.tensor(value, dtype=dtype)
+    t = torch.empty(shape, dtype=dtype)
+    with torch.no_grad():
+        init(t, **kw)
+    return t
+
+
+def build_direct(p: dict[str, Any]) -> torch.fx.GraphModule:
+    """The reference: the same GraphModule built with torch.fx's API and nothing else."""
+    graph = torch.fx.Graph()
+    env: dict[str, torch.fx.Node] = {}
+    for op, target, args, kwargs, name, type_expr in p["nodes"]:
+        node = graph.create_node(op, target, _resolve(args, env), _resolve(kwargs, env), name=name, type_expr=type_expr)
+        env[node.name] = node
+    root = torch.nn.Module()
+    for path, cls, args, kwargs in p["modules"]:
+        _set_path(root, path, cls(*args, **kwargs))
+    for path, shape, dtype, init, kw, value, requires_grad in p["params"]:
+        _set_path(root, path, torch.nn.Parameter(_make(shape, dtype, init, kw, value), requires_grad=requires_grad))
+    for path, shape, dtype, init, kw, value, persistent in p["buffers"]:
+        _set_path(root, path, _make(shape, dtype, init, kw, value), persistent)
+    return torch.fx.GraphModule(root, graph, class_name=p["name"])
+
+
+def plain_module(gm: torch.fx.GraphModule, name: str) -> torch.nn.Module:
+    """An ordinary nn.Module (not a GraphModule) with ``gm``'s forward and state, to trace."""
+    cls = type(name, (torch.nn.Module,), {"forward": type(gm).forward, "__module__": __name__})
+    module = cls()
+    module._modules.update(gm._modules)
+    module._parameters.update(gm._parameters)
+    module._buffers.update(gm._buffers)
+    module._non_persistent_buffers_set |= gm._non_persistent_buffers_set
+    return module.eval()
+
+
+def import_generated(source: str, class_name: str, tmp: Path) -> type:
+    stem = f"_fxgen_bench_{class_name}_{os.getpid()}_{time.monotonic_ns()}"
+    path = tmp / f"{stem}.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[stem] = module
+    spec.loader.exec_module(module)
+    cls: type = getattr(module, class_name)
+    return cls
+
+
+def example_inputs(path: Path) -> tuple[torch.Tensor, ...]:
+    gen = torch.Generator().manual_seed(0)
+    out = []
+    for m in _INPUT.finditer(path.read_text(encoding="utf-8")):
+        shape = [int(d) for d in m["shape"].split(",") if d.strip()]
+        dtype = getattr(torch, m["dtype"])
+        out.append(torch.randn(shape, generator=gen, dtype=dtype) if dtype.is_floating_point
+                   else torch.randint(0, 4, shape, generator=gen, dtype=dtype))  # fmt: skip
+    return tuple(out)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.shape == b.shape and torch.allclose(
+            a.double() if not a.is_complex() else a, b.double() if not b.is_complex() else b,
+            rtol=1e-4, atol=1e-5, equal_nan=True,
+        )  # fmt: skip
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+class _BlackClock:
+    """Wraps ``black.format_str`` to add up the time fxgen spends inside black."""
+
+    def __init__(self) -> None:
+        import black
+
+        self.black = black
+        self.original = black.format_str
+        self.spent = 0.0
+        self.cpu = 0.0
+        self.calls = 0
+
+    def __enter__(self) -> _BlackClock:
+        original = self.original
+
+        def timed(*args: Any, **kwargs: Any) -> str:
+            c0 = time.process_time()
+            t0 = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.spent += time.perf_counter() - t0
+                self.cpu += time.process_time() - c0
+                self.calls += 1
+
+        self.black.format_str = timed
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.black.format_str = self.original
+
+
+# -- the workload ----------------------------------------------------------------------------
+def run_workload(w: Workload, cfg: dict[str, Any], out: Any, tmp: Path) -> None:
+    r = Runner(w, cfg, out)
+    import fxgen._api
+    import fxgen._format
+
+    allow = tuple(w.allow)
+    original: torch.nn.Module | None = None
+    inputs: tuple[Any, ...] = ()
+    trace_kw: dict[str, Any] = {}
+
+    # Zoo: the module is the starting point; export it first and write its spec to a file.
+    if w.kind == "zoo":
+        from zoo_models import ZOO  # type: ignore[import-not-found]
+
+        zm = next(z for z in ZOO if z.name == w.name)
+        # build() records leaf modules' constructor calls where the catalogue supports it
+        original = zm.build() if hasattr(zm, "build") else zm.factory().eval()
+        inputs = zm.inputs()
+        trace_kw = {"concrete_args": zm.concrete_args, "leaf_modules": zm.leaf_module_types()}
+        _export_stages(r, original, trace_kw, tracer=lambda: _zoo_trace(zm, original))
+        if "export_trace" in r.failed or "export_spec" in r.failed:
+            return
+        spec0 = fxgen.export(original, **trace_kw)
+        path = tmp / f"{re.sub(r'[^A-Za-z0-9_]', '_', w.name)}.yaml"
+        spec0.to_file(path)
+        w.path = str(path)
+        allow = tuple(fxgen._export._outside_default_policy(spec0))
+        r.info(allow=list(allow))
+
+    policy = fxgen._api.policy_for(allow)
+    path = Path(w.path)
+    spec = r.stage("read_validate", lambda: fxgen.load_spec(path, allow=allow), value_only=True)
+    if spec is None:
+        return
+    r.info(nodes=len(spec.nodes), modules=len(spec.modules), parameters=len(spec.parameters),
+           buffers=len(spec.buffers), spec_bytes=path.stat().st_size)  # fmt: skip
+    gm = r.stage("load", lambda: fxgen.load(spec, allow=allow), needs=("read_validate",), value_only=True)
+    _direct_stage(r, spec, policy)
+
+    # generate = render (everything but black) + format (black)
+    clock_runs: list[tuple[float, float, int, float, float]] = []
+
+    def generate() -> str:
+        with _BlackClock() as clock:
+            c0 = time.process_time()
+            t0 = time.perf_counter()
+            src = fxgen.generate(spec, allow=allow, label=path.name)
+            total = time.perf_counter() - t0
+            cpu = time.process_time() - c0
+        clock_runs.append((total, clock.spent, clock.calls, cpu, clock.cpu))
+        return src
+
+    def clear() -> None:
+        """Cold formatting caches, as in a fresh ``fxgen generate`` process (every memo in _format)."""
+        for obj in list(vars(fxgen._format).values()):
+            if callable(getattr(obj, "cache_clear", None)):
+                obj.cache_clear()
+
+    src = r.stage("generate", generate, needs=("read_validate",), setup=clear, value_only=True)
+    if src is not None and "generate" in r.last:
+        _split_generate(r, clock_runs, src)
+    if gm is not None:
+        r.stage("python_code", lambda: gm.graph.python_code(root_module="self"))
+    if src is not None:
+        mode = fxgen._format.MODE
+        r.stage("black_file", lambda: fxgen._format.black.format_str(src, mode=mode))
+
+    # export (synthetic and examples: from an ordinary nn.Module with the same forward)
+    if w.kind != "zoo":
+        if gm is None:
+            r.failed.update({"export_trace", "export_spec", "export", "symbolic_trace"})
+        elif not hasattr(fxgen, "export") and not _has_export():
+            r.emit(Result("export", status="n/a", note="fxgen.export does not exist yet").as_dict())
+        else:
+            original = plain_module(gm, spec.name)
+            _export_stages(r, original, {}, tracer=lambda: torch.fx.symbolic_trace(original))
+
+    # weights
+    if gm is not None and (spec.parameters or spec.buffers or spec.modules):
+        wpath = tmp / f"{path.stem}.safetensors"
+        ptpath = tmp / f"{path.stem}.pt"
+        source = original if (w.kind == "zoo" and original is not None) else gm
+        state = _write_weights(source, trace_kw, wpath)
+        torch.save(state, ptpath)
+        r.info(weights_bytes=wpath.stat().st_size, tensors=len(state))
+        r.stage("load_weights", lambda: fxgen.load(spec, weights=wpath, allow=allow))
+        from safetensors.torch import load_file
+
+        r.stage("safetensors", lambda: load_file(str(wpath)))
+        r.stage("torch_load", lambda: torch.load(ptpath))
+    else:
+        state = None
+
+    # forward: the original module vs the generated class
+    if src is not None and spec is not None and len(spec.nodes) <= cfg["forward_max_nodes"]:
+        if original is None or w.kind != "zoo":
+            original = gm
+            inputs = example_inputs(path)
+        _forward_stage(r, w, spec, src, original, inputs, state, tmp, cfg)
+
+
+def _direct_stage(r: Runner, spec: Any, policy: Any) -> None:
+    try:
+        prepared = prepare_direct(spec, policy)
+    except Exception as exc:
+        r.emit(Result("fx_direct", status="error", note=f"prepare: {type(exc).__name__}: {exc}"[:300]).as_dict())
+        return
+    r.stage("fx_direct", lambda: build_direct(prepared))
+
+
+def _has_export() -> bool:
+    return importlib.util.find_spec("fxgen._export") is not None
+
+
+def _zoo_trace(zm: Any, model: torch.nn.Module) -> torch.fx.GraphModule:
+    tracer = zm.tracer()
+    graph = tracer.trace(model, concrete_args=zm.concrete_args)
+    return torch.fx.GraphModule(tracer.root, graph)
+
+
+def _export_stages(r: Runner, module: torch.nn.Module, trace_kw: dict[str, Any], tracer: Callable[[], Any]) -> None:
+    if not _has_export():
+        r.emit(Result("export", status="n/a", note="fxgen.export does not exist yet").as_dict())
+        r.failed.add("export")
+        return
+    from fxgen._export import trace
+
+    traced = r.stage("export_trace", lambda: trace(module, **trace_kw), value_only=True)
+    if traced is not None:
+        r.stage("export_spec", lambda: fxgen.export(traced))
+    else:
+        r.failed.add("export_spec")
+    a, b = r.last.get("export_trace"), r.last.get("export_spec")
+    if a is not None and b is not None:  # fxgen.export(module) is exactly trace + to-spec
+        r.emit(Result("export", median=a.median + b.median if a.median and b.median else None, reps=min(a.reps, b.reps),
+                      cpu=(a.cpu or 0) + (b.cpu or 0), note="export_trace + export_spec").as_dict())  # fmt: skip
+    elif "export_trace" in r.failed or "export_spec" in r.failed:
+        r.failed.add("export")
+    r.stage("symbolic_trace", tracer)
+
+
+def _split_generate(r: Runner, runs: list[tuple[float, float, int, float, float]], src: str) -> None:
+    """``render`` and ``format`` from the same runs as ``generate`` (its timed samples)."""
+    import statistics
+
+    timed = runs[-r.last["generate"].reps :]  # the runs measure() kept as samples
+    render = [t - b for t, b, *_ in timed]
+    fmt = [b for _, b, *_ in timed]
+    render_cpu = statistics.median(c - bc for *_, c, bc in timed)
+    fmt_cpu = statistics.median(bc for *_, bc in timed)
+    r.emit(Result("render", median=statistics.median(render), reps=len(render), low=min(render),
+                  high=max(render), cpu=render_cpu).as_dict())  # fmt: skip
+    r.emit(Result("format", median=statistics.median(fmt), reps=len(fmt), low=min(fmt), high=max(fmt),
+                  cpu=fmt_cpu, extra={"black_calls": timed[0][2]}).as_dict())  # fmt: skip
+    r.info(source_lines=src.count("\n"), source_bytes=len(src.encode()))
+
+
+def _write_weights(source: torch.nn.Module, trace_kw: dict[str, Any], path: Path) -> dict[str, torch.Tensor]:
+    if _has_export():
+        from safetensors.torch import load_file
+
+        fxgen.save_weights(source, path, **trace_kw)
+        return load_file(str(path))
+    from fxgen._weights import write_weights
+
+    state = {k: v.detach() for k, v in source.state_dict().items()}
+    write_weights(path, state)
+    return state
+
+
+def _forward_stage(
+    r: Runner, w: Workload, spec: Any, src: str, original: Any, inputs: tuple[Any, ...],
+    state: dict[str, torch.Tensor] | None, tmp: Path, cfg: dict[str, Any],
+) -> None:  # fmt: skip
+    r.emit({"event": "start", "stage": "forward"})
+    try:
+        with time_limit(r.limit):
+            cls = import_generated(src, spec.name, tmp)
+            torch.manual_seed(0)
+            generated = cls().eval()
+            if state is not None:
+                _missing, unexpected = generated.load_state_dict(state, strict=False)
+                if unexpected:
+                    raise RuntimeError(f"generated class lacks {unexpected[:3]}")
+            # non-persistent buffers are not in the weights: copy them from the original
+            own = dict(generated.named_buffers())
+            for name, buf in original.named_buffers():
+                if name in own and name not in (state or {}):
+                    own[name].copy_(buf)
+            original.eval()
+            with torch.no_grad():
+                want = original(*inputs)
+                got = generated(*inputs)
+                match = _same(want, got)
+                stats = interleaved(lambda: original(*inputs), lambda: generated(*inputs), budget=cfg["forward_budget"])
+    except StageTimeout:
+        r.emit(Result("forward", status="timeout", note=f"> {r.limit:.0f} s").as_dict())
+        return
+    except Exception as exc:
+        r.emit(Result("forward", status="error", note=f"{type(exc).__name__}: {str(exc)[:300]}").as_dict())
+        return
+    r.emit(Result("forward", median=stats["b_median"], reps=int(stats["rounds"]),
+                  extra={**stats, "outputs_match": match}).as_dict())  # fmt: skip
+
+
+def _compile_workload(w: Workload, cfg: dict[str, Any], out: Any, tmp: Path) -> None:
+    """``torch.compile`` of the class generated from one example, run once (in a worker of its own:
+    dynamo and inductor import millions of objects, which would slow every later gc.collect)."""
+    r = Runner(w, cfg, out)
+    path = Path(w.path)
+    spec = fxgen.load_spec(path)
+    original = fxgen.load(spec).eval()
+    generated = import_generated(fxgen.generate(spec), spec.name, tmp)().eval()
+    generated.load_state_dict(original.state_dict())
+    _compile_check(r, generated, example_inputs(path), original)
+    out.write(json.dumps({"workload": w.key, "event": "done"}) + "\n")
+    out.flush()
+
+
+def _compile_check(r: Runner, model: torch.nn.Module, inputs: tuple[Any, ...], original: Any) -> None:
+    r.emit({"event": "start", "stage": "torch_compile"})
+    try:
+        with time_limit(max(r.limit, 300)):
+            t0 = time.perf_counter()
+            compiled = torch.compile(model)
+            with torch.no_grad():
+                out = compiled(*inputs)
+                want = original(*inputs)
+            elapsed = time.perf_counter() - t0
+    except StageTimeout:
+        r.emit(Result("torch_compile", status="timeout").as_dict())
+        return
+    except Exception as exc:
+        r.emit(Result("torch_compile", status="error", note=f"{type(exc).__name__}: {str(exc)[:300]}").as_dict())
+        return
+    r.emit(Result("torch_compile", median=elapsed, reps=1, extra={"outputs_match": _same(want, out)}).as_dict())
+
+
+def worker_main(task_file: str, out_file: str) -> int:
+    """Entry point of a worker process: run the workloads listed in ``task_file``."""
+    task = json.loads(Path(task_file).read_text(encoding="utf-8"))
+    cfg = task["cfg"]
+    # One intra-op thread: the graphs' tensors are tiny, and on a small machine shared with other
+    # work OpenMP's spin-waiting made a [4, 8] LayerNorm take 16 ms instead of 6 us.
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory(prefix="fxgen-bench-") as tmp_name, open(out_file, "a", encoding="utf-8") as out:
+        tmp = Path(tmp_name)
+        _warm_up(tmp, zoo=any(item["kind"] == "zoo" for item in task["workloads"]))
+        for item in task["workloads"]:
+            w = Workload(**item)
+            # Everything alive now (torch, fxgen, black, earlier workloads: ~10^6 objects) goes
+            # to the permanent generation: a full gc.collect() between runs then costs
+            # microseconds instead of ~0.2 s. Stages and references run under the same condition.
+            gc.collect()
+            gc.freeze()
+            if w.kind == "compile":
+                _compile_workload(w, cfg, out, tmp)
+                continue
+            wcfg = {**cfg, **task.get("resume", {}).get(w.key, {})}
+            try:
+                run_workload(w, wcfg, out, tmp)
+            except Exception as exc:  # a broken workload must not stop the others
+                out.write(json.dumps({"workload": w.key, **Result("workload", status="error",
+                          note=f"{type(exc).__name__}: {str(exc)[:300]}").as_dict()}) + "\n")  # fmt: skip
+                out.flush()
+            out.write(json.dumps({"workload": w.key, "event": "done"}) + "\n")
+            out.flush()
+    return 0
+
+
+def _warm_up(tmp: Path, *, zoo: bool = False) -> None:
+    """Import and cache everything once, on a tiny spec, so no stage pays for imports."""
+    import black  # noqa: F401
+    import safetensors.torch  # noqa: F401
+
+    if zoo:  # the zoo's packages (MONAI is large) are imported before the heap is frozen
+        from zoo_models import ZOO  # type: ignore[import-not-found]
+
+        for name in sorted({r for z in ZOO for r in z.requires}):
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
+    from workloads import write_spec  # type: ignore[import-not-found]
+
+    for shape in ("chain", "fan", "residual"):
+        path = write_spec(tmp, shape, 20)
+        spec = fxgen.load_spec(path)
+        gm = fxgen.load(spec)
+        fxgen.generate(spec)
+        gm.graph.python_code(root_module="self")
+        if _has_export():
+            fxgen.export(plain_module(gm, spec.name))
+        path.unlink()
