@@ -8,6 +8,7 @@ lines longer than black's limit need black itself (see ``fxgen._format``).
 
 from __future__ import annotations
 
+import functools
 import keyword
 import math
 from collections.abc import Iterable
@@ -215,8 +216,9 @@ def _loaded_by_import_torch(module: str) -> bool:
 class _Container:
     children: dict[str, Any] = field(default_factory=dict)
 
-    @property
+    @functools.cached_property
     def kind(self) -> str:
+        """Computed once, after the tree is complete (it was quadratic as a property)."""
         keys = list(self.children)
         numeric = all(k.isdigit() for k in keys)
         only_modules = all(isinstance(c, (ModuleSpec, _Container)) for c in self.children.values())
@@ -231,7 +233,10 @@ class ModelTree:
     def __init__(self, spec: Spec) -> None:
         self.root = _Container()
         declared: list[tuple[str, Any]] = [*spec.modules.items(), *spec.parameters.items(), *spec.buffers.items()]
-        for path, item in sorted(declared, key=lambda kv: _first_index(kv[0], declared)):
+        first: dict[str, int] = {}  # top-level attribute -> index of its first declaration
+        for i, (path, _) in enumerate(declared):
+            first.setdefault(path.split(".", 1)[0], i)
+        for path, item in sorted(declared, key=lambda kv: first[kv[0].split(".", 1)[0]]):
             node = self.root
             *parents, leaf = path.split(".")
             for part in parents:
@@ -250,12 +255,6 @@ class ModelTree:
             expr = _child(expr, part, kind)
             node = node.children.get(part) if isinstance(node, _Container) else None
         return expr
-
-
-def _first_index(path: str, declared: list[tuple[str, Any]]) -> int:
-    """Group declarations by top-level attribute, in order of first appearance."""
-    top = path.split(".")[0]
-    return next(i for i, (p, _) in enumerate(declared) if p.split(".")[0] == top)
 
 
 def _child(expr: str, part: str, kind: str) -> str:

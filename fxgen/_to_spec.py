@@ -90,7 +90,13 @@ def _tensors(
     """Parameters and buffers not owned by a declared module, plus tensor constants of get_attr."""
 
     def owned(path: str) -> bool:
-        return any(path.startswith(m + ".") for m in modules)
+        """Is a proper dotted prefix of ``path`` a declared module? (linear in the path, not in modules)"""
+        end = path.rfind(".")
+        while end > 0:
+            if path[:end] in modules:
+                return True
+            end = path.rfind(".", 0, end)
+        return False
 
     parameters: dict[str, ParameterSpec] = {}
     buffers: dict[str, BufferSpec] = {}
