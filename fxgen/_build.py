@@ -8,6 +8,8 @@ exactly those paths). The GraphModule remembers the declarations it was built fr
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -64,13 +66,19 @@ def build_module(
     graph = build_graph(spec, policy)
     gm = torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph(), class_name=spec.name)
     for path, entry in spec.modules.items():
-        set_attr_path(gm, path, _construct(entry, policy, device))
+        with _located(spec, "modules", path, "cannot build module"):
+            module = _construct(entry, policy, device)
+        set_attr_path(gm, path, module)
     for path, param in spec.parameters.items():
-        tensor = make_tensor(param, device=device)
+        with _located(spec, "parameters", path, "cannot create parameter"):
+            tensor = make_tensor(param, device=device)
         set_attr_path(gm, path, torch.nn.Parameter(tensor, requires_grad=param.requires_grad))
     for path, buffer in spec.buffers.items():
-        set_attr_path(gm, path, make_tensor(buffer, device=device), persistent=buffer.persistent)
-    gm.graph = graph  # setting the graph recompiles forward()
+        with _located(spec, "buffers", path, "cannot create buffer"):
+            tensor = make_tensor(buffer, device=device)
+        set_attr_path(gm, path, tensor, persistent=buffer.persistent)
+    with _located(spec, "nodes", None, "torch.fx cannot compile the graph"):
+        gm.graph = graph  # setting the graph recompiles forward()
     if spec.doc is not None:
         type(gm).__doc__ = spec.doc
     gm.meta[META_KEY] = _Declarations(dict(spec.modules), dict(spec.parameters), dict(spec.buffers))
@@ -122,6 +130,20 @@ def set_attr_path(root: torch.nn.Module, path: str, value: Any, *, persistent: b
         owner.register_parameter(leaf, value)
     else:
         owner.register_buffer(leaf, value, persistent=persistent)
+
+
+@contextlib.contextmanager
+def _located(spec: Spec, table: str, path: str | None, what: str) -> Iterator[None]:
+    """Constructors and allocations fail on what validation cannot see (memory, devices): report
+    them as a SpecError at the declaration instead of letting torch's exception escape."""
+    try:
+        yield
+    except Exception as exc:
+        key = (table,) if path is None else (table, path)
+        where = spec.document.locate(key) if spec.document else _nowhere(spec)
+        text = str(exc).strip().splitlines()
+        subject = "" if path is None else f" {path!r}"
+        raise SpecError.at(where, f"{what}{subject}: {type(exc).__name__}: {text[0] if text else ''}"[:400]) from exc
 
 
 def _no_ref(name: str) -> Any:

@@ -345,10 +345,20 @@ def _schema_ref(out: Path) -> str:
 
 
 def _outside_default_policy(spec: Spec) -> list[str]:
-    """Top-level packages the spec names that the default target policy does not allow."""
-    from fxgen._policy import DEFAULT_POLICY
+    """The names the spec uses that the default target policy refuses (the narrowest entries to
+    allow: suggesting a whole package such as ``torch`` would also allow ``torch.load``)."""
+    from fxgen._policy import DEFAULT_POLICY, TargetError
 
-    roots = {m.cls for m in spec.modules.values()} | {
-        n.target for n in spec.nodes if n.op == "call_function" and n.target and "." in n.target
-    }
-    return sorted({r.split(".")[0] for r in roots if not DEFAULT_POLICY.may_import(r.rsplit(".", 1)[0])})
+    outside = set()
+    for module in spec.modules.values():
+        try:
+            DEFAULT_POLICY.resolve_module_class(module.cls)
+        except TargetError:
+            outside.add(module.cls)
+    for node in spec.nodes:
+        if node.op == "call_function" and node.target:
+            try:
+                DEFAULT_POLICY.resolve_function(node.target)
+            except TargetError:
+                outside.add(node.target)
+    return sorted(outside)

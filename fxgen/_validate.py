@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from fxgen._errors import Diagnostic, SpecError
+from fxgen._errors import Diagnostic, Location, SpecError
 from fxgen._policy import DEFAULT_POLICY, Policy, TargetError
 from fxgen._reader import Document, JsonPath, parse_text
 from fxgen._schema import check_schema
@@ -65,7 +65,10 @@ def validate_data(data: dict[str, Any], policy: Policy = DEFAULT_POLICY, *, path
     """Validate an in-memory dict (locations come from its JSON rendering)."""
     import json
 
-    text = json.dumps(data, indent=1, ensure_ascii=False)  # characters as they are, to be checked and located
+    try:
+        text = json.dumps(data, indent=1, ensure_ascii=False)  # characters as they are, to be checked and located
+    except (TypeError, ValueError, RecursionError) as exc:  # not JSON data: sets, huge ints, cycles, objects
+        raise SpecError.at(Location(path), f"the spec is not plain JSON data: {exc}") from None
     return validate_document(parse_text(text, path, json_syntax=True), policy)
 
 
@@ -166,6 +169,10 @@ class _Checker:
             except TypeError as exc:
                 self.error(where, f"module {path!r}: arguments do not fit {entry['class']}: {exc}; "
                            f"its signature is {cls.__name__}{_plain_signature(signature)}")  # fmt: skip
+                continue
+            problem = _construction_problem(entry, cls)
+            if problem:  # the constructor itself refuses them (types, ranges, devices): say so now, not at load
+                self.error(where, f"module {path!r}: {entry['class']} cannot be built with these arguments: {problem}")
                 continue
             self.module_classes[path] = cls
 
@@ -356,6 +363,11 @@ class _Checker:
                     names = _attribute_names(entry, cls)
                     has = f"; it has {', '.join(names)}" if names else ""
                     self.error((*where, "target"), f"module {path!r} ({cls.__name__}) has no attribute {attr!r}{has}")
+                elif cls is not None:
+                    try:  # public tensors and plain data only: not submodules, methods, hooks, _modules...
+                        self.policy.check_module_attribute(attr, _attribute(entry, cls, attr))
+                    except TargetError as exc:
+                        self.error((*where, "target"), _node_prefix(node) + str(exc))
                 return  # a module whose declaration is invalid was reported already
         self.error((*where, "target"), f"get_attr target {target!r} is not a declared parameter, buffer "
                    "or attribute of a declared module; declare it under `parameters` or `buffers`")  # fmt: skip
@@ -372,6 +384,12 @@ class _Checker:
         if not _IDENTIFIER.fullmatch(target):
             self.error((*where, "target"), f"method name {target!r} is not an identifier")
             return
+        obj = node.get("args", [None])[0]
+        if (isinstance(obj, (int, float)) and not isinstance(obj, bool)) or (isinstance(obj, dict) and "float" in obj):
+            # torch.fx writes repr(obj).method(...): `2.view()` does not parse, `-2.5.abs()` means -(2.5.abs())
+            self.error((*where, "args", 0), _node_prefix(node) + "a method cannot be called on the number literal "
+                       "in args[0]; call it on a node (such as '%x')")  # fmt: skip
+            return
         try:
             self.policy.check_method(target)
         except TargetError as exc:
@@ -381,9 +399,14 @@ class _Checker:
         self.check_values(node, where)
         target = node["target"]
         try:
-            self.policy.resolve_function(target)
+            function = self.policy.resolve_function(target)
         except TargetError as exc:
             self.error((*where, "target"), _node_prefix(node) + str(exc))
+            return
+        arity = _fx_operator_arity().get(getattr(function, "__name__", "")) if _is_operator(function) else None
+        if arity is not None and (len(node.get("args", [])) != arity or node.get("kwargs")):
+            self.error((*where, "args"), _node_prefix(node) + f"{target} takes exactly {arity} positional "
+                       f"argument{'s' * (arity != 1)} and no keywords (torch.fx writes it as an operator)")  # fmt: skip
             return
         if target in ("getattr", "hasattr"):
             args = node.get("args", [])
@@ -394,7 +417,7 @@ class _Checker:
             try:
                 self.policy.check_attribute(attr.removeprefix("%"))
             except TargetError as exc:
-                self.error((*where, "args", 1), str(exc))
+                self.error((*where, "args", 1), _node_prefix(node) + str(exc))
 
 
 @functools.cache
@@ -496,6 +519,40 @@ def _meta_module(entry: dict[str, Any], cls: type) -> Any:
             return cls(*decode(entry.get("args", []), _no_ref), **decode_kwargs(entry.get("kwargs", {}), _no_ref))
     except Exception:
         return None
+
+
+@functools.cache
+def _fx_operator_arity() -> dict[str, int]:
+    """operator functions torch.fx prints as Python operators (``"{} + {}".format(*args)``): with
+    other arguments it crashes (too few) or silently drops them (too many, keywords)."""
+    from torch.fx.graph import inplace_methods, magic_methods
+
+    return {name: text.count("{}") for name, text in {**magic_methods, **inplace_methods}.items()}
+
+
+def _is_operator(function: Any) -> bool:
+    import operator
+
+    name = getattr(function, "__name__", None)
+    return isinstance(name, str) and getattr(operator, name, None) is function
+
+
+def _construction_problem(entry: dict[str, Any], cls: type) -> str | None:
+    """Why ``cls(*args, **kwargs)`` fails on the meta device (no memory, no init), or None."""
+    try:
+        with torch.device("meta"):
+            cls(*decode(entry.get("args", []), _no_ref), **decode_kwargs(entry.get("kwargs", {}), _no_ref))
+    except Exception as exc:
+        text = str(exc).strip().splitlines()
+        return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+    return None
+
+
+def _attribute(entry: dict[str, Any], cls: type, attr: str) -> Any:
+    obj: Any = _meta_module(entry, cls)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def _has_attribute(entry: dict[str, Any], cls: type, attr: str) -> bool:

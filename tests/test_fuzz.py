@@ -117,7 +117,8 @@ def mutated(draw: st.DrawFn, base: st.SearchStrategy[dict[str, Any]]) -> dict[st
             refs = [p for p in _paths(data) if isinstance(_get(data, p), str) and _get(data, p).startswith("%")]
             if refs:
                 ref = draw(st.sampled_from(refs))
-                names = [n.get("name") for n in data.get("nodes", []) if isinstance(n, dict) and n.get("name")]
+                nodes = data.get("nodes") if isinstance(data.get("nodes"), list) else []
+                names = [n["name"] for n in nodes if isinstance(n, dict) and isinstance(n.get("name"), str)]
                 _get(data, ref[:-1])[ref[-1]] = "%" + draw(st.sampled_from([*names, "nowhere", "x"]) | _text)
         elif kind == "reorder" and isinstance(data.get("nodes"), list) and len(data["nodes"]) > 1:
             nodes = data["nodes"]

@@ -495,3 +495,22 @@ def test_default_policy_is_documented() -> None:
         assert f"`{name}`" in text
     for name in SAFE_BUILTINS:
         assert f"`{name}`" in text, name
+
+
+@pytest.mark.parametrize("target", ["lin._forward_hooks", "lin._modules", "lin.forward", "lin.register_forward_hook",
+                                    "tr.encoder", "tr.encoder.layers"])  # fmt: skip
+def test_get_attr_cannot_reach_module_internals(target: str) -> None:
+    """get_attr inside a declared module reads public tensors and plain data, never hooks or submodules."""
+    spec = {
+        "fxgen": 1, "name": "Internals",
+        "modules": {"lin": {"class": "torch.nn.Linear", "args": [2, 2]},
+                    "tr": {"class": "torch.nn.Transformer", "args": [4, 2, 1, 1, 8]}},
+        "nodes": [{"op": "placeholder", "name": "x"}, {"op": "get_attr", "name": "h", "target": target},
+                  {"op": "output", "args": ["%h"]}],
+    }  # fmt: skip
+    with pytest.raises(SpecError) as info:
+        validate_data(spec)
+    assert "node 'h'" in str(info.value)
+    for ok in ("lin.weight", "lin.in_features"):
+        spec["nodes"][1]["target"] = ok
+        validate_data(spec)

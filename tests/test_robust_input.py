@@ -504,3 +504,46 @@ def test_pyproject_next_to_the_spec_is_ignored(
     assert "--allow torch.load" in capsys.readouterr().err
     monkeypatch.chdir(evil)  # run inside that project: its configuration applies (documented)
     assert main(["validate", "spec.yaml"]) == 0
+
+
+# -- specs that used to crash load with torch's own exceptions ----------------------------------------------
+def _one_node(node: dict[str, Any], modules: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"fxgen": 1, "name": "Crash", "modules": modules or {},
+            "nodes": [{"op": "placeholder", "name": "x"}, {"name": "y", **node}, {"op": "output", "args": ["%y"]}]}  # fmt: skip
+
+
+CRASHERS = {
+    "constructor type": _one_node({"op": "call_module", "target": "m", "args": ["%x"]},
+                                  {"m": {"class": "torch.nn.Linear", "args": ["a", "b"]}}),
+    "constructor range": _one_node({"op": "call_module", "target": "m", "args": ["%x"]},
+                                   {"m": {"class": "torch.nn.Linear", "args": [2, -5]}}),
+    "constructor device": _one_node({"op": "call_module", "target": "m", "args": ["%x"]},
+                                    {"m": {"class": "torch.nn.Linear", "args": [2, 2],
+                                           "kwargs": {"device": {"device": "cuda:7"}}}}),
+    "constructor value": _one_node({"op": "call_module", "target": "m", "args": ["%x"]},
+                                   {"m": {"class": "torch.nn.Conv2d", "args": [3, 4, 3],
+                                          "kwargs": {"padding_mode": "evil"}}}),
+    "allocation": _one_node({"op": "call_module", "target": "m", "args": ["%x"]},
+                            {"m": {"class": "torch.nn.Linear", "args": [10**6, 10**7]}}),
+    "operator arity": _one_node({"op": "call_function", "target": "operator.add", "args": ["%x"]}),
+    "operator keywords": _one_node({"op": "call_function", "target": "operator.add", "args": ["%x", 1],
+                                    "kwargs": {"extra": 1}}),
+    "method on a number": _one_node({"op": "call_method", "target": "view", "args": [2, -1]}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(CRASHERS))
+def test_specs_torch_refuses_are_spec_errors(name: str) -> None:
+    """Constructors, allocations and torch.fx's own code printer fail as located SpecErrors."""
+    with pytest.raises(SpecError) as info:
+        fxgen.load(CRASHERS[name])
+    _located(info.value)
+    if name != "allocation":  # generating source allocates nothing: only loading can fail there
+        with pytest.raises(SpecError):
+            fxgen.generate(CRASHERS[name])
+
+
+def test_validate_data_refuses_what_is_not_json() -> None:
+    for bad in ({1, 2}, 10**5000, object()):
+        with pytest.raises(SpecError):
+            fxgen._validate.validate_data({"fxgen": 1, "name": "A", "doc": bad, "nodes": []})
