@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fxgen._spec import NO_DEFAULT, BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
+from fxgen._tensors import init_call
 from fxgen._values import parse_ref
 
 __all__ = ["Imports", "ModelTree", "forward_lines", "init_lines", "literal", "signature"]
@@ -346,7 +347,7 @@ def _tensor(item: ParameterSpec | BufferSpec, imports: Imports, *, param: bool) 
         value = f"torch.tensor({literal(item.value, imports)}, dtype=torch.{checked(item.dtype)})"
     else:
         assert item.shape is not None
-        name, kwargs = _init(item.init)
+        name, kwargs = init_call(item.init)
         if name in ("zeros", "ones"):
             value = f"torch.{name}({_shape(item.shape)}{dtype})"
         elif name == "constant":
@@ -362,17 +363,10 @@ def _tensor(item: ParameterSpec | BufferSpec, imports: Imports, *, param: bool) 
     return value
 
 
-def _init(init: Any) -> tuple[str, dict[str, Any]]:
-    if isinstance(init, str):
-        return init, {}
-    ((name, kwargs),) = init.items()
-    return name, dict(kwargs or {})
-
-
 def _init_call(target: str, item: ParameterSpec | BufferSpec, imports: Imports) -> list[str]:
     if isinstance(item, BufferSpec) and item.value is not None:
         return []
-    name, kwargs = _init(item.init)
+    name, kwargs = init_call(item.init)
     if name in ("zeros", "ones", "constant"):
         return []
     args = "".join(f", {checked(k)}={literal(v, imports)}" for k, v in kwargs.items())

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from fxgen._errors import Location, WeightsError
 
-__all__ = ["read_weights", "state_for_spec", "write_weights"]
+__all__ = ["check_weights", "read_weights", "write_weights"]
 
 
 def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
@@ -56,13 +55,6 @@ def check_weights(
             + "; export them again with `fxgen export ... --weights` or fix the spec",
             Location(str(path)),
         )
-
-
-def state_for_spec(gm: torch.nn.Module, persistent_constants: dict[str, torch.Tensor]) -> dict[str, Any]:
-    """The tensors a spec's weights file holds: the state dict plus large tensor constants."""
-    state = {k: v.detach() for k, v in gm.state_dict().items()}
-    state.update({k: v.detach() for k, v in persistent_constants.items()})
-    return state
 
 
 def write_weights(path: str | Path, state: dict[str, torch.Tensor]) -> None:
