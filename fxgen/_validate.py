@@ -384,8 +384,7 @@ class _Checker:
         if not _IDENTIFIER.fullmatch(target):
             self.error((*where, "target"), f"method name {target!r} is not an identifier")
             return
-        obj = node.get("args", [None])[0]
-        if (isinstance(obj, (int, float)) and not isinstance(obj, bool)) or (isinstance(obj, dict) and "float" in obj):
+        if _is_number_literal(node.get("args", [None])[0]):
             # torch.fx writes repr(obj).method(...): `2.view()` does not parse, `-2.5.abs()` means -(2.5.abs())
             self.error((*where, "args", 0), _node_prefix(node) + "a method cannot be called on the number literal "
                        "in args[0]; call it on a node (such as '%x')")  # fmt: skip
@@ -414,10 +413,22 @@ class _Checker:
             if not isinstance(attr, str) or (attr.startswith("%") and not attr.startswith("%%")):
                 self.error((*where, "args"), f"{target} needs a literal attribute name as its second argument")
                 return
+            if target == "getattr" and _is_number_literal(args[0]):
+                # torch.fx writes repr(obj).attr: `0.shape` does not parse
+                self.error((*where, "args", 0), _node_prefix(node) + "getattr cannot read an attribute of the "
+                           "number literal in args[0]; read it from a node (such as '%x')")  # fmt: skip
+                return
             try:
                 self.policy.check_attribute(attr.removeprefix("%"))
             except TargetError as exc:
                 self.error((*where, "args", 1), _node_prefix(node) + str(exc))
+
+
+def _is_number_literal(value: Any) -> bool:
+    """An int or float literal (not bool): torch.fx writes it bare before a dot, which cannot parse."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)) or (
+        isinstance(value, dict) and "float" in value
+    )
 
 
 @functools.cache

@@ -48,7 +48,7 @@ from fxgen._api import as_spec
 from fxgen._policy import DEFAULT_POLICY
 from fxgen._spec import NO_DEFAULT, Spec
 from fxgen._tensors import INIT_SCHEMES, check_init
-from fxgen._validate import RESERVED_NAMES
+from fxgen._validate import RESERVED_NAMES, _is_number_literal
 from fxgen._values import decode, encode
 
 
@@ -443,6 +443,7 @@ def _render_specs(draw: st.DrawFn) -> dict[str, Any]:
     for _ in range(draw(st.integers(1, 8))):
         kind = draw(st.sampled_from(["call", "binary", "pow", "unary", "getitem", "getattr", "method", "module", "attr"]))
         operand = st.one_of(st.sampled_from([f"%{r}" for r in refs]), values(refs, max_leaves=3))
+        receiver = operand.filter(lambda v: not _is_number_literal(v))  # validation refuses `0.shape`, `2.view()`
         if kind == "call":
             node = {"op": "call_function", "target": draw(st.sampled_from(["torch.add", "torch.cat", "math.fsum", "len"])),
                     "args": draw(st.lists(operand, max_size=3)),
@@ -456,10 +457,10 @@ def _render_specs(draw: st.DrawFn) -> dict[str, Any]:
         elif kind == "getitem":
             node = {"op": "call_function", "target": "operator.getitem", "args": [draw(operand), draw(indices(refs))]}
         elif kind == "getattr":
-            node = {"op": "call_function", "target": "getattr", "args": [draw(operand), draw(st.sampled_from(["shape", "real", "T"]))]}
+            node = {"op": "call_function", "target": "getattr", "args": [draw(receiver), draw(st.sampled_from(["shape", "real", "T"]))]}
         elif kind == "method":
             node = {"op": "call_method", "target": draw(st.sampled_from(["view", "to", "size", "add"])),
-                    "args": [draw(operand), *draw(st.lists(operand, max_size=2))],
+                    "args": [draw(receiver), *draw(st.lists(operand, max_size=2))],
                     "kwargs": draw(st.dictionaries(names, operand, max_size=2))}  # fmt: skip
         elif kind == "module" and modules:
             node = {"op": "call_module", "target": draw(st.sampled_from(sorted(modules))), "args": draw(st.lists(operand, max_size=2))}

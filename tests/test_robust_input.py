@@ -529,6 +529,8 @@ CRASHERS = {
     "operator keywords": _one_node({"op": "call_function", "target": "operator.add", "args": ["%x", 1],
                                     "kwargs": {"extra": 1}}),
     "method on a number": _one_node({"op": "call_method", "target": "view", "args": [2, -1]}),
+    "getattr on an int": _one_node({"op": "call_function", "target": "getattr", "args": [0, "shape"]}),
+    "getattr on a float": _one_node({"op": "call_function", "target": "getattr", "args": [{"float": "nan"}, "real"]}),
 }  # fmt: skip
 
 
