@@ -19,8 +19,9 @@ import jinja2
 from fxgen import _format
 from fxgen._header import VERSION, Header, body_digest, safe_label, spec_digest
 from fxgen._policy import Policy
-from fxgen._render import Imports, ModelTree, forward_lines, init_lines, signature, string
+from fxgen._render import Imports, forward_lines, init_lines, signature, string
 from fxgen._spec import Spec
+from fxgen._tree import ModelTree
 
 __all__ = ["generate", "render_spec"]
 

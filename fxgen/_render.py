@@ -8,7 +8,7 @@ lines longer than black's limit need black itself (see ``fxgen._format``).
 
 from __future__ import annotations
 
-import functools
+import builtins
 import keyword
 import math
 from collections.abc import Iterable
@@ -17,9 +17,10 @@ from typing import Any
 
 from fxgen._spec import NO_DEFAULT, BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
 from fxgen._tensors import init_call
+from fxgen._tree import Container, ModelTree, shared_containers
 from fxgen._values import parse_ref
 
-__all__ = ["Imports", "ModelTree", "forward_lines", "init_lines", "literal", "signature"]
+__all__ = ["Imports", "access", "forward_lines", "init_lines", "literal", "signature"]
 
 _BINARY = {
     "add": "+", "sub": "-", "mul": "*", "floordiv": "//", "truediv": "/", "mod": "%",
@@ -28,6 +29,8 @@ _BINARY = {
 }  # fmt: skip
 _UNARY = {"neg": "-", "pos": "+", "invert": "~"}
 _STDLIB_ROOTS = frozenset({"operator", "math", "typing", "builtins"})
+# never used for forward's locals: they would shadow what the generated code calls
+_SHADOW_FREE = frozenset({"self", "torch", "nn", *_STDLIB_ROOTS, *dir(builtins), *keyword.kwlist, *keyword.softkwlist})
 
 
 def is_identifier(name: str) -> bool:
@@ -212,50 +215,20 @@ def _loaded_by_import_torch(module: str) -> bool:
     return any(module == m or module.startswith(m + ".") for m in _TORCH_LOADED)
 
 
-# -- the module tree: where submodules, parameters and buffers live --------------------------
-@dataclass
-class _Container:
-    children: dict[str, Any] = field(default_factory=dict)
-
-    @functools.cached_property
-    def kind(self) -> str:
-        """Computed once, after the tree is complete (it was quadratic as a property)."""
-        keys = list(self.children)
-        numeric = all(k.isdigit() for k in keys)
-        only_modules = all(isinstance(c, (ModuleSpec, _Container)) for c in self.children.values())
-        if keys and numeric and only_modules:
-            return "list" if [int(k) for k in keys] == list(range(len(keys))) else "dict"
-        return "attr"
-
-
-class ModelTree:
-    """The spec's dotted paths as a tree, to write ``self.layer1[0].conv1`` the way people do."""
-
-    def __init__(self, spec: Spec) -> None:
-        self.root = _Container()
-        declared: list[tuple[str, Any]] = [*spec.modules.items(), *spec.parameters.items(), *spec.buffers.items()]
-        first: dict[str, int] = {}  # top-level attribute -> index of its first declaration
-        for i, (path, _) in enumerate(declared):
-            first.setdefault(path.split(".", 1)[0], i)
-        for path, item in sorted(declared, key=lambda kv: first[kv[0].split(".", 1)[0]]):
-            node = self.root
-            *parents, leaf = path.split(".")
-            for part in parents:
-                node = node.children.setdefault(part, _Container())
-            node.children[leaf] = item
-
-    def access(self, path: str) -> str:
-        """``self.…`` expression for a dotted path (into declared modules' own attributes too)."""
-        expr: str = "self"
-        node: Any = self.root
-        for part in path.split("."):
-            if node is self.root:
-                kind = "attr"  # the model itself is a plain nn.Module, never a list
-            else:
-                kind = node.kind if isinstance(node, _Container) else "opaque"
-            expr = _child(expr, part, kind)
-            node = node.children.get(part) if isinstance(node, _Container) else None
-        return expr
+# -- paths: how source reaches a submodule, parameter or buffer ----------------------------------
+def access(tree: ModelTree, path: str, bound: dict[str, str] | None = None) -> str:
+    """The expression for a dotted path: ``self.layer1[0].conv1``, or from the innermost
+    container already bound to a local (``layer1_0.conv1``)."""
+    expr, start = "self", 0
+    if bound:
+        parts = path.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            if (name := bound.get(".".join(parts[:i]))) is not None:
+                expr, start = name, i
+                break
+    for part, kind in tree.steps(path, start):
+        expr = _child(expr, part, kind)
+    return expr
 
 
 def _child(expr: str, part: str, kind: str) -> str:
@@ -277,7 +250,7 @@ def init_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any) ->
     return lines
 
 
-def _emit_children(expr: str, node: _Container, lines: list[str], imports: Imports, module_of: Any) -> None:
+def _emit_children(expr: str, node: Container, lines: list[str], imports: Imports, module_of: Any) -> None:
     for key, item in node.children.items():
         target = _child(expr, key, "attr")
         if isinstance(item, ModuleSpec):
@@ -300,17 +273,17 @@ def _emit_children(expr: str, node: _Container, lines: list[str], imports: Impor
             _emit_nested(target, item, lines, imports, module_of)
 
 
-def _emit_nested(expr: str, node: _Container, lines: list[str], imports: Imports, module_of: Any) -> None:
+def _emit_nested(expr: str, node: Container, lines: list[str], imports: Imports, module_of: Any) -> None:
     """Statements for a container's contents that its creation expression did not hold."""
     if node.kind == "attr":
         _emit_children(expr, node, lines, imports, module_of)
         return
     for key, item in node.children.items():
-        if isinstance(item, _Container):
+        if isinstance(item, Container):
             _emit_nested(_child(expr, key, node.kind), item, lines, imports, module_of)
 
 
-def _container_expr(node: _Container, imports: Imports, module_of: Any) -> str:
+def _container_expr(node: Container, imports: Imports, module_of: Any) -> str:
     kind = node.kind
 
     def item_expr(item: Any) -> str:
@@ -409,7 +382,15 @@ def _annotation(text: str, imports: Imports) -> str:
 
 
 def forward_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any) -> list[str]:
-    """One statement per node, operators as Python operators, no ``x = None`` clean-up lines."""
+    """One statement per node, operators as Python operators, no ``x = None`` clean-up lines.
+
+    A container that several nodes reach into is bound to a local just before its first use
+    (``layer1 = self.layer1``), so each call pays for one lookup per container, as the
+    original module did, rather than one per use.
+    """
+    targets = [n.target for n in spec.nodes if n.op in ("call_module", "get_attr") and n.target is not None]
+    names = _local_names(shared_containers(tree, targets), spec)
+    bound: dict[str, str] = {}
     lines = []
     for node in spec.nodes:
         if node.op == "placeholder":
@@ -417,9 +398,35 @@ def forward_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any)
         if node.op == "output":
             lines.append("return " + literal(node.args[0], imports))
             continue
-        expr = _expression(node, tree, imports, module_of)
+        if node.op in ("call_module", "get_attr") and node.target is not None:
+            for prefix in tree.container_prefixes(node.target):
+                if prefix in names and prefix not in bound:
+                    lines.append(f"{names[prefix]} = {access(tree, prefix, bound)}")
+                    bound[prefix] = names[prefix]
+        expr = _expression(node, tree, imports, module_of, bound)
         lines.append(f"{checked(node.name)} = {expr}" if node.name is not None else expr)
     return lines
+
+
+def _local_names(prefixes: list[str], spec: Spec) -> dict[str, str]:
+    """A local variable name per container path (``layer1.0`` -> ``layer1_0``) that shadows no
+    node, keyword, builtin or imported name."""
+    taken = {n.name for n in spec.nodes if n.name is not None} | _SHADOW_FREE
+    for target in [*(n.target for n in spec.nodes if n.op == "call_function"), *(m.cls for m in spec.modules.values())]:
+        if target:
+            taken.add(target.split(".", 1)[0])
+    out: dict[str, str] = {}
+    for prefix in prefixes:
+        base = prefix.replace(".", "_")
+        if not is_identifier(base):
+            base = "m_" + base
+        name, i = base, 0
+        while name in taken or not is_identifier(name):
+            i += 1
+            name = f"{base}_{i}"
+        taken.add(name)
+        out[prefix] = checked(name)
+    return out
 
 
 def _negative(value: Any) -> bool:
@@ -462,13 +469,13 @@ def _power_operand(value: Any, text: str) -> bool:
     return value is None or isinstance(value, (int, float)) or _tag(value) in ("dtype", "memory_format", "layout")
 
 
-def _expression(node: Node, tree: ModelTree, imports: Imports, module_of: Any) -> str:
+def _expression(node: Node, tree: ModelTree, imports: Imports, module_of: Any, bound: dict[str, str]) -> str:
     args, kwargs = node.args, node.kwargs
     assert node.target is not None
     if node.op == "get_attr":
-        return tree.access(node.target)
+        return access(tree, node.target, bound)
     if node.op == "call_module":
-        return f"{tree.access(node.target)}({call_args(args, kwargs, imports)})"
+        return f"{access(tree, node.target, bound)}({call_args(args, kwargs, imports)})"
     if node.op == "call_method":
         return f"{_operand(args[0], imports, before='.')}.{checked(node.target)}({call_args(args[1:], kwargs, imports)})"
     target = node.target
