@@ -9,9 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+from yaml.resolver import Resolver
 
+from fxgen import _reader
 from fxgen._errors import Location, SpecError
 from fxgen._reader import MAX_BYTES, MAX_DEPTH, MAX_VALUES, Document, parse_text, read_document
+from fxgen._scalars import MAYBE_TYPED, STR, resolve_plain
+from fxgen._yaml_events import _MEMO_SIZE, Builder
 
 
 def errors(raw: bytes | str, *, json_syntax: bool = False) -> list[tuple[int, int, str]]:
@@ -380,3 +387,145 @@ def test_read_document_reports_missing_files(tmp_path: Path) -> None:
         read_document(tmp_path / "missing.yaml")
     assert "cannot read spec" in str(info.value)
     assert info.value.diagnostics[0].location.path == str(tmp_path / "missing.yaml")
+
+
+# -- lazy locations and the fast paths ---------------------------------------------------------------
+ROOT = Path(__file__).resolve().parent.parent
+SPEC_FILES = sorted((ROOT / "model_specs").glob("*.yaml")) + sorted(
+    p for p in (ROOT / "tests" / "bad_specs").iterdir() if p.suffix in (".yaml", ".json")
+)
+
+
+def eager(text: str) -> tuple[Any, dict[Any, tuple[int, int]]]:
+    """Data and locations from one pass that does both (what reading did before it went lazy)."""
+    builder = Builder("f", construct=True, locate=True)
+    try:
+        return builder.build(text), builder.locations
+    except SpecError:
+        return None, {}
+
+
+@pytest.mark.parametrize("spec", SPEC_FILES, ids=[p.name for p in SPEC_FILES])
+def test_lazy_locations_equal_eager_ones(spec: Path) -> None:
+    raw = spec.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    data, locations = eager(text)
+    assert _reader._locate("f", text) == locations  # a refused spec too: its diagnostics may need them
+    try:
+        doc = parse_text(raw, "f", json_syntax=spec.suffix == ".json")
+    except SpecError:
+        return
+    assert doc._locations is None  # reading did not locate anything
+    assert doc.locations == locations and locations
+    if spec.suffix == ".yaml":
+        assert doc.data == data
+        as_json = json.dumps(doc.data, indent=1, ensure_ascii=False)
+        json_doc = parse_text(as_json, "f", json_syntax=True)
+        assert json_doc.data == doc.data and json_doc.locations == eager(as_json)[1]
+
+
+def test_documents_locate_on_first_use_and_keep_the_map() -> None:
+    doc = parse_text(YAML_TEXT, "spec.yaml")
+    assert doc._locations is None
+    assert doc.key_location(("nodes", 1, "target")) == Location("spec.yaml", 9, 5)
+    assert doc.locations is doc.locations
+    assert Document(data={}, path="p").locate(("a",)) == Location("p", 1, 1)  # no raw text: line 1
+
+
+@given(st.text(min_size=1).filter(lambda s: s[0] not in MAYBE_TYPED))
+def test_plain_scalars_that_skip_resolution_are_strings_in_both_schemas(value: str) -> None:
+    assert Resolver().resolve(yaml.ScalarNode, value, (True, False)) == STR
+    assert resolve_plain(value) == value
+
+
+@given(st.lists(st.sampled_from(["yes", "no", "010", "1.5", "-2", ".inf", ".nan", "null", "n0", "torch.relu", "x"]),
+                max_size=30))  # fmt: skip
+def test_repeated_plain_scalars_read_like_the_first_one(items: list[str]) -> None:
+    text = "a: [" + ", ".join(items) + "]\n"
+    singles = []
+    for item in items:
+        try:
+            singles.append(("ok", data(f"a: [{item}]\n")["a"][0]))
+        except SpecError as exc:
+            singles.append(("error", exc.diagnostics[0].message))
+    refused = [(i, s[1]) for i, s in enumerate(singles) if s[0] == "error"]
+    if refused:
+        found = errors(text)
+        assert [m for _, _, m in found] == [m for _, m in refused]
+        columns = [5 + sum(len(x) + 2 for x in items[:i]) for i, _ in refused]
+        assert [(line, col) for line, col, _ in found] == [(1, c) for c in columns]
+    else:
+        assert data(text)["a"] == [s[1] for s in singles]
+
+
+def test_non_finite_floats_are_not_shared() -> None:
+    got = data("a: [.inf, .inf, -.inf]\n")["a"]
+    assert got == [{"float": "inf"}, {"float": "inf"}, {"float": "-inf"}] and got[0] is not got[1]
+
+
+def test_the_plain_scalar_memo_is_bounded() -> None:
+    builder = Builder("f", construct=True)
+    values = builder.build("[" + ", ".join(str(i) for i in range(3 * _MEMO_SIZE)) + ", 7]")
+    assert values == [*range(3 * _MEMO_SIZE), 7] and 0 < len(builder.plain) <= _MEMO_SIZE
+
+
+def nested(depth: int, inner: str = "1") -> str:
+    return '{"a": ' + "[" * (depth - 1) + inner + "]" * (depth - 1) + "}"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (nested(MAX_DEPTH), None),
+        (nested(MAX_DEPTH + 1), (1, 7 + MAX_DEPTH - 1, "JSON nests deeper than")),  # json.loads reads it
+        (nested(5000), (1, 7 + MAX_DEPTH - 1, "JSON nests deeper than")),  # json.loads gives up
+        (nested(MAX_DEPTH + 1, "1,,") , (1, 7 + MAX_DEPTH - 1, "JSON nests deeper than")),  # before syntax
+        (nested(MAX_DEPTH + 1, "9" * 500), (1, 7 + MAX_DEPTH - 1, "JSON nests deeper than")),  # before huge ints
+        ('{"a": "\\ud800", "b": NaN, "b": 1}', (1, 8, "surrogate pair")),  # before NaN and duplicates
+        ('{"b": NaN, "a": ' + "9" * 401 + "}", (1, 17, "integer with 401 digits")),  # before NaN
+    ],
+)
+def test_json_checks_keep_their_order(text: str, expected: tuple[int, int, str] | None) -> None:
+    if expected is None:
+        assert _reader._depth(data(text, json_syntax=True)) == MAX_DEPTH
+        return
+    line, col, message = errors(text, json_syntax=True)[0]
+    assert (line, col) == expected[:2] and expected[2] in message
+
+
+def test_json_duplicates_and_literals_are_all_reported() -> None:
+    assert errors('{"b": 1,\n "b": NaN, "c": [Infinity]}', json_syntax=True) == [
+        (2, 2, "duplicate key 'b'; each key may appear once per mapping, delete one"),
+        (2, 7, 'JSON does not allow NaN; write {"float": "nan"} instead'),
+        (2, 18, 'JSON does not allow Infinity; write {"float": "inf"} instead'),
+    ]
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+def depth_of(value: Any) -> int:
+    if isinstance(value, list):
+        return 1 + max(map(depth_of, value), default=0)
+    if isinstance(value, dict):
+        return 1 + max(map(depth_of, value.values()), default=0)
+    return 0
+
+
+@given(JSON_VALUES, st.sampled_from([None, 0, 2]))
+def test_json_reads_what_json_wrote_and_locates_it_lazily(value: Any, indent: int | None) -> None:
+    text = json.dumps({"v": value}, indent=indent, ensure_ascii=False)
+    try:
+        doc = parse_text(text, "f", json_syntax=True)
+    except SpecError as exc:  # only strings that are not text (lone surrogates)
+        assert "surrogate" in str(exc)
+        return
+    assert doc.data == {"v": value} and _reader._depth(doc.data) == depth_of(doc.data)
+    assert doc._locations is None and doc.locations == eager(text)[1]
