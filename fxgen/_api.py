@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.fx
 
-from fxgen._build import build_module
+from fxgen._build import (
+    build_module,
+    construct,
+    construct_declared,
+    set_attr_path,
+)
 from fxgen._errors import Location, WeightsError
 from fxgen._policy import DEFAULT_POLICY, Policy
 from fxgen._reader import read_document
-from fxgen._spec import Spec
+from fxgen._spec import ModuleSpec, Spec
 from fxgen._to_spec import graph_module_to_spec
 from fxgen._validate import validate_data, validate_document
 
@@ -56,26 +62,72 @@ def load(
 
     With ``weights`` (a safetensors file) the model is built on the meta device and the loaded
     tensors are assigned, so no time is spent on random initialisation that would be
-    overwritten; the file must match the spec exactly (keys, shapes, dtypes).
+    overwritten; the file must match the spec exactly (keys, shapes, dtypes). Only what the
+    file cannot provide is built for real: non-persistent buffers (and the few modules that
+    hold them or plain tensor attributes). The global random generator is left as it was.
     """
     policy = policy_for(allow)
     spec = as_spec(spec, policy)
     if weights is None:
         return build_module(spec, policy)
-    from fxgen._weights import check_weights, read_weights
+    from fxgen._weights import assign_weights, has_meta_tensors, read_weights
 
     state = read_weights(weights)
-    gm = build_module(spec, policy, device="meta")
-    expected = gm.state_dict()
-    check_weights(weights, expected, state)
-    gm.load_state_dict(state, strict=True, assign=True)
-    if any(t.is_meta for t in (*gm.parameters(), *gm.buffers())):
-        # Non-persistent buffers are not in the file: build those for real.
-        gm = build_module(spec, policy)
-        gm.load_state_dict(state, strict=True)
-    if any(t.is_meta for t in gm.buffers()):
-        raise WeightsError("weights left tensors uninitialised", Location(str(weights)))
+    builder = _ModulesForWeights(policy)
+
+    def placement(table: str, path: str) -> str | None:
+        # Non-persistent buffers are not in the file: those are built for real.
+        return None if table == "buffers" and not spec.buffers[path].persistent else "meta"
+
+    with _same_random_state():  # loading weights leaves the global generator as it was
+        gm = build_module(spec, policy, placement=placement, make_module=builder)
+    left = assign_weights(gm, state, weights)  # checks the whole file first
+    for path in builder.on_meta:
+        if has_meta_tensors(gm.get_submodule(path), saved=False):
+            # Non-persistent buffers or tensor attributes are not in the file: build this module
+            # (only this one) for real, and give it the file's tensors too.
+            with _same_random_state():
+                module = construct_declared(spec, path, policy, None)
+            prefix = path + "."
+            assign_weights(module, {k[len(prefix) :]: t for k, t in state.items() if k.startswith(prefix)}, weights)
+            set_attr_path(gm, path, module)
+    left = [key for key in left if _still_meta(gm, key)]
+    left += [path for path in builder.on_meta if has_meta_tensors(gm.get_submodule(path))]
+    if left:
+        raise WeightsError(f"weights left tensors uninitialised: {', '.join(left[:5])}", Location(str(weights)))
     return gm
+
+
+def _still_meta(root: torch.nn.Module, path: str) -> bool:
+    owner_path, _, leaf = path.rpartition(".")
+    owner = root.get_submodule(owner_path)
+    found = owner._buffers.get(leaf)
+    if found is None:
+        found = owner._parameters.get(leaf)
+    return found is not None and found.is_meta
+
+
+class _ModulesForWeights:
+    """Constructs declared modules on the meta device (no memory, no initialisation: a weights
+    file replaces their tensors), remembering which ones, so that only those holding tensors the
+    file cannot provide are built again for real."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.on_meta: list[str] = []  # paths built on the meta device
+
+    def __call__(self, path: str, entry: ModuleSpec) -> torch.nn.Module:
+        self.on_meta.append(path)
+        return construct(entry, self.policy, "meta")
+
+
+@contextlib.contextmanager
+def _same_random_state() -> Iterator[None]:
+    state = torch.random.get_rng_state()
+    try:
+        yield
+    finally:
+        torch.random.set_rng_state(state)
 
 
 def to_spec(graph_module: torch.fx.GraphModule, *, name: str | None = None) -> Spec:

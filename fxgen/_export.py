@@ -83,15 +83,17 @@ def _fix_buffers(gm: torch.fx.GraphModule, original: torch.nn.Module, constants:
     (``_tensor_constant0``…) small enough to be written into the spec become non-persistent
     (their value is in the spec, not in the weights file).
     """
-    for path, _ in list(gm.named_buffers()):
-        owner_path, _, leaf = path.rpartition(".")
-        owner = gm.get_submodule(owner_path)
+    for owner_path, owner in gm.named_modules():  # each owner once (not per buffer)
+        if not owner._buffers:
+            continue
         try:
             source = original.get_submodule(owner_path)
         except AttributeError:
             continue
-        if leaf in getattr(source, "_non_persistent_buffers_set", ()):
-            owner._non_persistent_buffers_set.add(leaf)
+        dropped = getattr(source, "_non_persistent_buffers_set", ())
+        for leaf in owner._buffers:
+            if leaf in dropped:
+                owner._non_persistent_buffers_set.add(leaf)
     for name in constants:
         value = getattr(gm, name, None)
         if isinstance(value, torch.Tensor) and name in gm._buffers and value.dim() > 0 and value.numel() <= LITERAL_LIMIT:

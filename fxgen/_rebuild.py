@@ -27,42 +27,122 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.overrides import TorchFunctionMode
 
+from fxgen._build import SMALL_MODULE, meta_device, tensors_in
 from fxgen._errors import ExportError
 
-__all__ = ["check_rebuild", "format_call"]
+__all__ = ["RebuildCache", "check_rebuild", "format_call"]
 
 
-def check_rebuild(path: str, module: nn.Module, args: Any, kwargs: Any) -> None:
+class RebuildCache:
+    """Rebuilds shared by identical constructor calls within one export.
+
+    Models repeat blocks, so many leaf modules recover to the same call. Only the
+    *construction* is shared: every instance is still compared with the rebuild, so a module
+    whose state differs from its siblings' (an attribute changed after construction, a hook)
+    is caught. The key is everything that decides the rebuild: the class, the recovered
+    arguments (with their types: ``1``, ``1.0`` and ``True`` are different keys) and whether
+    it is built on the CPU to compare values. Calls whose arguments are not plain values are
+    not cached.
+    """
+
+    def __init__(self) -> None:
+        self._built: dict[Any, list[Any]] = {}  # key -> [rebuilt module, its repr or None]
+        self.hits = 0
+        self.misses = 0
+
+    def get(
+        self,
+        cls: type[nn.Module],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        where: str,
+        on_meta: bool,
+    ) -> list[Any]:
+        try:
+            key = (cls, on_meta, _freeze(args), _freeze(kwargs))
+            hash(key)
+        except _Unfrozen:
+            return [_build(cls, args, kwargs, where, on_meta=on_meta), None]
+        entry = self._built.get(key)
+        if entry is None:
+            self.misses += 1
+            entry = self._built[key] = [_build(cls, args, kwargs, where, on_meta=on_meta), None]
+        else:
+            self.hits += 1
+        return entry
+
+
+class _Unfrozen(Exception):
+    pass
+
+
+_FROZEN_LEAVES: frozenset[type] = frozenset(
+    {type(None), bool, int, str, torch.dtype, torch.device, torch.memory_format, torch.layout, type(...)}
+)
+
+
+def _freeze(value: Any) -> Any:
+    """A hashable key equal only for values that build the same module (types included)."""
+    kind = type(value)
+    if kind in _FROZEN_LEAVES:
+        return (kind, value)
+    if kind is float or kind is complex:
+        return (kind, repr(value))  # -0.0 != 0.0, and nan is one key
+    if kind is tuple or kind is list or kind is torch.Size:
+        return (kind, tuple(_freeze(v) for v in value))
+    if kind is dict:
+        return (kind, tuple((_freeze(k), _freeze(v)) for k, v in value.items()))
+    if kind is slice:
+        return (kind, _freeze(value.start), _freeze(value.stop), _freeze(value.step))
+    raise _Unfrozen
+
+
+def check_rebuild(
+    path: str, module: nn.Module, args: Any, kwargs: Any, *, cache: RebuildCache | None = None
+) -> None:
     """Raise :class:`ExportError` unless ``type(module)(*args, **kwargs)`` matches ``module``.
 
-    The rebuild happens on the meta device, so it is cheap even for huge layers. Compared:
+    The rebuild happens on the meta device, so it is cheap even for huge layers (small ones,
+    cheaper to initialise than to dispatch through the meta device, are rebuilt on the
+    CPU). Compared:
     ``repr``; names, shapes, dtypes and ``requires_grad`` of parameters; names, shapes,
     dtypes and persistence of buffers; every plain attribute except ``training``; hooks;
     and all of that for every submodule. Parameter and persistent-buffer values are not
     compared: they come from the weights file. Values the weights file does not carry
     (non-persistent buffers, tensors kept as plain attributes) can only come from the
     constructor, so modules that have them are rebuilt on the CPU and those values compared.
+
+    With a ``cache``, identical calls share one rebuild (each module is still compared).
     """
     cls = type(module)
     where = _where(path, cls)
     args, kwargs = _normalize_constructor(args, kwargs, where)
-    call = format_call(_qualified_name(cls), args, kwargs)
-    with_values = _has_unsaved_values(module)
-    rebuilt = _build(cls, args, kwargs, where, call, on_meta=not with_values)
+    with_values, size = _inspect_state(module)
+    on_meta = not with_values and size > SMALL_MODULE
+    entry: list[Any]  # [the rebuilt module, its repr once computed]
+    if cache is None:
+        entry = [_build(cls, args, kwargs, where, on_meta=on_meta), None]
+    else:
+        entry = cache.get(cls, args, kwargs, where, on_meta=on_meta)
+    rebuilt = entry[0]
     try:
         problems = list(_diff(module, rebuilt, "", with_values))
         if not problems:
-            original_repr, rebuilt_repr = repr(module), repr(rebuilt)
+            original_repr = repr(module)
+            if entry[1] is None:
+                entry[1] = repr(rebuilt)
+            rebuilt_repr = entry[1]
             if original_repr != rebuilt_repr:
                 problems.append(_repr_difference(original_repr, rebuilt_repr))
     except Exception as exc:  # e.g. a user class whose extra_repr fails on the meta device
+        call = format_call(_qualified_name(cls), args, kwargs)
         raise ExportError(
             f"{where}: comparing it with its rebuild from {call} failed:"
             f" {type(exc).__name__}: {exc}"
         ) from exc
     if problems:
+        call = format_call(_qualified_name(cls), args, kwargs)
         shown = "; ".join(problems[:5])
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         hint = ""
@@ -194,98 +274,77 @@ def _float32_default() -> Iterator[None]:
         torch.set_default_dtype(previous)
 
 
-_VALUE_FILLS = frozenset(
-    {
-        "normal_",
-        "uniform_",
-        "erfinv_",
-        "exponential_",
-        "log_normal_",
-        "cauchy_",
-        "geometric_",
-        "bernoulli_",
-        "random_",
-    }
-)
-
-
-class _SkipMetaFills(TorchFunctionMode):
-    """Make random initialisation of meta tensors a no-op.
-
-    Meta tensors have no values, so these calls do nothing anyway -- but several (``normal_``,
-    used by nn.Embedding and MultiheadAttention) run Python meta kernels whose first call
-    imports torch's compiler stack, about 1.5 s. Only value-filling methods are skipped;
-    anything that changes shape, dtype or ``requires_grad`` still runs.
-    """
-
-    def __torch_function__(
-        self,
-        func: Any,
-        types: Any,
-        args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
-    ) -> Any:
-        kwargs = kwargs or {}
-        if getattr(func, "__name__", None) in _VALUE_FILLS:
-            # Tensor.normal_(t, ...) passes it first; torch.nn.init.normal_(tensor=t) by name.
-            target = args[0] if args else kwargs.get("tensor", kwargs.get("self"))
-            if isinstance(target, torch.Tensor) and target.is_meta:
-                return target
-        return func(*args, **kwargs)
-
-
 def _build(
     cls: type[nn.Module],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     where: str,
-    call: str,
+    *,
     on_meta: bool,
 ) -> nn.Module:
-    """``cls(*args, **kwargs)``, on the meta device when possible (a few constructors compute
-    with tensor values and fail there; those are retried on the CPU)."""
+    """``cls(*args, **kwargs)``, on the meta device when asked and possible (a few constructors
+    compute with tensor values and fail there; those are retried on the CPU). A CPU rebuild
+    leaves the global random number generator as it was."""
     with warnings.catch_warnings(), _float32_default():
         warnings.simplefilter("ignore")  # the original construction already warned
         if on_meta:
             try:
-                with torch.device("meta"), _SkipMetaFills():
+                with meta_device():  # skips random fills, as loading does
                     return cls(*args, **kwargs)
             except Exception:
                 pass
+        rng = torch.random.get_rng_state()
         try:
             return cls(*args, **kwargs)
         except Exception as exc:
+            call = format_call(_qualified_name(cls), args, kwargs)
             raise ExportError(
                 f"{where}: rebuilding it with the recovered constructor call {call} raised"
                 f" {type(exc).__name__}: {exc}"
             ) from exc
+        finally:
+            torch.random.set_rng_state(rng)
+
+
+def _inspect_state(module: nn.Module) -> tuple[bool, int]:
+    """``(unsaved, size)``: whether values outside the weights file must be compared
+    (non-persistent buffers and tensors kept as plain attributes can only come from the
+    constructor), and the number of parameter and buffer elements (decides meta or CPU)."""
+    unsaved = False
+    size = 0
+    for sub in module.modules():
+        for param in sub._parameters.values():
+            if param is not None:
+                size += param.numel()
+        for name, buffer in sub._buffers.items():
+            if buffer is None:
+                continue
+            size += buffer.numel()
+            if not unsaved and not buffer.is_meta and name in sub._non_persistent_buffers_set:
+                unsaved = True
+        if not unsaved:
+            for name, value in sub.__dict__.items():
+                kind = type(value)
+                if kind in _NO_TENSORS or name in _INTERNAL:
+                    continue
+                if (kind is tuple or kind is list) and _NO_TENSORS.issuperset(map(type, value)):
+                    continue
+                if any(not isinstance(t, nn.Parameter) and not t.is_meta for t in tensors_in(value)):
+                    unsaved = True
+                    break
+    return unsaved, size
+
+
+# Attribute types that cannot hold a tensor (skipped quickly by _inspect_state).
+_NO_TENSORS: frozenset[type] = frozenset({int, float, str, bool, complex, type(None), torch.dtype, torch.device})
 
 
 def _has_unsaved_values(module: nn.Module) -> bool:
     """Whether values outside the weights file must be compared: non-persistent buffers and
     tensors kept as plain attributes can only come from the constructor."""
-    for sub in module.modules():
-        for name in sub._non_persistent_buffers_set:
-            buffer = sub._buffers.get(name)
-            if buffer is not None and not buffer.is_meta:
-                return True
-        for name, value in sub.__dict__.items():
-            if name not in _INTERNAL and any(
-                not isinstance(t, nn.Parameter) and not t.is_meta for t in _plain_tensors(value)
-            ):
-                return True
-    return False
+    return _inspect_state(module)[0]
 
 
-def _plain_tensors(value: Any) -> Iterator[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, tuple | list):
-        for item in value:
-            yield from _plain_tensors(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _plain_tensors(item)
 
 
 def _diff(original: nn.Module, rebuilt: nn.Module, prefix: str, values: bool) -> Iterator[str]:
@@ -296,41 +355,59 @@ def _diff(original: nn.Module, rebuilt: nn.Module, prefix: str, values: bool) ->
             f" {_qualified_name(type(rebuilt))} in the rebuild"
         )
         return
-    yield from _diff_tensors("parameter", original._parameters, rebuilt._parameters, prefix)
-    yield from _diff_tensors("buffer", original._buffers, rebuilt._buffers, prefix)
-    for name in original._buffers.keys() & rebuilt._buffers.keys():
-        persistent = name not in original._non_persistent_buffers_set
-        if persistent != (name not in rebuilt._non_persistent_buffers_set):
-            state = "persistent" if persistent else "non-persistent"
-            yield f"buffer {prefix + name!r} is {state} in the model but not in the rebuild"
-        elif not persistent and values:
-            a, b = original._buffers[name], rebuilt._buffers[name]
-            if (
-                a is not None
-                and b is not None
-                and a.shape == b.shape
-                and not torch.equal(a.detach().cpu(), b.detach().cpu().to(a.dtype))
-            ):
-                yield f"non-persistent buffer {prefix + name!r} has different values"
-    a_attrs = {k: v for k, v in original.__dict__.items() if k not in _INTERNAL}
-    b_attrs = {k: v for k, v in rebuilt.__dict__.items() if k not in _INTERNAL}
-    for name in a_attrs.keys() - b_attrs.keys():
-        yield f"attribute {prefix + name!r} = {_short(a_attrs[name])} is missing from the rebuild"
-    for name in b_attrs.keys() - a_attrs.keys():
-        yield f"the rebuild has an extra attribute {prefix + name!r} = {_short(b_attrs[name])}"
-    for name in a_attrs.keys() & b_attrs.keys():
-        if not _equivalent(a_attrs[name], b_attrs[name], values):
-            yield (
-                f"attribute {prefix + name!r} is {_short(a_attrs[name])} in the model but"
-                f" {_short(b_attrs[name])} in the rebuild"
-            )
+    if original._parameters or rebuilt._parameters:
+        yield from _diff_tensors("parameter", original._parameters, rebuilt._parameters, prefix)
+    if original._buffers or rebuilt._buffers:
+        yield from _diff_tensors("buffer", original._buffers, rebuilt._buffers, prefix)
+        for name in original._buffers.keys() & rebuilt._buffers.keys():
+            persistent = name not in original._non_persistent_buffers_set
+            if persistent != (name not in rebuilt._non_persistent_buffers_set):
+                state = "persistent" if persistent else "non-persistent"
+                yield f"buffer {prefix + name!r} is {state} in the model but not in the rebuild"
+            elif not persistent and values:
+                a, b = original._buffers[name], rebuilt._buffers[name]
+                if (
+                    a is not None
+                    and b is not None
+                    and a.shape == b.shape
+                    and not torch.equal(a.detach().cpu(), b.detach().cpu().to(a.dtype))
+                ):
+                    yield f"non-persistent buffer {prefix + name!r} has different values"
+    a_dict, b_dict = original.__dict__, rebuilt.__dict__
+    a_names, b_names = a_dict.keys() - _INTERNAL, b_dict.keys() - _INTERNAL
+    for name in a_names - b_names:
+        yield f"attribute {prefix + name!r} = {_short(a_dict[name])} is missing from the rebuild"
+    for name in b_names - a_names:
+        yield f"the rebuild has an extra attribute {prefix + name!r} = {_short(b_dict[name])}"
+    for name, a in a_dict.items():
+        if name in _INTERNAL or name not in b_dict:
+            continue
+        b = b_dict[name]
+        if a is b:
+            continue
+        kind = type(a)
+        if kind is type(b) and (kind in _EXACT or ((kind is tuple or kind is list) and _exact_items(a, b))):
+            if a == b:  # what _equivalent decides for these, without its type tests
+                continue
+        elif _equivalent(a, b, values):
+            continue
+        yield (
+            f"attribute {prefix + name!r} is {_short(a)} in the model but"
+            f" {_short(b)} in the rebuild"
+        )
     for hooks in _HOOKS:
-        a_hooks = [_hook_name(h) for h in getattr(original, hooks, {}).values()]
-        b_hooks = [_hook_name(h) for h in getattr(rebuilt, hooks, {}).values()]
+        a_table = a_dict[hooks] if hooks in a_dict else getattr(original, hooks, {})
+        b_table = b_dict[hooks] if hooks in b_dict else getattr(rebuilt, hooks, {})
+        if not a_table and not b_table:
+            continue
+        a_hooks = [_hook_name(h) for h in a_table.values()]
+        b_hooks = [_hook_name(h) for h in b_table.values()]
         if a_hooks != b_hooks:
             where = f" of {prefix.rstrip('.')!r}" if prefix else ""
             yield f"{hooks.strip('_').replace('_', ' ')}{where} are {a_hooks} but {b_hooks} in the rebuild"
     a_children, b_children = original._modules, rebuilt._modules
+    if not a_children and not b_children:
+        return
     for name in a_children.keys() - b_children.keys():
         yield f"submodule {prefix + name!r} is missing from the rebuild"
     for name in b_children.keys() - a_children.keys():
@@ -344,6 +421,17 @@ def _diff(original: nn.Module, rebuilt: nn.Module, prefix: str, values: bool) ->
                 yield f"submodule {prefix + name!r} is {child!r} in the model but {other!r} in the rebuild"
             continue
         yield from _diff(child, other, f"{prefix}{name}.", values)
+
+
+# Types whose values are equivalent exactly when they are equal (the fast path of _diff).
+_EXACT: frozenset[type] = frozenset({int, str, bool, type(None), torch.dtype, torch.device})
+
+
+def _exact_items(a: tuple[Any, ...] | list[Any], b: tuple[Any, ...] | list[Any]) -> bool:
+    """Whether two sequences hold items of the same _EXACT types, position by position (then
+    ``a == b`` is what :func:`_equivalent` would decide)."""
+    kinds = tuple(map(type, a))
+    return kinds == tuple(map(type, b)) and _EXACT.issuperset(kinds)
 
 
 def _diff_tensors(

@@ -34,6 +34,7 @@ from torch.nn.modules.lazy import LazyModuleMixin
 
 from fxgen._errors import ExportError
 from fxgen._rebuild import (
+    RebuildCache,
     _describe,
     _normalize_constructor,
     _qualified_name,
@@ -97,10 +98,16 @@ def recover_constructor(module: nn.Module) -> Constructor:
     return _recover(module, _qualified_name(type(module)))
 
 
-def recover_and_check(path: str, module: nn.Module) -> Constructor:
-    """Recover the constructor of the module at ``path`` and verify it (export does this)."""
+def recover_and_check(
+    path: str, module: nn.Module, *, cache: RebuildCache | None = None
+) -> Constructor:
+    """Recover the constructor of the module at ``path`` and verify it (export does this).
+
+    ``cache`` (one per export) lets identical recovered calls share one rebuild; every
+    module is still compared with it.
+    """
     args, kwargs = _recover(module, _where(path, type(module)))
-    check_rebuild(path, module, args, kwargs)
+    check_rebuild(path, module, args, kwargs, cache=cache)
     return args, kwargs
 
 
@@ -239,13 +246,25 @@ def _lookup(module: nn.Module, name: str) -> Any:
     return _MISSING
 
 
+# id(plan) -> (the plan, kept alive so its id is not reused; its parameters, read once)
+_SIGNATURES: dict[int, tuple[_Plan, tuple[tuple[str, Any, Any], ...]]] = {}
+
+
+def _signature(plan: _Plan) -> tuple[tuple[str, Any, Any], ...]:
+    """``(name, kind, default)`` of the plan's parameters (``inspect.Parameter`` reads them
+    through properties, which is a good part of a recovery's cost when done per module)."""
+    found = _SIGNATURES.get(id(plan))
+    if found is None or found[0] is not plan:
+        found = _SIGNATURES[id(plan)] = (plan, tuple((p.name, p.kind, p.default) for p in plan.params))
+    return found[1]
+
+
 def _recover_builtin(module: nn.Module, plan: _Plan) -> Constructor:
     rule = plan.rule
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     positional = True  # still in the leading run of required positional arguments
-    for param in plan.params:
-        name, kind, default = param.name, param.kind, param.default
+    for name, kind, default in _signature(plan):
         if kind in (_P.VAR_POSITIONAL, _P.VAR_KEYWORD):
             positional = False
             continue
@@ -308,8 +327,10 @@ def _module_dtype(module: nn.Module) -> Any:
     """``dtype=`` only when every floating tensor shares one dtype other than float32."""
     dtypes = {
         t.dtype
-        for t in (*module.parameters(), *module.buffers())
-        if t.is_floating_point() or t.is_complex()
+        for sub in module.modules()  # one walk for parameters and buffers
+        for table in (sub._parameters, sub._buffers)
+        for t in table.values()
+        if t is not None and (t.is_floating_point() or t.is_complex())
     }
     if len(dtypes) == 1:
         (dtype,) = dtypes
@@ -342,8 +363,15 @@ def _collapse(value: Any, uniform: bool) -> Any:
 
 def _plain(value: Any) -> Any:
     """Numpy scalars, enums and other subclasses of builtins become the builtins."""
-    if type(value) in (bool, int, float, complex, str) or value is None:
+    kind = type(value)
+    if kind in (bool, int, float, complex, str) or value is None:
         return value
+    if kind is tuple or kind is list:  # before the (slow) abstract number checks
+        if all(type(v) in _PLAIN_LEAVES for v in value):
+            return value if kind is tuple else list(value)  # a copy: the rebuild may mutate it
+        return kind(_plain(v) for v in value)
+    if kind is dict:
+        return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, numbers.Integral):
@@ -354,13 +382,10 @@ def _plain(value: Any) -> Any:
         return complex(value)
     if isinstance(value, str):
         return str.__str__(value)
-    if isinstance(value, torch.Size):
-        return value
-    if type(value) in (tuple, list):
-        return type(value)(_plain(v) for v in value)
-    if type(value) is dict:
-        return {k: _plain(v) for k, v in value.items()}
     return value
+
+
+_PLAIN_LEAVES = frozenset({bool, int, float, complex, str, type(None)})
 
 
 _ENCODABLE_LEAVES: tuple[type, ...] = (

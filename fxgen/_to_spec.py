@@ -20,6 +20,7 @@ import torch.nn.functional
 from fxgen._build import META_KEY, TARGET_KEY
 from fxgen._errors import ExportError
 from fxgen._policy import SAFE_BUILTINS, type_repr
+from fxgen._rebuild import RebuildCache
 from fxgen._recover import class_name
 from fxgen._recover import resolve_qualname as _lookup
 from fxgen._spec import BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
@@ -37,10 +38,11 @@ def graph_module_to_spec(gm: torch.fx.GraphModule, *, name: str | None = None, d
     call_modules = [n.target for n in gm.graph.nodes if n.op == "call_module"]
     modules: dict[str, ModuleSpec] = {}
     module_paths = list(declared.modules) if declared else _dedupe(call_modules)
+    cache = RebuildCache()  # identical constructor calls are rebuilt once (each is compared)
     for path in module_paths:
         sub = gm.get_submodule(path)
         known = declared.modules.get(path) if declared else None
-        modules[path] = known if known is not None and _same_class(known.cls, sub) else _recover(path, sub)
+        modules[path] = known if known is not None and _same_class(known.cls, sub) else _recover(path, sub, cache)
     parameters, buffers = _tensors(gm, modules, declared)
     for path in (*modules, *parameters, *buffers):
         _check_path(path)
@@ -72,12 +74,12 @@ def _same_class(qualname: str, module: torch.nn.Module) -> bool:
     return qualname.rsplit(".", 1)[-1] == type(module).__name__
 
 
-def _recover(path: str, module: torch.nn.Module) -> ModuleSpec:
+def _recover(path: str, module: torch.nn.Module, cache: RebuildCache) -> ModuleSpec:
     from fxgen._recover import recover_and_check
     from fxgen._thirdparty import register_known
 
     register_known(type(module))
-    args, kwargs = recover_and_check(path, module)
+    args, kwargs = recover_and_check(path, module, cache=cache)
     try:
         return ModuleSpec(class_name(type(module)), [encode(a) for a in args], {k: encode(v) for k, v in kwargs.items()})
     except UnencodableValue as exc:

@@ -809,3 +809,133 @@ def test_hundreds_of_modules_recover() -> None:
     for i, module in enumerate(blocks):
         args, kwargs = recover_and_check(f"blocks.{i}", module)
         assert type(module)(*args, **kwargs).__repr__() == repr(module)
+
+
+# --------------------------------------------------------------------------------------
+# the rebuild cache: identical calls are built once, every module is still compared
+# --------------------------------------------------------------------------------------
+
+
+class _Table(nn.Module):
+    """A non-persistent buffer: its values can only come from the constructor."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.register_buffer("table", torch.arange(n, dtype=torch.float32), persistent=False)
+
+
+def _counting_build(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
+    import fxgen._rebuild
+
+    built: list[tuple[str, bool]] = []
+    original = fxgen._rebuild._build
+
+    def counting(cls: type, args: Any, kwargs: Any, where: str, *, on_meta: bool) -> nn.Module:
+        built.append((cls.__name__, on_meta))
+        return original(cls, args, kwargs, where, on_meta=on_meta)
+
+    monkeypatch.setattr(fxgen._rebuild, "_build", counting)
+    return built
+
+
+def test_identical_constructor_calls_share_one_rebuild(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fxgen._rebuild import RebuildCache
+
+    built = _counting_build(monkeypatch)
+    cache = RebuildCache()
+    for i in range(5):
+        assert recover_and_check(f"blocks.{i}", nn.Linear(4, 4), cache=cache) == ((4, 4), {})
+    assert recover_and_check("head", nn.Linear(4, 5), cache=cache) == ((4, 5), {})
+    assert recover_and_check("tail", nn.Linear(4, 4, bias=False), cache=cache) == ((4, 4), {"bias": False})
+    assert built == [("Linear", False)] * 3
+    assert (cache.misses, cache.hits) == (3, 4)
+    # without a cache every call is rebuilt
+    recover_and_check("x", nn.Linear(4, 4))
+    recover_and_check("y", nn.Linear(4, 4))
+    assert len(built) == 5
+
+
+def test_cache_keys_keep_argument_types_apart() -> None:
+    from fxgen._rebuild import _freeze
+
+    keys = [_freeze(v) for v in (1, 1.0, True, -0.0, 0.0, "1", (1,), [1], None, torch.float32, (1.0,))]
+    assert len(set(keys)) == len(keys)
+    assert _freeze(float("nan")) == _freeze(float("nan"))
+    assert _freeze({"a": (1, 2)}) == _freeze({"a": (1, 2)}) != _freeze({"a": [1, 2]})
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda m: setattr(m, "note", "changed"), r"attribute 'note' = 'changed' is missing"),
+        (lambda m: m.register_forward_hook(lambda *a: None), r"forward hooks"),
+        (lambda m: m.weight.requires_grad_(False), r"requires_grad=False"),
+        (lambda m: setattr(m, "weight", nn.Parameter(torch.zeros(4, 3))), r"parameter 'weight' is \(4, 3\)"),
+        (lambda m: m.register_buffer("extra", torch.zeros(2)), r"buffer 'extra' is missing"),
+        (lambda m: m.add_module("child", nn.ReLU()), r"submodule 'child' is missing"),
+    ],
+    ids=["attribute", "hook", "frozen", "parameter", "buffer", "submodule"],
+)
+def test_a_sibling_changed_after_construction_is_caught(change: Callable[[nn.Module], Any], message: str) -> None:
+    """Identical siblings share a rebuild, but each one is compared with it: a block whose state
+    was changed after construction fails even when its siblings (same call) passed first."""
+    from fxgen._rebuild import RebuildCache
+
+    siblings = [nn.Linear(4, 4) for _ in range(4)]
+    change(siblings[2])
+    cache = RebuildCache()
+    recover_and_check("blocks.0", siblings[0], cache=cache)
+    recover_and_check("blocks.1", siblings[1], cache=cache)
+    with pytest.raises(ExportError, match=message) as info:
+        recover_and_check("blocks.2", siblings[2], cache=cache)
+    assert "'blocks.2'" in str(info.value)
+    recover_and_check("blocks.3", siblings[3], cache=cache)
+    assert cache.misses == 1
+
+
+def test_a_sibling_with_different_unsaved_values_is_caught() -> None:
+    from fxgen._rebuild import RebuildCache
+
+    register_constructor(_Table, lambda m: ((m.table.numel(),), {}))
+    siblings = [_Table(5) for _ in range(3)]
+    siblings[1].table[0] = 99.0
+    cache = RebuildCache()
+    recover_and_check("t0", siblings[0], cache=cache)
+    with pytest.raises(ExportError, match=r"non-persistent buffer 'table' has different values"):
+        recover_and_check("t1", siblings[1], cache=cache)
+    recover_and_check("t2", siblings[2], cache=cache)
+
+
+def test_export_of_repeated_blocks_catches_the_odd_one_out() -> None:
+    import fxgen
+
+    model = nn.Sequential(*[nn.Sequential(nn.LayerNorm(8), nn.Linear(8, 8), nn.ReLU()) for _ in range(6)])
+    spec = fxgen.export(model)
+    assert [m.args for p, m in spec.modules.items() if p.endswith(".1")] == [[8, 8]] * 6
+    model[4][1].register_forward_pre_hook(lambda *a: None)
+    with pytest.raises(ExportError, match=r"module '4\.1' \(torch\.nn\.Linear\).*forward pre hooks"):
+        fxgen.export(model)
+    model = nn.Sequential(*[nn.Sequential(nn.LayerNorm(8), nn.Linear(8, 8)) for _ in range(6)])
+    model[5][0].eps = 1e-3  # a recovered argument: its own (verified) call, not an error
+    spec = fxgen.export(model)
+    assert spec.modules["5.0"].kwargs == {"eps": 0.001} and spec.modules["4.0"].kwargs == {}
+
+
+def test_small_modules_are_rebuilt_for_real_large_ones_on_meta(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fxgen._build import SMALL_MODULE
+
+    built = _counting_build(monkeypatch)
+    recover_and_check("small", nn.Linear(8, 8))
+    recover_and_check("large", nn.Linear(256, 256))
+    assert SMALL_MODULE < 256 * 257
+    assert built == [("Linear", False), ("Linear", True)]
+
+
+def test_rebuilding_leaves_the_random_generator_alone() -> None:
+    modules = [nn.Linear(8, 8), nn.Conv2d(3, 4, 3), nn.Embedding(10, 4), nn.Linear(256, 256)]
+    torch.manual_seed(7)
+    expected = torch.rand(4)
+    torch.manual_seed(7)
+    for i, module in enumerate(modules):
+        recover_and_check(f"m{i}", module)
+    assert torch.equal(torch.rand(4), expected)
