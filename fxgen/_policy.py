@@ -276,6 +276,13 @@ class Policy:
     """What a spec may name. ``allow`` widens the default; it comes only from trusted code."""
 
     allow: tuple[str, ...] = ()
+    # Memo of resolve_function/resolve_module_class successes, per instance: an instance's
+    # answers depend only on its ``allow`` (widened() makes a new Policy with an empty memo).
+    # Refusals are not kept (they are rare and re-derived, with the same message).
+    _functions: dict[str, Callable[..., Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+    _classes: dict[str, type] = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         entries = set()
@@ -335,6 +342,15 @@ class Policy:
 
     def resolve_function(self, target: str) -> Callable[..., Any]:
         """The callable a ``call_function`` target names, or TargetError."""
+        try:
+            function = self._functions.get(target)
+        except TypeError:  # not a string: the checks below refuse it
+            return self._resolve_function(target)
+        if function is None:
+            function = self._functions[target] = self._resolve_function(target)
+        return function
+
+    def _resolve_function(self, target: str) -> Callable[..., Any]:
         if "." not in target:
             if is_identifier(target) and SAFE_BUILTINS.get(target) is not None:
                 return typing.cast(Callable[..., Any], SAFE_BUILTINS[target])
@@ -359,6 +375,15 @@ class Policy:
 
     def resolve_module_class(self, target: str) -> type:
         """The nn.Module subclass a ``class:`` entry names, or TargetError."""
+        try:
+            cls = self._classes.get(target)
+        except TypeError:
+            return self._resolve_module_class(target)
+        if cls is None:
+            cls = self._classes[target] = self._resolve_module_class(target)
+        return cls
+
+    def _resolve_module_class(self, target: str) -> type:
         obj = self._resolve(target, "class").obj
         tables = _tables()
         if not (_is_class(obj) and issubclass(obj, tables.module_base)):
