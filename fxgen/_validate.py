@@ -94,6 +94,8 @@ class _Checker:
         self.errors: list[Diagnostic] = []
         self.canonical_types: list[str | None] = []
         self.module_classes: dict[str, type] = {}
+        # constructor call -> why it fails: models repeat the same block many times
+        self.construction_problems: dict[tuple[type, str], str | None] = {}
 
     def error(self, path: JsonPath, message: str, *, key: bool = False) -> None:
         loc = self.doc.key_location(path) if key else self.doc.locate(path)
@@ -170,7 +172,10 @@ class _Checker:
                 self.error(where, f"module {path!r}: arguments do not fit {entry['class']}: {exc}; "
                            f"its signature is {cls.__name__}{_plain_signature(signature)}")  # fmt: skip
                 continue
-            problem = _construction_problem(entry, cls)
+            call = (cls, repr((entry.get("args", []), entry.get("kwargs", {}))))
+            if call not in self.construction_problems:
+                self.construction_problems[call] = _construction_problem(entry, cls)
+            problem = self.construction_problems[call]
             if problem:  # the constructor itself refuses them (types, ranges, devices): say so now, not at load
                 self.error(where, f"module {path!r}: {entry['class']} cannot be built with these arguments: {problem}")
                 continue

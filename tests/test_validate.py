@@ -315,3 +315,22 @@ def test_an_explicit_name_may_not_take_torch_fx_s_name_for_an_earlier_unnamed_no
     data["nodes"].insert(3, {"op": "call_function", "name": "relu", "target": "torch.tanh", "args": ["%y"]})
     assert messages(data) == ["node name 'relu' was already taken by an earlier unnamed node; "
                               "give that node an explicit name"]  # fmt: skip
+
+
+def test_identical_constructor_calls_are_tried_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Models repeat blocks: each distinct constructor call is tried on the meta device once,
+    and a failing call is still reported at every module that makes it."""
+    from fxgen import _validate
+
+    calls: list[Any] = []
+    real = _validate._construction_problem
+    monkeypatch.setattr(_validate, "_construction_problem", lambda entry, cls: calls.append(entry) or real(entry, cls))
+    good = {"class": "torch.nn.Linear", "args": [4, 4]}
+    bad = {"class": "torch.nn.Linear", "args": [4, -5]}
+    spec = {"fxgen": 1, "name": "Repeat",
+            "modules": {**{f"ok.{i}": dict(good) for i in range(5)}, **{f"bad.{i}": dict(bad) for i in range(3)}},
+            "nodes": [{"op": "placeholder", "name": "x"}, {"op": "output", "args": ["%x"]}]}  # fmt: skip
+    with pytest.raises(fxgen.SpecError) as info:
+        _validate.validate_data(spec)
+    assert len(calls) == 2
+    assert [d.message.split(":")[0] for d in info.value.diagnostics] == [f"module 'bad.{i}'" for i in range(3)]
