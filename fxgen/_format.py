@@ -1,9 +1,11 @@
-"""Format stage: black, in-process, with a fixed mode and a pinned version.
+"""Format stage: black's output, in-process, with a fixed mode and a pinned version.
 
-The renderer already writes black's style, so black is only run on statements longer than the
-line limit, each on its own (wrapped in the class/method scaffold that gives it the right
-indentation) and cached. Black formats a simple statement the same way wherever it stands, so
-the file is byte-identical to running black on all of it — tests check exactly that.
+The renderer already writes black's style, so only statements longer than the line limit need
+splitting. Those go to ``fxgen._split``, a port of black's splitting for the statement shapes
+fxgen writes (black costs 0.3-2 ms a statement); anything it does not claim goes to black, many
+statements per call, each in the class/method scaffold that gives it the right indentation.
+Black formats a simple statement the same way wherever it stands, so the file is
+byte-identical to running black on all of it — tests check exactly that.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import functools
 import black
 from black.strings import str_width
 
-__all__ = ["BLACK_VERSION", "LINE_LENGTH", "MODE", "format_file", "format_statement"]
+from fxgen import _split
+
+__all__ = ["BLACK_VERSION", "LINE_LENGTH", "MODE", "black_statements", "block", "format_file", "format_statement"]
 
 BLACK_VERSION = "26.10.1"  # pinned in pyproject.toml: another black may format differently
 LINE_LENGTH = 88
@@ -36,28 +40,100 @@ def fits(line: str, depth: int) -> bool:
     return str_width(line) + len(_INDENT) * depth <= LINE_LENGTH
 
 
+_BATCH = 100  # statements per black call: one parse of a small file instead of 100
+_BOUNDARY = "# fxgen: statement boundary"  # a comment line between statements of a batch
+_SCAFFOLDS = ("", "class _:\n", "class _:\n    def _(self):\n")
+_black_cache: dict[tuple[str, int], tuple[str, ...]] = {}
+
+
 @functools.lru_cache(maxsize=65536)
 def format_statement(statement: str, depth: int) -> tuple[str, ...]:
-    """Black's lines for one simple statement at ``depth`` levels of indentation."""
-    if depth == 2:
-        scaffold = "class _:\n    def _(self):\n        " + statement + "\n"
-    elif depth == 1:
-        scaffold = "class _:\n    " + statement + "\n"
-    else:
-        scaffold = statement + "\n"
-    formatted = black.format_str(scaffold, mode=MODE).splitlines()
-    body = formatted[depth:]
+    """Black's lines for one statement at ``depth`` levels of indentation (without them)."""
+    fast = _split.split(statement, depth) if "\n" not in statement else None
+    return fast if fast is not None else black_statements([statement], depth)[0]
+
+
+def black_statements(statements: list[str], depth: int) -> list[tuple[str, ...]]:
+    """Black's lines for each statement, formatting up to ``_BATCH`` of them in one call.
+
+    The statements are written one after the other into the scaffold, each after a boundary
+    comment, and the output is cut at those comments. A comment line before a simple statement
+    does not change how black formats it; if the output still does not have the expected
+    shape (a boundary count off, a blank line black added), the chunk is redone one statement
+    per call.
+    """
+    results: dict[int, tuple[str, ...]] = {}
+    # Several-line statements (a def with its body) and bare strings (a docstring in a
+    # scaffold of its own) depend on their place in a block: those go to black one by one.
+    alone = [i for i, s in enumerate(statements) if "\n" in s or s.startswith(("'", '"'))]
+    for i in alone:
+        results[i] = _black_one(statements[i], depth)
+    rest = [i for i in range(len(statements)) if i not in results]
+    for start in range(0, len(rest), _BATCH):
+        chunk = rest[start : start + _BATCH]
+        batched = _black_batch([statements[i] for i in chunk], depth) if len(chunk) > 1 else None
+        for n, i in enumerate(chunk):
+            results[i] = batched[n] if batched is not None else _black_one(statements[i], depth)
+    return [results[i] for i in range(len(statements))]
+
+
+def _black_one(statement: str, depth: int) -> tuple[str, ...]:
+    formatted = black.format_str(_SCAFFOLDS[depth] + _INDENT * depth + statement + "\n", mode=MODE).splitlines()
+    return tuple(line.removeprefix(_INDENT * depth) for line in formatted[depth:])
+
+
+def _black_batch(chunk: list[str], depth: int) -> list[tuple[str, ...]] | None:
     prefix = _INDENT * depth
-    return tuple(line.removeprefix(prefix) for line in body)
+    source = _SCAFFOLDS[depth] + "".join(f"{prefix}{_BOUNDARY}\n{prefix}{s}\n" for s in chunk)
+    lines = black.format_str(source, mode=MODE).splitlines()[depth:]
+    marker = prefix + _BOUNDARY
+    results: list[list[str]] = []
+    for line in lines:
+        if line == marker:
+            results.append([])
+        elif not results or not line:
+            return None
+        else:
+            results[-1].append(line.removeprefix(prefix))
+    if len(results) != len(chunk) or not all(results):
+        return None
+    return [tuple(r) for r in results]
+
+
+def clear_caches() -> None:
+    """Forget every formatted statement (as a fresh process would), for benchmarks and tests."""
+    format_statement.cache_clear()
+    _split.split.cache_clear()
+    _split._plans.clear()
+    _black_cache.clear()
 
 
 def block(statements: list[str], depth: int) -> list[str]:
-    """Indented lines for ``statements``, long ones formatted by black."""
+    """Indented lines for ``statements``: long ones split by ``fxgen._split`` or, for shapes
+    it does not claim, by black in batches."""
     prefix = _INDENT * depth
+    formatted: dict[str, tuple[str, ...]] = {}
+    missing: dict[str, None] = {}  # insertion-ordered set
+    for statement in statements:
+        if statement in formatted or statement in missing or ("\n" not in statement and fits(statement, depth)):
+            continue
+        result = _split.split(statement, depth) if "\n" not in statement else None
+        if result is None:
+            result = _black_cache.get((statement, depth))
+        if result is None:
+            missing[statement] = None
+        else:
+            formatted[statement] = result
+    if missing:
+        if len(_black_cache) > 65536:
+            _black_cache.clear()
+        for statement, result in zip(missing, black_statements(list(missing), depth), strict=True):
+            _black_cache[statement, depth] = formatted[statement] = result
     out: list[str] = []
     for statement in statements:
-        if fits(statement, depth) and "\n" not in statement:
+        lines = formatted.get(statement)
+        if lines is None:
             out.append(prefix + statement)
         else:
-            out.extend(prefix + line if line else line for line in format_statement(statement, depth))
+            out.extend(prefix + line if line else line for line in lines)
     return out

@@ -1,0 +1,576 @@
+"""Black's line splitting for the statements fxgen writes, without running black.
+
+Black (``fxgen._format.MODE``) costs 0.3-2 ms a statement, most of a large graph's generate
+time. The statements fxgen writes are few shapes: ``target = expression``, ``return
+expression`` and bare calls, whose expressions are names, attribute chains, calls, subscripts,
+keyword arguments, numbers, single-line strings, unary minus, lists, tuples and dicts. For
+those, this module runs black's own splitting algorithm (linegen.py of the pinned black:
+``transform_line``, ``rhs`` with its trailer omission and optional parentheses,
+``delimiter_split``, the ``FORCE_OPTIONAL_PARENTHESES`` second opinion) on a token list that
+carries the few syntax-tree facts those rules consult (trailer or atom brackets, invisible
+parentheses, delimiter priorities). The port keeps black's structure, names and its mutation
+of leaves, so it can be compared with black function by function.
+
+``fxgen._statement`` turns a statement into those leaves; :func:`split` returns None for
+anything it does not recognise (operators, comments, keywords, ``...``, definitions, implicit
+string concatenation, trailing commas...), and the caller falls back to black. The result is
+a function of the statement's skeleton (token kinds, lengths, spacing), so it is computed once
+per skeleton and reused. ``tests/test_format.py`` checks the output against black.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from black.strings import str_width  # black's own width rule (east asian wide characters)
+
+from fxgen._statement import BRACKET, BRACKETS, CLOSING, OPENING, Leaf, Unsupported, parse
+
+__all__ = ["split"]
+
+LINE_LENGTH = 88
+COMMA_PRIORITY = 18
+DOT_PRIORITY = 1
+
+
+class CannotSplit(Exception):
+    """black.linegen.CannotSplit / CannotTransform: this transform does not apply."""
+
+
+class Tracker:
+    """black.brackets.BracketTracker for fxgen's tokens (no for/lambda/operators)."""
+
+    __slots__ = ("bracket_match", "delimiters", "depth", "invisible", "previous")
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.bracket_match: dict[tuple[int, str], Leaf] = {}
+        self.delimiters: dict[int, int] = {}
+        self.previous: Leaf | None = None
+        self.invisible: list[Leaf] = []
+
+    def mark(self, leaf: Leaf) -> None:
+        kind = leaf.type
+        if kind in CLOSING:
+            if self.depth == 0 and (0, kind) not in self.bracket_match:
+                return
+            self.depth -= 1
+            leaf.opening_bracket = self.bracket_match.pop((self.depth, kind))
+            if not leaf.value:
+                self.invisible.append(leaf)
+        leaf.bracket_depth = self.depth
+        if self.depth == 0:
+            previous = self.previous
+            if kind == "." and previous is not None and previous.type in CLOSING:
+                self.delimiters[id(previous)] = DOT_PRIORITY
+            elif kind == ",":
+                self.delimiters[id(leaf)] = COMMA_PRIORITY
+        if kind in OPENING:
+            self.bracket_match[self.depth, BRACKET[kind]] = leaf
+            self.depth += 1
+            if not leaf.value:
+                self.invisible.append(leaf)
+        self.previous = leaf
+
+    def max_priority(self, exclude: set[int] | frozenset[int] = frozenset()) -> int:
+        return max(v for k, v in self.delimiters.items() if k not in exclude)
+
+    def count_with_priority(self, priority: int) -> int:
+        if not self.delimiters:
+            return 0
+        priority = priority or self.max_priority()
+        return sum(1 for p in self.delimiters.values() if p == priority)
+
+
+class Line:
+    """black.lines.Line: leaves at an indentation depth, with their bracket tracker."""
+
+    __slots__ = ("bt", "depth", "inside_brackets", "leaves", "magic_trailing_comma", "should_split_rhs")
+
+    def __init__(self, depth: int, inside_brackets: bool = False) -> None:
+        self.depth = depth
+        self.inside_brackets = inside_brackets
+        self.should_split_rhs = False
+        self.magic_trailing_comma: Leaf | None = None
+        self.leaves: list[Leaf] = []
+        self.bt = Tracker()
+
+    def append(self, leaf: Leaf, preformatted: bool = False, track_bracket: bool = False) -> None:
+        # (black skips empty leaves here: every leaf of ours has a value or is a bracket)
+        if self.leaves and not preformatted:
+            leaf.prefix += leaf.space
+        if self.inside_brackets or not preformatted or track_bracket:
+            self.bt.mark(leaf)
+            if leaf.type in CLOSING and self.has_magic_trailing_comma(leaf):
+                self.magic_trailing_comma = leaf
+        self.leaves.append(leaf)
+
+    def has_magic_trailing_comma(self, closing: Leaf) -> bool:
+        if not (closing.type in CLOSING and self.leaves and self.leaves[-1].type == ","):
+            return False
+        if closing.type != ")":
+            return True  # parse() rejects these: ``,]`` and ``,}`` are never written
+        opening = closing.opening_bracket
+        return opening is not None and not is_one_sequence_between(opening, closing, self.leaves)
+
+    @property
+    def is_chained_assignment(self) -> bool:
+        return [leaf.type for leaf in self.leaves].count("=") > 1
+
+    def clone(self) -> Line:
+        line = Line(self.depth, self.inside_brackets)
+        line.should_split_rhs = self.should_split_rhs
+        line.magic_trailing_comma = self.magic_trailing_comma
+        return line
+
+    def __bool__(self) -> bool:
+        return bool(self.leaves)
+
+    def __str__(self) -> str:
+        if not self.leaves:
+            return "\n"
+        first = self.leaves[0]
+        rest = "".join([leaf.prefix + leaf.value for leaf in self.leaves[1:]])
+        return f"{first.prefix}{'    ' * self.depth}{first.value}{rest}\n"
+
+    def enumerate_with_length(self, is_reversed: bool = False) -> Iterator[tuple[int, Leaf, int]]:
+        indexed = list(enumerate(self.leaves))
+        for index, leaf in reversed(indexed) if is_reversed else indexed:
+            yield index, leaf, len(leaf.prefix) + len(leaf.value)
+
+
+def is_one_sequence_between(opening: Leaf, closing: Leaf, leaves: list[Leaf]) -> bool:
+    if (opening.type, closing.type) != ("(", ")"):
+        return False
+    depth = closing.bracket_depth + 1
+    start = next((i for i, leaf in enumerate(leaves) if leaf is opening), -1)
+    if start == -1:
+        return False
+    commas = 0
+    for leaf in leaves[start + 1 :]:
+        if leaf is closing:
+            break
+        if leaf.bracket_depth == depth and leaf.type == ",":
+            commas += 1
+            if opening.trailer:  # the comma of a call's arglist
+                commas += 1
+                break
+    return commas < 2
+
+
+def is_short(line: Line, line_str: str = "") -> bool:
+    return str_width(line_str or str(line).strip("\n")) <= LINE_LENGTH
+
+
+# -- transform_line and its transformers (black.linegen) --------------------------------------
+def transform_line(line: Line, force_optional: bool = False, line_str: str = "") -> Iterator[Line]:
+    line_str = line_str or str(line).strip("\n")
+    if not line.should_split_rhs and not line.magic_trailing_comma and is_short(line, line_str):
+        yield line
+        return
+    transformers = [delimiter_split, rhs] if line.inside_brackets else [rhs]
+    for transform in transformers:
+        try:
+            result = run_transformer(line, transform, force_optional, line_str)
+        except CannotSplit:
+            continue
+        yield from result
+        return
+    yield line
+
+
+def run_transformer(line: Line, transform: object, force_optional: bool, line_str: str) -> list[Line]:
+    optional_parens = [bracket for bracket in line.bt.invisible if bracket.bracket_depth == 0]
+    result: list[Line] = []
+    for transformed in transform(line, force_optional):  # type: ignore[operator]
+        text = str(transformed).strip("\n")
+        if text == line_str:
+            raise CannotSplit("unchanged")
+        result.extend(transform_line(transformed, force_optional, text))
+    if (
+        force_optional
+        or transform is not rhs
+        or not line.bt.invisible
+        or any(bracket.value for bracket in optional_parens)
+        or is_short(result[0])
+    ):
+        return result
+    line_copy = line.clone()
+    for old in line.leaves:  # black.linegen.append_leaves: fresh leaves, whitespace recomputed
+        leaf = Leaf(old.type, old.value, old.space, old.trailer)
+        leaf.index = old.index
+        line_copy.append(leaf)
+    second_opinion = run_transformer(line_copy, transform, True, line_str)
+    if all(is_short(ln) for ln in second_opinion):
+        result = second_opinion
+    return result
+
+
+def delimiter_split(line: Line, force_optional: bool) -> Iterator[Line]:
+    """Split at the highest-priority delimiters; first leaf prefixes normalized (as black's
+    ``dont_increase_indentation`` decorator does)."""
+    if not line.leaves:
+        raise CannotSplit("empty")
+    last_leaf = line.leaves[-1]
+    bt = line.bt
+    try:
+        priority = bt.max_priority(exclude={id(last_leaf)})
+    except ValueError:
+        raise CannotSplit("no delimiters") from None
+    if priority == DOT_PRIORITY and bt.count_with_priority(priority) == 1:
+        raise CannotSplit("single attribute")
+    current = Line(line.depth, line.inside_brackets)
+    for leaf in line.leaves:
+        current.append(leaf, preformatted=True)
+        if bt.delimiters.get(id(leaf)) == priority:
+            current.leaves[0].prefix = ""
+            yield current
+            current = Line(line.depth, line.inside_brackets)
+    if current:
+        if priority == COMMA_PRIORITY and current.leaves[-1].type != ",":
+            current.append(Leaf(",", ",", ""))
+        current.leaves[0].prefix = ""
+        yield current
+
+
+@dataclass
+class RHSResult:
+    head: Line
+    body: Line
+    tail: Line
+    opening_bracket: Leaf
+    closing_bracket: Leaf
+
+
+def rhs(line: Line, force_optional: bool) -> Iterator[Line]:
+    """black.linegen.right_hand_split_with_omits."""
+    first_lines: list[Line] | None = None
+    prefix_lengths: dict[int, int] = {}
+    length = 4 * line.depth
+    for leaf in line.leaves:
+        prefix_lengths[id(leaf)] = length
+        length += len(leaf.prefix) + len(leaf.value)
+    for omit in generate_trailers_to_omit(line):
+        if omit:
+            target: Leaf | None = None
+            for leaf in reversed(line.leaves):
+                if leaf.type in CLOSING and id(leaf) not in omit:
+                    target = leaf.opening_bracket
+                    break
+            if target is not None and target.value and prefix_lengths.get(id(target), 0) > LINE_LENGTH:
+                continue
+        lines = list(right_hand_split(line, force_optional, omit))
+        if first_lines is None and not omit:
+            first_lines = lines
+        if is_short(lines[0]):
+            yield from lines
+            return
+    if first_lines is not None:
+        yield from first_lines
+    else:
+        yield from right_hand_split(line, force_optional)
+
+
+def right_hand_split(line: Line, force_optional: bool, omit: set[int] | frozenset[int] = frozenset()) -> Iterator[Line]:
+    result = _first_right_hand_split(line, omit)
+    yield from _maybe_split_omitting_optional_parens(result, line, force_optional, omit)
+
+
+def _first_right_hand_split(line: Line, omit: set[int] | frozenset[int]) -> RHSResult:
+    tail_leaves: list[Leaf] = []
+    body_leaves: list[Leaf] = []
+    head_leaves: list[Leaf] = []
+    current = tail_leaves
+    opening_bracket: Leaf | None = None
+    closing_bracket: Leaf | None = None
+    for leaf in reversed(line.leaves):
+        if current is body_leaves and leaf is opening_bracket:
+            current = head_leaves if body_leaves else tail_leaves
+        current.append(leaf)
+        if current is tail_leaves and leaf.type in CLOSING and id(leaf) not in omit:
+            opening_bracket = leaf.opening_bracket
+            closing_bracket = leaf
+            current = body_leaves
+    if not (opening_bracket and closing_bracket and head_leaves):
+        raise CannotSplit("no brackets")
+    tail_leaves.reverse()
+    body_leaves.reverse()
+    head_leaves.reverse()
+    head = _build_line(head_leaves, line, opening_bracket, "head")
+    body = _build_line(body_leaves, line, opening_bracket, "body")
+    tail = _build_line(tail_leaves, line, opening_bracket, "tail")
+    tail_len = len(str(tail).strip())
+    if not body and (tail_len == 0 or tail_len < 3):
+        raise CannotSplit("nothing to gain")
+    return RHSResult(head, body, tail, opening_bracket, closing_bracket)
+
+
+def _maybe_split_omitting_optional_parens(
+    rhs_: RHSResult, line: Line, force_optional: bool, omit: set[int] | frozenset[int]
+) -> Iterator[Line]:
+    if (
+        not force_optional
+        and rhs_.opening_bracket.type == "("
+        and not rhs_.opening_bracket.value
+        and rhs_.closing_bracket.type == ")"
+        and not rhs_.closing_bracket.value
+        and can_omit_invisible_parens(rhs_)
+    ):
+        omit = {id(rhs_.closing_bracket), *omit}
+        try:
+            rhs_oop = _first_right_hand_split(line, omit)
+            if _prefer_split_rhs_oop_over_rhs(rhs_oop, rhs_):
+                yield from _maybe_split_omitting_optional_parens(rhs_oop, line, force_optional, omit)
+                return
+        except CannotSplit as e:
+            if not line.is_chained_assignment and not can_be_split(rhs_.body) and not is_short(rhs_.body):
+                raise CannotSplit("body still too long") from e
+    for bracket in (rhs_.opening_bracket, rhs_.closing_bracket):  # ensure_visible
+        if bracket.type in "()":
+            bracket.value = bracket.type
+    for result in (rhs_.head, rhs_.body, rhs_.tail):
+        if result:
+            yield result
+
+
+def _prefer_split_rhs_oop_over_rhs(rhs_oop: RHSResult, rhs_: RHSResult) -> bool:
+    head = rhs_.head.leaves
+    if not (len(head) >= 2 and head[-2].type == "="):
+        return True
+    if not any(leaf.type in BRACKETS for leaf in head[:-1]):
+        return True
+    if str_width(str(rhs_.head).strip("\n")) > LINE_LENGTH - 1:
+        return True
+    if rhs_.head.magic_trailing_comma is not None:
+        return True
+    head_equals = [leaf.type for leaf in head].count("=")
+    oop_equals = [leaf.type for leaf in rhs_oop.head.leaves].count("=")
+    if head_equals > 1 and head_equals > oop_equals:
+        return False
+    has_closing_bracket_after_assign = False
+    for leaf in reversed(rhs_oop.head.leaves):
+        if leaf.type == "=":
+            break
+        if leaf.type in CLOSING:
+            has_closing_bracket_after_assign = True
+            break
+    return has_closing_bracket_after_assign or (
+        any(leaf.type == "=" for leaf in rhs_oop.head.leaves) and is_short(rhs_oop.head)
+    )
+
+
+def can_omit_invisible_parens(rhs_: RHSResult) -> bool:
+    line = rhs_.body
+    bt = line.bt
+    if not bt.delimiters:
+        return True
+    max_priority = bt.max_priority()
+    if bt.count_with_priority(max_priority) > 1:
+        return False
+    if max_priority == DOT_PRIORITY:
+        return True
+    first, second = line.leaves[0], line.leaves[1]
+    if first.type in OPENING and second.type not in CLOSING and _can_omit_opening_paren(line, first):
+        return True
+    penultimate, last = line.leaves[-2], line.leaves[-1]
+    if last.type in (")", "}") or (last.type == "]" and not last.trailer):
+        if penultimate.type in OPENING:
+            return False
+        if _can_omit_closing_paren(line, last):
+            return True
+    return False
+
+
+def _can_omit_opening_paren(line: Line, first: Leaf) -> bool:
+    remainder = False
+    length = 4 * line.depth
+    _index = -1
+    for _index, leaf, leaf_length in line.enumerate_with_length():
+        if leaf.type in CLOSING and leaf.opening_bracket is first:
+            remainder = True
+        if remainder:
+            length += leaf_length
+            if length > LINE_LENGTH:
+                break
+            if leaf.type in OPENING:
+                remainder = False
+    else:
+        if len(line.leaves) == _index + 1:
+            return True
+    return False
+
+
+def _can_omit_closing_paren(line: Line, last: Leaf) -> bool:
+    length = 4 * line.depth
+    seen_other_brackets = False
+    for _, leaf, leaf_length in line.enumerate_with_length():
+        length += leaf_length
+        if leaf is last.opening_bracket:
+            if seen_other_brackets or length <= LINE_LENGTH:
+                return True
+        elif leaf.type in OPENING:
+            seen_other_brackets = True
+    return False
+
+
+def can_be_split(line: Line) -> bool:
+    """black.lines.can_be_split (its string-method-chain case cannot occur: parse() rejects it)."""
+    return len(line.leaves) >= 2
+
+
+def _build_line(leaves: list[Leaf], original: Line, opening_bracket: Leaf, component: str) -> Line:
+    """black.linegen.bracket_split_build_line."""
+    result = Line(original.depth)
+    if component == "body":
+        result.inside_brackets = True
+        result.depth += 1
+    track = _leaves_inside_matching_brackets(leaves) if component == "head" else set()
+    for leaf in leaves:
+        result.append(leaf, preformatted=True, track_bracket=id(leaf) in track)
+    if component == "body" and _should_split_line(result, opening_bracket):
+        result.should_split_rhs = True
+    return result
+
+
+def _leaves_inside_matching_brackets(leaves: list[Leaf]) -> set[int]:
+    start = next((i for i, leaf in enumerate(leaves) if leaf.type in OPENING), None)
+    if start is None:
+        return set()
+    ids: set[int] = set()
+    stack: list[tuple[str, list[int]]] = []
+    for leaf in leaves[start:]:
+        if leaf.type in OPENING:
+            stack.append((BRACKET[leaf.type], [id(leaf)]))
+        elif leaf.type in CLOSING:
+            if stack and leaf.type == stack[-1][0]:
+                _, level = stack.pop()
+                level.append(id(leaf))
+                ids.update(level)
+            else:
+                break
+        elif stack:
+            stack[-1][1].append(id(leaf))
+    return ids
+
+
+def _should_split_line(line: Line, opening_bracket: Leaf) -> bool:
+    exclude = set()
+    trailing_comma = False
+    try:
+        last_leaf = line.leaves[-1]
+        if last_leaf.type == ",":
+            trailing_comma = True
+            exclude.add(id(last_leaf))
+        max_priority = line.bt.max_priority(exclude=exclude)
+    except (IndexError, ValueError):
+        return False
+    return max_priority == COMMA_PRIORITY and (trailing_comma or not opening_bracket.trailer)
+
+
+def generate_trailers_to_omit(line: Line) -> Iterator[set[int]]:
+    omit: set[int] = set()
+    if not line.magic_trailing_comma:
+        yield omit
+    length = 4 * line.depth
+    opening_bracket: Leaf | None = None
+    closing_bracket: Leaf | None = None
+    inner_brackets: set[int] = set()
+    for index, leaf, leaf_length in line.enumerate_with_length(is_reversed=True):
+        length += leaf_length
+        if length > LINE_LENGTH:
+            break
+        if opening_bracket:
+            if leaf is opening_bracket:
+                opening_bracket = None
+            elif leaf.type in CLOSING:
+                if _after_trailing_comma(line, index, leaf):
+                    break
+                inner_brackets.add(id(leaf))
+        elif leaf.type in CLOSING:
+            prev = line.leaves[index - 1] if index > 0 else None
+            if prev and prev.type in OPENING:
+                inner_brackets.add(id(leaf))
+                continue
+            if closing_bracket:
+                omit.add(id(closing_bracket))
+                omit.update(inner_brackets)
+                inner_brackets.clear()
+                yield omit
+            if _after_trailing_comma(line, index, leaf):
+                break
+            if leaf.value:
+                opening_bracket = leaf.opening_bracket
+                closing_bracket = leaf
+
+
+def _after_trailing_comma(line: Line, index: int, leaf: Leaf) -> bool:
+    """A closing bracket right after a comma that is not a one-element tuple's (black stops there)."""
+    prev = line.leaves[index - 1] if index > 0 else None
+    return bool(
+        prev
+        and prev.type == ","
+        and leaf.opening_bracket is not None
+        and not is_one_sequence_between(leaf.opening_bracket, leaf, line.leaves)
+    )
+
+
+# -- the statement: tokens, checked against the shapes fxgen writes ---------------------------
+@functools.lru_cache(maxsize=65536)
+def split(statement: str, depth: int) -> tuple[str, ...] | None:
+    """Black's lines for ``statement`` at ``depth`` (without the indentation), or None when the
+    statement is not a shape this module reproduces exactly."""
+    try:
+        leaves = parse(statement)
+    except Unsupported:
+        return None
+    key = (depth, *(_skeleton(leaf) for leaf in leaves))
+    plan = _plans.get(key)
+    if plan is None:
+        if len(_plans) > 16384:
+            _plans.clear()
+        plan = _plans[key] = _plan(leaves, depth)
+    if not plan:
+        return None
+    return tuple("".join(p if isinstance(p, str) else leaves[p].value for p in pieces) for pieces in plan)
+
+
+# Black's decisions read a leaf's type, bracket kind, spacing and length/width, never the text
+# of a name, number or string, so statements with the same skeleton split the same way: the
+# line structure (a "plan") is computed once per skeleton. Graphs repeat their shapes a lot.
+_plans: dict[tuple[object, ...], tuple[tuple[str | int, ...], ...]] = {}  # () = black cannot be reproduced
+
+
+_VALUES = frozenset({"NAME", "NUMBER", "STRING"})  # leaves whose text the plan does not hold
+
+
+def _skeleton(leaf: Leaf) -> tuple[object, ...] | str:
+    value = leaf.value
+    if leaf.type in _VALUES:
+        return (leaf.type, len(value), str_width(value), leaf.space)
+    return (value, leaf.space, leaf.trailer)
+
+
+def _plan(leaves: list[Leaf], depth: int) -> tuple[tuple[str | int, ...], ...]:
+    """Run black's algorithm; record each output line as text pieces and leaf indices."""
+    line = Line(depth)
+    for leaf in leaves:
+        line.append(leaf)
+    try:
+        lines = list(transform_line(line))
+    except (CannotSplit, KeyError, ValueError, IndexError, RecursionError):
+        return ()
+    plan = []
+    for ln in lines:
+        if not ln.leaves or ln.leaves[0].prefix or ln.depth < depth:
+            return ()
+        pieces: list[str | int] = ["    " * (ln.depth - depth)]
+        for leaf in ln.leaves:
+            if leaf.prefix:
+                pieces.append(leaf.prefix)
+            if leaf.type in _VALUES and leaf.index < 0:
+                return ()
+            pieces.append(leaf.index if leaf.type in _VALUES else leaf.value)
+        plan.append(tuple(pieces))
+    return tuple(plan)
