@@ -225,7 +225,7 @@ def build_direct(p: dict[str, Any]) -> torch.fx.GraphModule:
     for path, shape, dtype, init, kw, value, requires_grad in p["params"]:
         _set_path(root, path, torch.nn.Parameter(_make(shape, dtype, init, kw, value), requires_grad=requires_grad))
     for path, shape, dtype, init, kw, value, persistent in p["buffers"]:
-        _set_path(root, path, _make(shape, dtype, init, kw, value), persistent)
+        _set_path(root, path, _make(shape, dtype, init, kw, value), persistent=persistent)
     return torch.fx.GraphModule(root, graph, class_name=p["name"])
 
 
