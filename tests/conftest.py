@@ -26,7 +26,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",
         action="store_true",
-        help="rewrite golden files under tests/golden from the current generator output",
+        help="rewrite the golden files (generated/*.py) from the current generator output",
     )
 
 
