@@ -246,25 +246,12 @@ def _lookup(module: nn.Module, name: str) -> Any:
     return _MISSING
 
 
-# id(plan) -> (the plan, kept alive so its id is not reused; its parameters, read once)
-_SIGNATURES: dict[int, tuple[_Plan, tuple[tuple[str, Any, Any], ...]]] = {}
-
-
-def _signature(plan: _Plan) -> tuple[tuple[str, Any, Any], ...]:
-    """``(name, kind, default)`` of the plan's parameters (``inspect.Parameter`` reads them
-    through properties, which is a good part of a recovery's cost when done per module)."""
-    found = _SIGNATURES.get(id(plan))
-    if found is None or found[0] is not plan:
-        found = _SIGNATURES[id(plan)] = (plan, tuple((p.name, p.kind, p.default) for p in plan.params))
-    return found[1]
-
-
 def _recover_builtin(module: nn.Module, plan: _Plan) -> Constructor:
     rule = plan.rule
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     positional = True  # still in the leading run of required positional arguments
-    for name, kind, default in _signature(plan):
+    for name, kind, default in plan.param_fields:
         if kind in (_P.VAR_POSITIONAL, _P.VAR_KEYWORD):
             positional = False
             continue

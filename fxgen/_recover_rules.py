@@ -283,6 +283,12 @@ class _Plan:
     params: tuple[inspect.Parameter, ...]
     rule: _Rule
 
+    @functools.cached_property
+    def param_fields(self) -> tuple[tuple[str, Any, Any], ...]:
+        """``(name, kind, default)`` of each parameter, read once: ``inspect.Parameter`` reads
+        them through properties, a good part of a recovery's cost when done per module."""
+        return tuple((p.name, p.kind, p.default) for p in self.params)
+
 
 _PLANS: dict[type[nn.Module], _Plan] = {}
 
