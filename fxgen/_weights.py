@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -152,6 +153,7 @@ _STATE_METHODS = (
 _STATE_HOOKS = ("_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
 
 
+@functools.cache
 def _safe_overrides() -> frozenset[Any]:
     """Overrides that only upgrade old checkpoints and do nothing when every key is present
     (which the strict check guarantees): BatchNorm's ``num_batches_tracked``, InstanceNorm's
@@ -162,7 +164,6 @@ def _safe_overrides() -> frozenset[Any]:
     return frozenset({_NormBase._load_from_state_dict, _InstanceNorm._load_from_state_dict})
 
 
-_SAFE: frozenset[Any] | None = None
 _PLAIN_CLASSES: dict[type, bool] = {}
 
 
@@ -171,10 +172,7 @@ def _plain_state(module: nn.Module) -> bool:
     cls = type(module)
     plain = _PLAIN_CLASSES.get(cls)
     if plain is None:
-        global _SAFE
-        if _SAFE is None:
-            _SAFE = _safe_overrides()
-        safe = _SAFE
+        safe = _safe_overrides()
         plain = _PLAIN_CLASSES[cls] = all(
             getattr(cls, name) is getattr(nn.Module, name) or getattr(cls, name) in safe for name in _STATE_METHODS
         )
@@ -204,6 +202,3 @@ def has_meta_tensors(module: nn.Module, *, saved: bool = True) -> bool:
 
 _NO_TENSORS = frozenset({int, float, str, bool, complex, type(None), torch.dtype, torch.device})
 _MODULE_INTERNALS = frozenset(nn.Module().__dict__)
-
-
-
