@@ -24,6 +24,7 @@ from fxgen._values import decode, decode_kwargs
 
 __all__ = [
     "META_KEY",
+    "NO_TENSORS",
     "SMALL_MODULE",
     "TARGET_KEY",
     "build_graph",
@@ -32,7 +33,6 @@ __all__ = [
     "construct_declared",
     "meta_device",
     "set_attr_path",
-    "state_size",
     "tensors_in",
 ]
 
@@ -161,17 +161,6 @@ running every torch call of the constructor through the meta device's Python dis
 100 us for a small layer)."""
 
 
-def state_size(module: torch.nn.Module) -> int:
-    """The number of parameter and buffer elements of ``module`` and its submodules (meta too)."""
-    return sum(
-        t.numel()
-        for sub in module.modules()
-        for table in (sub._parameters, sub._buffers)
-        for t in table.values()
-        if t is not None
-    )
-
-
 _VALUE_FILLS = frozenset(
     {
         "normal_",
@@ -251,6 +240,10 @@ try:
 
 except ImportError:  # pragma: no cover - a torch without the private device context
     _MetaDevice = None  # type: ignore[assignment, misc]
+
+
+NO_TENSORS: frozenset[type] = frozenset({int, float, str, bool, complex, type(None), torch.dtype, torch.device})
+"""Types of attribute values that cannot hold a tensor (skipped without a walk)."""
 
 
 def tensors_in(value: Any) -> Iterator[torch.Tensor]:

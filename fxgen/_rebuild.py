@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from fxgen._build import SMALL_MODULE, meta_device, tensors_in
+from fxgen._build import NO_TENSORS, SMALL_MODULE, meta_device, tensors_in
 from fxgen._errors import ExportError
 
 __all__ = ["RebuildCache", "check_rebuild", "format_call"]
@@ -325,9 +325,9 @@ def _inspect_state(module: nn.Module) -> tuple[bool, int]:
         if not unsaved:
             for name, value in sub.__dict__.items():
                 kind = type(value)
-                if kind in _NO_TENSORS or name in _INTERNAL:
+                if kind in NO_TENSORS or name in _INTERNAL:
                     continue
-                if (kind is tuple or kind is list) and _NO_TENSORS.issuperset(map(type, value)):
+                if (kind is tuple or kind is list) and NO_TENSORS.issuperset(map(type, value)):
                     continue
                 if any(not isinstance(t, nn.Parameter) and not t.is_meta for t in tensors_in(value)):
                     unsaved = True
@@ -336,7 +336,6 @@ def _inspect_state(module: nn.Module) -> tuple[bool, int]:
 
 
 # Attribute types that cannot hold a tensor (skipped quickly by _inspect_state).
-_NO_TENSORS: frozenset[type] = frozenset({int, float, str, bool, complex, type(None), torch.dtype, torch.device})
 
 
 def _has_unsaved_values(module: nn.Module) -> bool:

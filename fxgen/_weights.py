@@ -10,7 +10,7 @@ from typing import Any, cast
 import torch
 from torch import nn
 
-from fxgen._build import tensors_in
+from fxgen._build import NO_TENSORS, tensors_in
 from fxgen._errors import Location, WeightsError
 
 __all__ = ["assign_weights", "check_weights", "has_meta_tensors", "read_weights", "write_weights"]
@@ -193,12 +193,11 @@ def has_meta_tensors(module: nn.Module, *, saved: bool = True) -> bool:
             if buffer is not None and buffer.is_meta and (saved or name in dropped):
                 return True
         for name, value in sub.__dict__.items():
-            if name in _MODULE_INTERNALS or type(value) in _NO_TENSORS:
+            if name in _MODULE_INTERNALS or type(value) in NO_TENSORS:
                 continue
             if any(t.is_meta for t in tensors_in(value)):
                 return True
     return False
 
 
-_NO_TENSORS = frozenset({int, float, str, bool, complex, type(None), torch.dtype, torch.device})
 _MODULE_INTERNALS = frozenset(nn.Module().__dict__)
