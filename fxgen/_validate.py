@@ -528,11 +528,18 @@ def _signature(cls: type) -> inspect.Signature:
     return inspect.signature(cls)
 
 
+def _meta_build(entry: dict[str, Any], cls: type) -> Any:
+    """``cls(*args, **kwargs)`` on the meta device (no memory, no initialisation), as load builds it."""
+    from fxgen._build import meta_device
+
+    with meta_device():
+        return cls(*decode(entry.get("args", []), _no_ref), **decode_kwargs(entry.get("kwargs", {}), _no_ref))
+
+
 def _meta_module(entry: dict[str, Any], cls: type) -> Any:
-    """Build the module on the meta device (no memory, no init); None if it cannot be built."""
+    """The module on the meta device; None if it cannot be built."""
     try:
-        with torch.device("meta"):
-            return cls(*decode(entry.get("args", []), _no_ref), **decode_kwargs(entry.get("kwargs", {}), _no_ref))
+        return _meta_build(entry, cls)
     except Exception:
         return None
 
@@ -556,8 +563,7 @@ def _is_operator(function: Any) -> bool:
 def _construction_problem(entry: dict[str, Any], cls: type) -> str | None:
     """Why ``cls(*args, **kwargs)`` fails on the meta device (no memory, no init), or None."""
     try:
-        with torch.device("meta"):
-            cls(*decode(entry.get("args", []), _no_ref), **decode_kwargs(entry.get("kwargs", {}), _no_ref))
+        _meta_build(entry, cls)
     except Exception as exc:
         text = str(exc).strip().splitlines()
         return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
