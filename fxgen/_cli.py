@@ -29,7 +29,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        allow = tuple(args.allow or ()) + project_allow(Path.cwd())
+        given = (*(args.allow or ()), *getattr(args, "allow_after", ()))  # before and after the command
+        allow = given + project_allow(Path.cwd())
         return int(args.run(args, allow))
     except FxgenError as exc:
         if args.debug:
@@ -84,8 +85,9 @@ def _allow_entry(text: str) -> str:
 def _common(*, top: bool) -> argparse.ArgumentParser:
     """Options every command takes, before or after the command name.
 
-    The sub-commands' copies default to SUPPRESS so that ``fxgen --allow X validate`` is not
-    undone by the sub-parser's own default.
+    The sub-commands' copies default to SUPPRESS and collect into their own list, so that
+    ``fxgen --allow X validate --allow Y`` allows both: neither parser's default or values
+    overwrite the other's.
     """
     common = argparse.ArgumentParser(add_help=False)
     default: object = None if top else argparse.SUPPRESS
@@ -93,6 +95,7 @@ def _common(*, top: bool) -> argparse.ArgumentParser:
                         help="show Python tracebacks")  # fmt: skip
     common.add_argument(
         "--allow", action="append", metavar="NAME", type=_allow_entry, default=default,
+        dest="allow" if top else "allow_after",  # one list each: neither parser overwrites the other's
         help="also allow this module or qualified name as a target (repeatable)",
     )  # fmt: skip
     return common

@@ -378,6 +378,9 @@ def _cli_workspace(tmp: Path) -> dict[str, Any]:
         "syntax.yaml": "fxgen: 1\nname: [A\n",
         "schema.yaml": VALID_YAML.replace("op: placeholder", "op: placeholdr"),
         "refused.yaml": VALID_YAML.replace("torch.relu", "torch.load"),
+        "refused_twice.yaml": VALID_YAML.replace("torch.relu", "torch.load").replace(
+            "  - {op: output", '  - {op: call_function, name: z, target: torch.save, args: ["%y", f]}\n  - {op: output'
+        ),
         "empty.yaml": "",
         "dup.yaml": VALID_YAML + "name: B\n",
         "newer.yaml": VALID_YAML.replace("fxgen: 1", "fxgen: 2"),
@@ -390,7 +393,7 @@ def _cli_workspace(tmp: Path) -> dict[str, Any]:
     (specs / "utf8.yaml").write_bytes(VALID_YAML.encode().replace(b"Small", b"Sm\xffll"))
     lone = tmp / "lone"
     lone.mkdir()
-    for name in ("refused.yaml", "good.yaml"):
+    for name in ("refused.yaml", "refused_twice.yaml", "good.yaml"):
         (lone / name).write_text(files[name])
     edited = tmp / "edited"
     edited.mkdir()
@@ -417,7 +420,7 @@ def _cli_workspace(tmp: Path) -> dict[str, Any]:
         "python tag": (["validate", f"{s}/tag.yaml"], tmp, 1, "tag"),
         "alias bomb": (["validate", f"{s}/bomb.yaml"], tmp, 1, "alias"),
         "invalid utf-8": (["validate", f"{s}/utf8.yaml"], tmp, 1, "UTF-8"),
-        "all at once": (["validate", s], tmp, 1, "1 of 10 specs valid"),
+        "all at once": (["validate", s], tmp, 1, "1 of 11 specs valid"),
         "show refused": (["show", f"{s}/refused.yaml"], tmp, 1, "--allow torch.load"),
         "generate refused": (["generate", "--out-dir", str(tmp / "out1"), f"{lone}/refused.yaml"], tmp, 1, "torch.load"),
         "generate over foreign": (["generate", "--out-dir", str(edited), f"{lone}/good.yaml"], tmp, 1,
@@ -428,6 +431,10 @@ def _cli_workspace(tmp: Path) -> dict[str, Any]:
                           "missing"),
         "bad --allow": (["validate", "--allow", "os system", f"{lone}/good.yaml"], tmp, 2, "invalid allow entry"),
         "--allow before the command": (["--allow", "torch.load", "validate", f"{lone}/refused.yaml"], tmp, 0, ""),
+        "--allow before and after": (["--allow", "torch.load", "validate", "--allow", "torch.save",
+                                      f"{lone}/refused_twice.yaml"], tmp, 0, ""),
+        "--allow after, one missing": (["validate", "--allow", "torch.save", f"{lone}/refused_twice.yaml"], tmp, 1,
+                                       "--allow torch.load"),
         "bad allow entry in pyproject": (["validate", f"{lone}/good.yaml"], bad_entry, 1, "invalid allow entry"),
         "bad [tool.fxgen]": (["validate", f"{lone}/good.yaml"], bad_allow, 1, "allow must be a list"),
         "bad pyproject": (["validate", f"{lone}/good.yaml"], bad_toml, 1, "pyproject.toml"),
