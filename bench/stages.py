@@ -8,6 +8,7 @@ fxgen stages                     reference on the same graph
 -------------------------------  ------------------------------------------------------------
 read_validate  fxgen.load_spec   fx_direct       Graph.create_node per node + GraphModule
 load           fxgen.load(spec)                  (same modules/parameters constructed)
+read_validate+load  fxgen.load(path)             (the target-1 figure: one call, as users make it)
 generate       fxgen.generate    python_code     Graph.python_code(root_module="self")
   render         all but black   black_file      black.format_str(whole generated file)
   format         black calls
@@ -347,6 +348,8 @@ def run_workload(w: Workload, cfg: dict[str, Any], out: Any, tmp: Path) -> None:
     r.info(nodes=len(spec.nodes), modules=len(spec.modules), parameters=len(spec.parameters),
            buffers=len(spec.buffers), spec_bytes=path.stat().st_size)  # fmt: skip
     gm = r.stage("load", lambda: fxgen.load(spec, allow=allow), needs=("read_validate",), value_only=True)
+    # What a user calls: one load(path), which may share work between validating and building.
+    r.stage("read_validate+load", lambda: fxgen.load(path, allow=allow), needs=("load",))
     _direct_stage(r, spec, policy)
 
     # generate = render (everything but black) + format (black)
