@@ -79,7 +79,7 @@ def render_spec(spec: Spec, *, label: str, digest: str) -> str:
     tree = ModelTree(spec)
     init = init_lines(spec, tree, imports, _module_of)
     forward = forward_lines(spec, tree, imports, _module_of)
-    params, returns = signature(spec, imports)
+    params, returns = signature(spec, imports, _module_of)
     def_line = f"def forward(self{params}){returns}:"
     if _format.fits(def_line, 1):
         def_lines = ["    " + def_line]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import keyword
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -195,16 +196,22 @@ def qualified(name: str, imports: Imports, module_of: Any) -> str:
         return "F." + ".".join(parts[3:])
     if name.startswith("torch.nn.") and len(parts) == 3:
         return "nn." + parts[2]
-    if parts[0] == "torch":
+    _record_import(name, imports, module_of)
+    return name
+
+
+def _record_import(name: str, imports: Imports, module_of: Any) -> None:
+    """Record the import that makes the qualified ``name`` reachable as written."""
+    root = name.split(".", 1)[0]
+    if root == "torch":
         imports.torch = True
         module = module_of(name)
         if not _loaded_by_import_torch(module):
             imports.torch_modules.add(module)
-    elif parts[0] in _STDLIB_ROOTS:
-        imports.stdlib.add(parts[0])
+    elif root in _STDLIB_ROOTS:
+        imports.stdlib.add(root)
     else:
         imports.other.add(module_of(name))
-    return name
 
 
 # Modules a plain ``import torch`` always loads: targets in them need no import of their own.
@@ -347,7 +354,7 @@ def _init_call(target: str, item: ParameterSpec | BufferSpec, imports: Imports) 
 
 
 # -- forward ---------------------------------------------------------------------------------
-def signature(spec: Spec, imports: Imports) -> tuple[str, str]:
+def signature(spec: Spec, imports: Imports, module_of: Any) -> tuple[str, str]:
     """``(", x: torch.Tensor, scale: float = 1.0", " -> torch.Tensor")`` for ``def forward``."""
     params = []
     for node in spec.nodes:
@@ -356,29 +363,25 @@ def signature(spec: Spec, imports: Imports) -> tuple[str, str]:
         assert node.name is not None
         text = checked(node.name)
         if node.type is not None:
-            text += ": " + _annotation(node.type, imports)
+            text += ": " + _annotation(node.type, imports, module_of)
         if node.default is not NO_DEFAULT:
             text += (" = " if node.type is not None else "=") + literal(node.default, imports)
         params.append(text)
     output = spec.nodes[-1]
-    returns = f" -> {_annotation(output.type, imports)}" if output.type is not None else ""
+    returns = f" -> {_annotation(output.type, imports, module_of)}" if output.type is not None else ""
     return "".join(", " + p for p in params), returns
 
 
-def _annotation(text: str, imports: Imports) -> str:
+def _annotation(text: str, imports: Imports, module_of: Any) -> str:
     """A canonical type expression (validated by the policy); record the modules it names."""
-    import re
-
-    for root in set(re.findall(r"\b([A-Za-z_][A-Za-z0-9_]*)\.", text)):
-        if root == "torch":
-            imports.torch = True
-        elif root == "typing":
-            imports.stdlib.add("typing")
-        else:
-            raise UnsafeName(f"type {text!r} names module {root!r}")
     if not all(ch.isalnum() or ch in "_.[], " for ch in text):
         raise UnsafeName(f"type {text!r} is not a plain type expression")
+    for name in sorted(set(_DOTTED.findall(text))):
+        _record_import(name, imports, module_of)  # the policy resolved it, so its module is imported
     return text
+
+
+_DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 
 def forward_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any) -> list[str]:

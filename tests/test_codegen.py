@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import difflib
 import functools
 import importlib.metadata
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import textwrap
 import tomllib
+import typing
 import warnings
 import zlib
 from pathlib import Path
@@ -963,3 +965,27 @@ def test_shared_containers_are_looked_up_once_per_call() -> None:
     loaded.load_state_dict(generated.state_dict())
     x = torch.randn(3, 2)
     assert torch.equal(generated(x), loaded(x))
+
+
+def test_allowed_types_outside_torch_are_imported() -> None:
+    """A type from a package the user allowed is written as validated and its module imported
+    (it used to stop generation with an internal UnsafeName error)."""
+    spec = {
+        "fxgen": 1, "name": "Typed",
+        "nodes": [{"op": "placeholder", "name": "x", "type": "torch.Tensor"},
+                  {"op": "placeholder", "name": "table", "type": "typing.Optional[collections.OrderedDict]"},
+                  {"op": "call_function", "name": "y", "target": "torch.relu", "args": ["%x"]},
+                  {"op": "output", "args": ["%y"], "type": "torch.Tensor"}],
+    }  # fmt: skip
+    with pytest.raises(fxgen.SpecError, match=r"collections\.OrderedDict"):
+        fxgen.generate(spec)
+    source = fxgen.generate(spec, allow=["collections.OrderedDict"])
+    assert "\nimport collections\n" in source
+    assert "table: typing.Optional[collections.OrderedDict]" in source
+    assert_black_exact(source)
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "<generated>", "exec"), namespace)  # fxgen's own output
+    hints = typing.get_type_hints(namespace["Typed"].forward, namespace)
+    assert hints["table"] == collections.OrderedDict | None
+    x = torch.randn(3)
+    assert torch.equal(namespace["Typed"]()(x, None), torch.relu(x))
