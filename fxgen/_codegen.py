@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import jinja2
 
 from fxgen import _format
+from fxgen._files import label_of
 from fxgen._header import VERSION, Header, body_digest, safe_label, spec_digest
 from fxgen._policy import Policy
 from fxgen._render import Imports, forward_lines, init_lines, signature, string
@@ -99,10 +99,10 @@ def render_spec(spec: Spec, *, label: str, digest: str) -> str:
 
 
 def spec_label(spec: Spec) -> str:
-    """Where the spec came from, as the header shows it: a path relative to the working directory."""
+    """Where the spec came from, as the header shows it (see :func:`fxgen._files.label_of`)."""
     if spec.document is None or spec.document.path.startswith("<"):
         return f"<spec {spec.name}>"
-    return Path(os.path.relpath(spec.document.path)).as_posix()
+    return label_of(Path(spec.document.path))
 
 
 def spec_bytes(spec: Spec) -> bytes:

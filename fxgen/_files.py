@@ -8,6 +8,7 @@ missing files are rendered, and only ``fxgen._writer`` writes.
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -35,8 +36,32 @@ def find_specs(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def label_of(path: Path) -> str:
-    """The spec path as headers show it: relative to the working directory, with / separators."""
-    return Path(os.path.relpath(path)).as_posix()
+    """The spec path as headers show it, with / separators: relative to the root of the project
+    holding it, so the same spec gets the same header whichever directory fxgen runs from;
+    relative to the working directory when no project holds it."""
+    spec = Path(os.path.abspath(path))  # not resolve(): a symlinked spec keeps the name it was given
+    root = project_root(spec.parent)
+    return (spec.relative_to(root) if root is not None else Path(os.path.relpath(spec))).as_posix()
+
+
+_ROOT_MARKERS = ("pyproject.toml", ".git")
+
+
+@functools.cache
+def project_root(directory: Path) -> Path | None:
+    """The nearest directory at or above ``directory`` (absolute) with a pyproject.toml or .git."""
+    for candidate in (directory, *directory.parents):
+        if any((candidate / marker).exists() for marker in _ROOT_MARKERS):
+            return candidate
+    return None
+
+
+def _spec_of_label(label: str, spec_dir: Path) -> Path:
+    """Where a header's label points, read the way :func:`label_of` wrote it for specs under
+    ``spec_dir``: from that folder's project root, or from the working directory outside one."""
+    folder = Path(os.path.abspath(spec_dir))
+    root = project_root(folder)
+    return Path(os.path.abspath((root if root is not None else Path.cwd()) / label))
 
 
 @dataclass
@@ -138,7 +163,7 @@ def orphans(spec_dirs: Iterable[Path], out_dir: Path, jobs: list[Job]) -> Iterat
     if not out_dir.is_dir():
         return
     claimed = {job.out.resolve() for job in jobs}
-    roots = [d.resolve() for d in spec_dirs]
+    roots = [Path(os.path.abspath(d)) for d in spec_dirs]
     for path in sorted(out_dir.glob("*.py")):
         if path.resolve() in claimed:
             continue
@@ -148,7 +173,7 @@ def orphans(spec_dirs: Iterable[Path], out_dir: Path, jobs: list[Job]) -> Iterat
             continue
         if header is None or Path(header.label).suffix not in SPEC_SUFFIXES:
             continue
-        spec = Path(header.label).resolve()
-        if spec.exists() or not any(spec.is_relative_to(root) for root in roots):
+        specs = [(_spec_of_label(header.label, root), root) for root in roots]
+        if not any(spec.is_relative_to(root) and not spec.exists() for spec, root in specs):
             continue
         yield path, body_digest(body) == header.body_digest

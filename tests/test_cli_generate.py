@@ -362,3 +362,23 @@ def test_up_to_date_check_imports_neither_torch_nor_black(tmp_path: Path) -> Non
     code, modules = _importtime(["generate", "--check", "model_specs/mlp.yaml", "--out-dir", str(tmp_path)], ROOT)
     assert code == 1
     assert {"torch", "black"} <= {m.split(".")[0] for m in modules}
+
+
+def test_same_header_from_any_working_directory(project: Path, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Inside a project (a pyproject.toml or .git above the spec), labels are relative to its root:
+    running from a subdirectory writes the same bytes, finds them current and still finds orphans."""
+    (project / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    assert run(capsys, "specs", "--out-dir", "gen")[0] == 0
+    before = snapshot(project / "gen")
+    assert " from specs/mlp.yaml. " in (project / "gen" / "mlp.py").read_text().splitlines()[0]
+    (project / "sub").mkdir()
+    monkeypatch.chdir(project / "sub")
+    assert run(capsys, "../specs", "--out-dir", "../gen", "--check") == (0, "", "")
+    assert run(capsys, str(project / "specs"), "--out-dir", "../gen")[0] == 0
+    assert snapshot(project / "gen") == before  # nothing rewritten
+    assert fxgen.generate("../specs/mlp.yaml") == (project / "gen" / "mlp.py").read_text()
+    (project / "specs" / "indexing.yaml").unlink()
+    code, _, err = run(capsys, "../specs", "--out-dir", "../gen")
+    assert code == 0 and not (project / "gen" / "indexing.py").exists(), err
+    assert "removed ../gen/indexing.py" in err
