@@ -123,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="PATH", help="spec files or directories")
     p.add_argument("--out-dir", default="generated", type=Path, help="output directory (default: generated/)")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 if any file is missing, stale or orphaned")
-    p.add_argument("--diff", action="store_true", help="print unified diffs of what would change")
+    p.add_argument("--diff", action="store_true", help="also print a unified diff of each change (with --check: of what would change; nothing is written)")
     p.add_argument("--force", action="store_true", help="overwrite files edited by hand or not written by fxgen")
     p.add_argument("--fail-on-change", action="store_true",
                    help="exit 1 when a file was written or removed (for hooks: pre-commit does not notice new files)")  # fmt: skip
