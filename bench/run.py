@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from workloads import SHAPES, write_spec  # noqa: E402
+from workloads import SHAPES, WEIGHT_LAYERS, WEIGHT_WIDTHS, write_spec, write_weights_spec  # noqa: E402
 
 QUICK_ZOO = ("rtdl.MLP",)
 DEFAULT_SIZES = (100, 1000, 10000, 100000)
@@ -305,6 +305,9 @@ def _plan(tmp: Path, sizes: list[int], shapes: list[str], args: argparse.Namespa
         work = [synthetic(n, shape) for n in sizes for shape in shapes]
         if not args.no_examples:
             work += [{"kind": "example", "name": p.stem, "path": str(p)} for p in sorted((ROOT / "model_specs").glob("*.yaml"))]
+            n = WEIGHT_WIDTHS[0]
+            work.append({"kind": "weights", "name": f"{WEIGHT_LAYERS}xLinear({n})",
+                         "path": str(write_weights_spec(specs, n))})  # fmt: skip
         work += [{"kind": "zoo", "name": name} for name in _zoo_names(args)]
         return [("quick: synthetic, examples, zoo", work, config(sizes[0], True), 120.0)]
     th = args.thorough
@@ -324,6 +327,9 @@ def _plan(tmp: Path, sizes: list[int], shapes: list[str], args: argparse.Namespa
         work = [{"kind": "example", "name": p.stem, "path": str(p)} for p in sorted((ROOT / "model_specs").glob("*.yaml"))]
         groups.append(("examples", work, config(100, False, thorough=th, models=True), 900.0))
     if not args.no_examples:
+        work = [{"kind": "weights", "name": f"{WEIGHT_LAYERS}xLinear({n})", "path": str(write_weights_spec(specs, n))}
+                for n in WEIGHT_WIDTHS]  # fmt: skip
+        groups.append(("weights", work, config(100, False, thorough=th, models=True), 900.0))
         mlp = ROOT / "model_specs" / "mlp.yaml"
         groups.append(("torch.compile check", [{"kind": "compile", "name": "mlp", "path": str(mlp)}],
                        config(100, False, thorough=th, models=True), 900.0))  # fmt: skip
