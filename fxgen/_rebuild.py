@@ -56,7 +56,7 @@ class RebuildCache:
         cls: type[nn.Module],
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
-        where: str,
+        where: str | _Where,
         on_meta: bool,
     ) -> list[Any]:
         try:
@@ -90,6 +90,9 @@ def _freeze(value: Any) -> Any:
     if kind is float or kind is complex:
         return (kind, repr(value))  # -0.0 != 0.0, and nan is one key
     if kind is tuple or kind is list or kind is torch.Size:
+        kinds = tuple(map(type, value))
+        if _FROZEN_LEAVES.issuperset(kinds):  # the common case, without a call per item
+            return (kind, kinds, tuple(value))  # equal types, so == is equality of each item
         return (kind, tuple(_freeze(v) for v in value))
     if kind is dict:
         return (kind, tuple((_freeze(k), _freeze(v)) for k, v in value.items()))
@@ -116,10 +119,12 @@ def check_rebuild(
     With a ``cache``, identical calls share one rebuild (each module is still compared).
     """
     cls = type(module)
-    where = _where(path, cls)
+    where = _Where(path, cls)
     args, kwargs = _normalize_constructor(args, kwargs, where)
-    with_values, size = _inspect_state(module)
-    on_meta = not with_values and size > SMALL_MODULE
+    with_values, size, holders = _inspect_state(module)
+    # The meta device costs per torch call (about one layer's worth of SMALL_MODULE elements
+    # initialised on the CPU per layer holding tensors); the CPU costs per element.
+    on_meta = not with_values and size > SMALL_MODULE * max(holders, 1)
     entry: list[Any]  # [the rebuilt module, its repr once computed]
     if cache is None:
         entry = [_build(cls, args, kwargs, where, on_meta=on_meta), None]
@@ -158,7 +163,7 @@ def check_rebuild(
 
 
 def _normalize_constructor(
-    args: Any, kwargs: Any, where: str
+    args: Any, kwargs: Any, where: str | _Where
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """``(args, kwargs)`` as a tuple and a dict: registered recoveries and callers of
     :func:`check_rebuild` may pass any sequence and mapping, or something else entirely."""
@@ -169,6 +174,19 @@ def _normalize_constructor(
             f"{where}: constructor kwargs must be a mapping with str keys, got {kwargs!r}"
         )
     return tuple(args), dict(kwargs)
+
+
+class _Where:
+    """``_where(path, cls)``, formatted only if a message needs it (most checks pass)."""
+
+    __slots__ = ("cls", "path")
+
+    def __init__(self, path: str, cls: type) -> None:
+        self.path = path
+        self.cls = cls
+
+    def __str__(self) -> str:  # f-strings call it through object.__format__
+        return _where(self.path, self.cls)
 
 
 # --------------------------------------------------------------------------------------
@@ -278,7 +296,7 @@ def _build(
     cls: type[nn.Module],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-    where: str,
+    where: str | _Where,
     *,
     on_meta: bool,
 ) -> nn.Module:
@@ -306,13 +324,17 @@ def _build(
             torch.random.set_rng_state(rng)
 
 
-def _inspect_state(module: nn.Module) -> tuple[bool, int]:
-    """``(unsaved, size)``: whether values outside the weights file must be compared
+def _inspect_state(module: nn.Module) -> tuple[bool, int, int]:
+    """``(unsaved, size, holders)``: whether values outside the weights file must be compared
     (non-persistent buffers and tensors kept as plain attributes can only come from the
-    constructor), and the number of parameter and buffer elements (decides meta or CPU)."""
+    constructor), the number of parameter and buffer elements and the number of modules
+    holding them (these two decide meta or CPU)."""
     unsaved = False
     size = 0
-    for sub in module.modules():
+    holders = 0
+    for sub in submodules(module):
+        if sub._parameters or sub._buffers:
+            holders += 1
         for param in sub._parameters.values():
             if param is not None:
                 size += param.numel()
@@ -332,18 +354,22 @@ def _inspect_state(module: nn.Module) -> tuple[bool, int]:
                 if any(not isinstance(t, nn.Parameter) and not t.is_meta for t in tensors_in(value)):
                     unsaved = True
                     break
-    return unsaved, size
+    return unsaved, size, holders
 
 
-# Attribute types that cannot hold a tensor (skipped quickly by _inspect_state).
-
-
-def _has_unsaved_values(module: nn.Module) -> bool:
-    """Whether values outside the weights file must be compared: non-persistent buffers and
-    tensors kept as plain attributes can only come from the constructor."""
-    return _inspect_state(module)[0]
-
-
+def submodules(module: nn.Module) -> list[nn.Module] | tuple[nn.Module]:
+    """``list(module.modules())`` in some order: each module once, without the dotted names
+    ``named_modules`` builds (most leaf modules have no children at all)."""
+    if not module._modules:
+        return (module,)
+    found = [module]
+    seen = {id(module)}
+    for parent in found:  # grows while it is walked: breadth first
+        for child in parent._modules.values():
+            if child is not None and id(child) not in seen:
+                seen.add(id(child))
+                found.append(child)
+    return found
 
 
 def _diff(original: nn.Module, rebuilt: nn.Module, prefix: str, values: bool) -> Iterator[str]:
@@ -373,16 +399,17 @@ def _diff(original: nn.Module, rebuilt: nn.Module, prefix: str, values: bool) ->
                 ):
                     yield f"non-persistent buffer {prefix + name!r} has different values"
     a_dict, b_dict = original.__dict__, rebuilt.__dict__
-    a_names, b_names = a_dict.keys() - _INTERNAL, b_dict.keys() - _INTERNAL
-    for name in a_names - b_names:
-        yield f"attribute {prefix + name!r} = {_short(a_dict[name])} is missing from the rebuild"
-    for name in b_names - a_names:
-        yield f"the rebuild has an extra attribute {prefix + name!r} = {_short(b_dict[name])}"
+    if a_dict.keys() != b_dict.keys():  # rare: only then are the differences worked out
+        a_names, b_names = a_dict.keys() - _INTERNAL, b_dict.keys() - _INTERNAL
+        for name in a_names - b_names:
+            yield f"attribute {prefix + name!r} = {_short(a_dict[name])} is missing from the rebuild"
+        for name in b_names - a_names:
+            yield f"the rebuild has an extra attribute {prefix + name!r} = {_short(b_dict[name])}"
     for name, a in a_dict.items():
-        if name in _INTERNAL or name not in b_dict:
+        if name in _INTERNAL:
             continue
-        b = b_dict[name]
-        if a is b:
+        b = b_dict.get(name, _ABSENT)
+        if a is b or b is _ABSENT:
             continue
         kind = type(a)
         if kind is type(b) and (kind in _EXACT or ((kind is tuple or kind is list) and _exact_items(a, b))):
@@ -395,8 +422,14 @@ def _diff(original: nn.Module, rebuilt: nn.Module, prefix: str, values: bool) ->
             f" {_short(b)} in the rebuild"
         )
     for hooks in _HOOKS:
-        a_table = a_dict[hooks] if hooks in a_dict else getattr(original, hooks, {})
-        b_table = b_dict[hooks] if hooks in b_dict else getattr(rebuilt, hooks, {})
+        a_table = a_dict.get(hooks, _ABSENT)
+        b_table = b_dict.get(hooks, _ABSENT)
+        if not a_table and not b_table:
+            continue
+        if a_table is _ABSENT:
+            a_table = getattr(original, hooks, {})
+        if b_table is _ABSENT:
+            b_table = getattr(rebuilt, hooks, {})
         if not a_table and not b_table:
             continue
         a_hooks = [_hook_name(h) for h in a_table.values()]
@@ -421,6 +454,8 @@ def _diff(original: nn.Module, rebuilt: nn.Module, prefix: str, values: bool) ->
             continue
         yield from _diff(child, other, f"{prefix}{name}.", values)
 
+
+_ABSENT: Any = object()  # a key missing from a __dict__ (no attribute value is this object)
 
 # Types whose values are equivalent exactly when they are equal (the fast path of _diff).
 _EXACT: frozenset[type] = frozenset({int, str, bool, type(None), torch.dtype, torch.device})

@@ -38,9 +38,10 @@ from fxgen._rebuild import (
     _describe,
     _normalize_constructor,
     _qualified_name,
-    _where,
+    _Where,
     check_rebuild,
     format_call,
+    submodules,
 )
 from fxgen._recover_rules import _OMIT, _is_builtin, _Plan, _plan, _Unrecoverable
 
@@ -106,7 +107,7 @@ def recover_and_check(
     ``cache`` (one per export) lets identical recovered calls share one rebuild; every
     module is still compared with it.
     """
-    args, kwargs = _recover(module, _where(path, type(module)))
+    args, kwargs = _recover(module, _Where(path, type(module)))
     check_rebuild(path, module, args, kwargs, cache=cache)
     return args, kwargs
 
@@ -161,7 +162,7 @@ _MISSING: Any = object()  # the module has no attribute for this argument
 _P = inspect.Parameter
 
 
-def _recover(module: nn.Module, where: str) -> Constructor:
+def _recover(module: nn.Module, where: str | _Where) -> Constructor:
     cls = type(module)
     registered = _REGISTRY.get(cls)
     if registered is not None:
@@ -312,13 +313,14 @@ def _recover_builtin(module: nn.Module, plan: _Plan) -> Constructor:
 
 def _module_dtype(module: nn.Module) -> Any:
     """``dtype=`` only when every floating tensor shares one dtype other than float32."""
-    dtypes = {
-        t.dtype
-        for sub in module.modules()  # one walk for parameters and buffers
-        for table in (sub._parameters, sub._buffers)
-        for t in table.values()
-        if t is not None and (t.is_floating_point() or t.is_complex())
-    }
+    dtypes = set()
+    for sub in submodules(module):  # one walk for parameters and buffers
+        for table in (sub._parameters, sub._buffers):
+            for t in table.values():
+                if t is not None:
+                    dtype = t.dtype  # what is_floating_point() and is_complex() read
+                    if dtype.is_floating_point or dtype.is_complex:
+                        dtypes.add(dtype)
     if len(dtypes) == 1:
         (dtype,) = dtypes
         if dtype != torch.float32:

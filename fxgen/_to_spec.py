@@ -26,7 +26,7 @@ from fxgen._recover import resolve_qualname as _lookup
 from fxgen._spec import BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
 from fxgen._values import UnencodableValue, dtype_name, encode
 
-__all__ = ["CONSTANTS_KEY", "LITERAL_LIMIT", "function_name", "graph_module_to_spec"]
+__all__ = ["CONSTANTS_KEY", "LITERAL_LIMIT", "Submodules", "function_name", "graph_module_to_spec"]
 
 LITERAL_LIMIT = 64  # tensor constants up to this many elements are written into the spec
 CONSTANTS_KEY = "fxgen_constants"  # gm.meta: names of tensor constants tracing created
@@ -39,10 +39,15 @@ def graph_module_to_spec(gm: torch.fx.GraphModule, *, name: str | None = None, d
     modules: dict[str, ModuleSpec] = {}
     module_paths = list(declared.modules) if declared else _dedupe(call_modules)
     cache = RebuildCache()  # identical constructor calls are rebuilt once (each is compared)
+    names: dict[type, str] = {}  # class -> its checked spec name, once per export
+    submodules = Submodules(gm)
     for path in module_paths:
-        sub = gm.get_submodule(path)
+        sub = submodules.get(path)
         known = declared.modules.get(path) if declared else None
-        modules[path] = known if known is not None and _same_class(known.cls, sub) else _recover(path, sub, cache)
+        if known is not None and _same_class(known.cls, sub):
+            modules[path] = known
+        else:
+            modules[path] = _recover(path, sub, cache, names)
     parameters, buffers = _tensors(gm, modules, declared)
     for path in (*modules, *parameters, *buffers):
         _check_path(path)
@@ -74,16 +79,47 @@ def _same_class(qualname: str, module: torch.nn.Module) -> bool:
     return qualname.rsplit(".", 1)[-1] == type(module).__name__
 
 
-def _recover(path: str, module: torch.nn.Module, cache: RebuildCache) -> ModuleSpec:
+class Submodules:
+    """``root.get_submodule(path)`` for many paths, each dotted prefix looked up once.
+
+    Leaf modules share their containers' paths (``layer1.0.conv1``, ``layer1.0.bn1``), and
+    ``get_submodule`` walks every segment again with two attribute lookups each. The same
+    lookups are made (``getattr``, which is what ``get_submodule`` does), only fewer times;
+    a missing path is left to ``get_submodule`` to report.
+    """
+
+    def __init__(self, root: torch.nn.Module) -> None:
+        self._root = root
+        self._found: dict[str, torch.nn.Module] = {"": root}
+
+    def get(self, path: str) -> torch.nn.Module:
+        found = self._found.get(path)
+        if found is not None:
+            return found
+        parent_path, _, name = path.rpartition(".")
+        parent = self.get(parent_path)
+        child = getattr(parent, name, None)
+        if not isinstance(child, torch.nn.Module):
+            return self._root.get_submodule(path)  # raises torch's AttributeError
+        self._found[path] = child
+        return child
+
+
+def _recover(path: str, module: torch.nn.Module, cache: RebuildCache, names: dict[type, str]) -> ModuleSpec:
     from fxgen._recover import recover_and_check
     from fxgen._thirdparty import register_known
 
-    register_known(type(module))
+    cls = type(module)
+    name = names.get(cls)
+    if name is None:
+        register_known(cls)
     args, kwargs = recover_and_check(path, module, cache=cache)
+    if name is None:
+        name = names[cls] = class_name(cls)
     try:
-        return ModuleSpec(class_name(type(module)), [encode(a) for a in args], {k: encode(v) for k, v in kwargs.items()})
+        return ModuleSpec(name, [encode(a) for a in args], {k: encode(v) for k, v in kwargs.items()})
     except UnencodableValue as exc:
-        raise ExportError(f"module {path!r} ({type(module).__name__}): {exc}") from None
+        raise ExportError(f"module {path!r} ({cls.__name__}): {exc}") from None
 
 
 def _tensors(
@@ -103,20 +139,15 @@ def _tensors(
     parameters: dict[str, ParameterSpec] = {}
     buffers: dict[str, BufferSpec] = {}
     constants = set(gm.meta.get(CONSTANTS_KEY, ()))
-    for path, param in gm.named_parameters():
-        if owned(path):
-            continue
+    found_parameters, found_buffers = _named_tensors(gm, modules)
+    for path, param in found_parameters:
         known = declared.parameters.get(path) if declared else None
         spec = ParameterSpec(list(param.shape), dtype_name(param.dtype), requires_grad=param.requires_grad)
         if known is not None and (known.shape, known.dtype) == (spec.shape, spec.dtype):
             spec.init = known.init
         parameters[path] = spec
-    for path, buf in gm.named_buffers():
-        if owned(path):
-            continue
-        owner_path, _, leaf = path.rpartition(".")
-        owner = gm.get_submodule(owner_path)
-        persistent = leaf not in owner._non_persistent_buffers_set
+    for path, buf, owner in found_buffers:
+        persistent = path.rpartition(".")[2] not in owner._non_persistent_buffers_set
         known = declared.buffers.get(path) if declared else None
         if known is not None and _buffer_matches(known, buf):
             buffers[path] = BufferSpec(known.shape, known.dtype, known.init, known.value, persistent)
@@ -132,6 +163,39 @@ def _tensors(
             raise ExportError(f"get_attr {node.target!r} reads a {type(value).__name__}, not a tensor or module")
         # A tensor constant made by tracing (``_tensor_constant0``): small ones are written out.
         buffers[node.target] = _buffer(node.target, value, value.numel() > LITERAL_LIMIT, literal=True)
+    return parameters, buffers
+
+
+def _named_tensors(
+    gm: torch.nn.Module, modules: dict[str, ModuleSpec]
+) -> tuple[list[tuple[str, torch.Tensor]], list[tuple[str, torch.Tensor, torch.nn.Module]]]:
+    """``gm.named_parameters()`` and ``gm.named_buffers()`` (same order, same duplicates
+    dropped), less those inside a declared module, from one walk that decides ownership once
+    per module instead of once per tensor; buffers come with the module holding them."""
+    parameters: list[tuple[str, torch.Tensor]] = []
+    buffers: list[tuple[str, torch.Tensor, torch.nn.Module]] = []
+    seen_parameters: set[torch.Tensor] = set()
+    seen_buffers: set[torch.Tensor] = set()
+    inside: dict[str, bool] = {"": False}  # module path -> is it or an ancestor declared
+    for path, module in gm.named_modules():
+        if path:
+            parent = path.rpartition(".")[0]
+            owned = inside[path] = path in modules or inside[parent]
+        else:
+            owned = False
+        prefix = path + "." if path else ""
+        for name, param in module._parameters.items():
+            if param is None or param in seen_parameters:
+                continue
+            seen_parameters.add(param)
+            if not owned:
+                parameters.append((prefix + name, param))
+        for name, buf in module._buffers.items():
+            if buf is None or buf in seen_buffers:
+                continue
+            seen_buffers.add(buf)
+            if not owned:
+                buffers.append((prefix + name, buf, module))
     return parameters, buffers
 
 

@@ -65,3 +65,18 @@ def import_source(source: str, name: str, tmp_path: Path) -> types.ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def counting_rebuilds(monkeypatch: Any) -> list[tuple[str, bool]]:
+    """Record ``(class name, on_meta)`` for every rebuild export makes (``monkeypatch``: pytest's)."""
+    import fxgen._rebuild
+
+    built: list[tuple[str, bool]] = []
+    original = fxgen._rebuild._build
+
+    def counting(cls: type, args: Any, kwargs: Any, where: Any, *, on_meta: bool) -> torch.nn.Module:
+        built.append((cls.__name__, on_meta))
+        return original(cls, args, kwargs, where, on_meta=on_meta)
+
+    monkeypatch.setattr(fxgen._rebuild, "_build", counting)
+    return built

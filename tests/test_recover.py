@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import torch
+from helpers import counting_rebuilds
 from torch import nn
 
 from fxgen._errors import ExportError
@@ -824,24 +825,10 @@ class _Table(nn.Module):
         self.register_buffer("table", torch.arange(n, dtype=torch.float32), persistent=False)
 
 
-def _counting_build(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
-    import fxgen._rebuild
-
-    built: list[tuple[str, bool]] = []
-    original = fxgen._rebuild._build
-
-    def counting(cls: type, args: Any, kwargs: Any, where: str, *, on_meta: bool) -> nn.Module:
-        built.append((cls.__name__, on_meta))
-        return original(cls, args, kwargs, where, on_meta=on_meta)
-
-    monkeypatch.setattr(fxgen._rebuild, "_build", counting)
-    return built
-
-
 def test_identical_constructor_calls_share_one_rebuild(monkeypatch: pytest.MonkeyPatch) -> None:
     from fxgen._rebuild import RebuildCache
 
-    built = _counting_build(monkeypatch)
+    built = counting_rebuilds(monkeypatch)
     cache = RebuildCache()
     for i in range(5):
         assert recover_and_check(f"blocks.{i}", nn.Linear(4, 4), cache=cache) == ((4, 4), {})
@@ -924,7 +911,7 @@ def test_export_of_repeated_blocks_catches_the_odd_one_out() -> None:
 def test_small_modules_are_rebuilt_for_real_large_ones_on_meta(monkeypatch: pytest.MonkeyPatch) -> None:
     from fxgen._build import SMALL_MODULE
 
-    built = _counting_build(monkeypatch)
+    built = counting_rebuilds(monkeypatch)
     recover_and_check("small", nn.Linear(8, 8))
     recover_and_check("large", nn.Linear(256, 256))
     assert SMALL_MODULE < 256 * 257
