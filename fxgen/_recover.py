@@ -32,12 +32,12 @@ import torch
 from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
 
+from fxgen._compare import qualified_name
 from fxgen._errors import ExportError
 from fxgen._rebuild import (
     RebuildCache,
     _describe,
     _normalize_constructor,
-    _qualified_name,
     _Where,
     check_rebuild,
     format_call,
@@ -96,7 +96,7 @@ def recover_constructor(module: nn.Module) -> Constructor:
     class is unsupported or an argument cannot be recovered or encoded. The result is a
     claim: verify it with :func:`check_rebuild` (or use :func:`recover_and_check`).
     """
-    return _recover(module, _qualified_name(type(module)))
+    return _recover(module, qualified_name(type(module)))
 
 
 def recover_and_check(
@@ -119,7 +119,7 @@ def class_name(cls: type) -> str:
     raises :class:`ExportError` if it does not (a class defined inside a function, or one
     redefined or reloaded after the model was built).
     """
-    name = _qualified_name(cls)
+    name = qualified_name(cls)
     if name == f"torch.nn.{cls.__name__}" and getattr(nn, cls.__name__, None) is cls:
         return name
     found = resolve_qualname(name)
@@ -194,7 +194,7 @@ def _recover(module: nn.Module, where: str | _Where) -> Constructor:
         raise ExportError(
             f"{where}: lazy modules cannot be exported before their shapes are known; run"
             " one forward pass so the parameters are materialised (it then becomes"
-            f" {_qualified_name(becomes) if becomes else 'a regular module'})"
+            f" {qualified_name(becomes) if becomes else 'a regular module'})"
         )
     if cls.__module__ == "torch.nn.utils.parametrize":
         raise ExportError(
@@ -205,14 +205,14 @@ def _recover(module: nn.Module, where: str | _Where) -> Constructor:
     if not _is_builtin(cls):
         bases = [b for b in cls.__mro__[1:] if _is_builtin(b) and b is not nn.Module]
         derived = (
-            f" It derives from {_qualified_name(bases[0])}, but a subclass may take different"
+            f" It derives from {qualified_name(bases[0])}, but a subclass may take different"
             " constructor arguments, so it is not recovered automatically."
             if bases
             else ""
         )
         raise ExportError(
             f"{where}: fxgen does not know how to recover the constructor arguments of"
-            f" {_qualified_name(cls)}.{derived} Trace through it (do not make it a leaf module) or"
+            f" {qualified_name(cls)}.{derived} Trace through it (do not make it a leaf module) or"
             f" register a recovery with fxgen.register_constructor({cls.__name__}, fn)"
         )
     try:
@@ -227,7 +227,7 @@ def _recover(module: nn.Module, where: str | _Where) -> Constructor:
             f"{where} was traced as a leaf module, but its children (or parameters, buffers)"
             " would have to be constructor arguments, and a spec cannot encode modules or"
             " tensors as arguments; trace through it (remove it from leaf_modules) or register"
-            f" a constructor for {_qualified_name(cls)} with register_constructor"
+            f" a constructor for {qualified_name(cls)} with register_constructor"
         )
     try:
         return _recover_builtin(module, plan)

@@ -23,7 +23,8 @@ from typing import Any
 import torch.nn.functional as F
 from torch import nn
 
-from fxgen._rebuild import _describe, _qualified_name
+from fxgen._compare import qualified_name
+from fxgen._rebuild import _describe
 
 
 class _Unrecoverable(Exception):
@@ -124,7 +125,7 @@ def _transformer_stack(module: nn.Module, child: str) -> Any:
     expected = nn.TransformerEncoder if child == "encoder" else nn.TransformerDecoder
     if type(part) is not expected:
         raise _Unrecoverable(
-            f"its {child} is a custom {_qualified_name(type(part))} (custom_{child}=...), which a"
+            f"its {child} is a custom {qualified_name(type(part))} (custom_{child}=...), which a"
             " spec cannot pass as a constructor argument"
         )
     return part
