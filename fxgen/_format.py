@@ -2,7 +2,8 @@
 
 The renderer already writes black's style, so only statements longer than the line limit need
 splitting. Those go to ``fxgen._split``, a port of black's splitting for the statement shapes
-fxgen writes (black costs 0.3-2 ms a statement); anything it does not claim goes to black, many
+fxgen writes (black costs 0.3-2 ms a statement), and a long ``def forward(...)`` signature to
+``fxgen._split_def``, its port of black's left-hand split; anything they do not claim goes to black, many
 statements per call, each in the class/method scaffold that gives it the right indentation.
 Black formats a simple statement the same way wherever it stands, so the file is
 byte-identical to running black on all of it — tests check exactly that.
@@ -15,7 +16,7 @@ import functools
 import black
 from black.strings import str_width
 
-from fxgen import _split
+from fxgen import _split, _split_def
 
 __all__ = ["BLACK_VERSION", "LINE_LENGTH", "MODE", "black_statements", "block", "format_file", "format_statement"]
 
@@ -48,9 +49,19 @@ _black_cache: dict[tuple[str, int], tuple[str, ...]] = {}
 
 @functools.lru_cache(maxsize=65536)
 def format_statement(statement: str, depth: int) -> tuple[str, ...]:
-    """Black's lines for one statement at ``depth`` levels of indentation (without them)."""
-    fast = _split.split(statement, depth) if "\n" not in statement else None
+    """Black's lines for one statement at ``depth`` levels of indentation (without them);
+    a ``def`` line with a ``pass`` body (how ``fxgen._codegen`` asks for a long signature)
+    goes to ``fxgen._split_def``."""
+    fast = _split.split(statement, depth) if "\n" not in statement else _split_def_with_pass(statement, depth)
     return fast if fast is not None else black_statements([statement], depth)[0]
+
+
+def _split_def_with_pass(statement: str, depth: int) -> tuple[str, ...] | None:
+    signature, _, body = statement.partition("\n")
+    if not signature.startswith("def ") or body != _INDENT * (depth + 1) + "pass":
+        return None
+    lines = _split_def.split_def(signature, depth)
+    return None if lines is None else (*lines, _INDENT + "pass")
 
 
 def black_statements(statements: list[str], depth: int) -> list[tuple[str, ...]]:
@@ -104,6 +115,7 @@ def clear_caches() -> None:
     """Forget every formatted statement (as a fresh process would), for benchmarks and tests."""
     format_statement.cache_clear()
     _split.split.cache_clear()
+    _split_def.split_def.cache_clear()
     _split._plans.clear()
     _black_cache.clear()
 

@@ -2,33 +2,37 @@
 
 Black (``fxgen._format.MODE``) costs 0.3-2 ms a statement, most of a large graph's generate
 time. The statements fxgen writes are few shapes: ``target = expression``, ``return
-expression`` and bare calls, whose expressions are names, attribute chains, calls, subscripts,
-keyword arguments, numbers, single-line strings, unary minus, lists, tuples and dicts. For
-those, this module runs black's own splitting algorithm (linegen.py of the pinned black:
+expression`` and bare expressions, whose expressions are names, attribute chains, calls,
+subscripts, keyword arguments, numbers, single-line strings, ``...``, unary and binary
+operators, lists, tuples and dicts; and ``def`` signatures (``fxgen._split_def``). For those,
+this module runs black's own splitting algorithm (linegen.py of the pinned black:
 ``transform_line``, ``rhs`` with its trailer omission and optional parentheses,
-``delimiter_split``, the ``FORCE_OPTIONAL_PARENTHESES`` second opinion) on a token list that
-carries the few syntax-tree facts those rules consult (trailer or atom brackets, invisible
-parentheses, delimiter priorities). The port keeps black's structure, names and its mutation
+``delimiter_split`` with the operator priorities, ``hug_power_op``, the
+``FORCE_OPTIONAL_PARENTHESES`` second opinion, and ``format_str``'s second pass, where the
+trailing commas the first pass added are magic) on a token list that carries the few
+syntax-tree facts those rules consult (trailer or atom brackets, invisible parentheses,
+delimiter priorities, annotations). The port keeps black's structure, names and its mutation
 of leaves, so it can be compared with black function by function.
 
 ``fxgen._statement`` turns a statement into those leaves; :func:`split` returns None for
-anything it does not recognise (operators, comments, keywords, ``...``, definitions, implicit
-string concatenation, trailing commas...), and the caller falls back to black. The result is
-a function of the statement's skeleton (token kinds, lengths, spacing), so it is computed once
-per skeleton and reused. ``tests/test_format.py`` checks the output against black.
+anything it does not recognise (comments, keywords, redundant parentheses, operators in
+subscripts, implicit string concatenation, trailing commas...), and the caller falls back to
+black. The result is a function of the statement's skeleton (token kinds, lengths, spacing),
+so it is computed once per skeleton and reused. ``tests/test_format.py`` checks the output
+against black.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from black.strings import str_width  # black's own width rule (east asian wide characters)
 
-from fxgen._statement import BRACKET, BRACKETS, CLOSING, OPENING, Leaf, Unsupported, parse
+from fxgen._statement import BRACKET, BRACKETS, CLOSING, OPENING, UNARY, Leaf, Unsupported, parse
 
-__all__ = ["split"]
+__all__ = ["lines_for", "split"]
 
 LINE_LENGTH = 88
 COMMA_PRIORITY = 18
@@ -40,7 +44,7 @@ class CannotSplit(Exception):
 
 
 class Tracker:
-    """black.brackets.BracketTracker for fxgen's tokens (no for/lambda/operators)."""
+    """black.brackets.BracketTracker for fxgen's tokens (no for/lambda)."""
 
     __slots__ = ("bracket_match", "delimiters", "depth", "invisible", "previous")
 
@@ -63,7 +67,9 @@ class Tracker:
         leaf.bracket_depth = self.depth
         if self.depth == 0:
             previous = self.previous
-            if kind == "." and previous is not None and previous.type in CLOSING:
+            if leaf.priority and previous is not None:  # is_split_before_delimiter: an operator
+                self.delimiters[id(previous)] = leaf.priority
+            elif kind == "." and previous is not None and previous.type in CLOSING:
                 self.delimiters[id(previous)] = DOT_PRIORITY
             elif kind == ",":
                 self.delimiters[id(leaf)] = COMMA_PRIORITY
@@ -110,10 +116,16 @@ class Line:
     def has_magic_trailing_comma(self, closing: Leaf) -> bool:
         if not (closing.type in CLOSING and self.leaves and self.leaves[-1].type == ","):
             return False
-        if closing.type != ")":
-            return True  # parse() rejects these: ``,]`` and ``,}`` are never written
         opening = closing.opening_bracket
+        if closing.type == "]" and closing.trailer and opening is not None:  # a subscript: x[a,] is not magic
+            return not is_one_sequence_between(opening, closing, self.leaves, ("[", "]"))
+        if closing.type != ")":
+            return True
         return opening is not None and not is_one_sequence_between(opening, closing, self.leaves)
+
+    @property
+    def is_def(self) -> bool:
+        return bool(self.leaves) and self.leaves[0].type == "def"
 
     @property
     def is_chained_assignment(self) -> bool:
@@ -141,8 +153,10 @@ class Line:
             yield index, leaf, len(leaf.prefix) + len(leaf.value)
 
 
-def is_one_sequence_between(opening: Leaf, closing: Leaf, leaves: list[Leaf]) -> bool:
-    if (opening.type, closing.type) != ("(", ")"):
+def is_one_sequence_between(
+    opening: Leaf, closing: Leaf, leaves: list[Leaf], brackets: tuple[str, str] = ("(", ")")
+) -> bool:
+    if (opening.type, closing.type) != brackets:
         return False
     depth = closing.bracket_depth + 1
     start = next((i for i, leaf in enumerate(leaves) if leaf is opening), -1)
@@ -154,7 +168,7 @@ def is_one_sequence_between(opening: Leaf, closing: Leaf, leaves: list[Leaf]) ->
             break
         if leaf.bracket_depth == depth and leaf.type == ",":
             commas += 1
-            if opening.trailer:  # the comma of a call's arglist
+            if opening.trailer and opening.type == "(":  # a call's arglist or a def's typedargslist
                 commas += 1
                 break
     return commas < 2
@@ -165,12 +179,24 @@ def is_short(line: Line, line_str: str = "") -> bool:
 
 
 # -- transform_line and its transformers (black.linegen) --------------------------------------
+Transformer = Callable[[Line, bool], Iterator[Line]]
+
+
 def transform_line(line: Line, force_optional: bool = False, line_str: str = "") -> Iterator[Line]:
     line_str = line_str or str(line).strip("\n")
-    if not line.should_split_rhs and not line.magic_trailing_comma and is_short(line, line_str):
-        yield line
-        return
-    transformers = [delimiter_split, rhs] if line.inside_brackets else [rhs]
+    # the length check sees ``**`` hugged, as black's output will have it
+    hugged_str = _hugged_line_str(line) or line_str
+    transformers: list[Transformer]
+    if not line.should_split_rhs and not line.magic_trailing_comma and is_short(line, hugged_str):
+        transformers = []
+    else:
+        transformers = [delimiter_split, rhs] if line.inside_brackets else [rhs]
+        if line.is_def:  # (never inside brackets)
+            from fxgen import _split_def  # black's rules for definitions
+
+            if not _split_def.should_split_funcdef_with_rhs(line):
+                transformers = [_split_def.left_hand_split]
+    transformers.append(hug_power_op)
     for transform in transformers:
         try:
             result = run_transformer(line, transform, force_optional, line_str)
@@ -181,10 +207,10 @@ def transform_line(line: Line, force_optional: bool = False, line_str: str = "")
     yield line
 
 
-def run_transformer(line: Line, transform: object, force_optional: bool, line_str: str) -> list[Line]:
+def run_transformer(line: Line, transform: Transformer, force_optional: bool, line_str: str) -> list[Line]:
     optional_parens = [bracket for bracket in line.bt.invisible if bracket.bracket_depth == 0]
     result: list[Line] = []
-    for transformed in transform(line, force_optional):  # type: ignore[operator]
+    for transformed in transform(line, force_optional):
         text = str(transformed).strip("\n")
         if text == line_str:
             raise CannotSplit("unchanged")
@@ -195,13 +221,12 @@ def run_transformer(line: Line, transform: object, force_optional: bool, line_st
         or not line.bt.invisible
         or any(bracket.value for bracket in optional_parens)
         or is_short(result[0])
+        or any(leaf.created for leaf in line.leaves)  # black: a leaf without a parent
     ):
         return result
     line_copy = line.clone()
     for old in line.leaves:  # black.linegen.append_leaves: fresh leaves, whitespace recomputed
-        leaf = Leaf(old.type, old.value, old.space, old.trailer)
-        leaf.index = old.index
-        line_copy.append(leaf)
+        line_copy.append(old.copy())
     second_opinion = run_transformer(line_copy, transform, True, line_str)
     if all(is_short(ln) for ln in second_opinion):
         result = second_opinion
@@ -222,15 +247,17 @@ def delimiter_split(line: Line, force_optional: bool) -> Iterator[Line]:
     if priority == DOT_PRIORITY and bt.count_with_priority(priority) == 1:
         raise CannotSplit("single attribute")
     current = Line(line.depth, line.inside_brackets)
+    annotation = ""
     for leaf in line.leaves:
         current.append(leaf, preformatted=True)
         if bt.delimiters.get(id(leaf)) == priority:
+            annotation = leaf.annotation  # (a comma: the added one belongs to the same list)
             current.leaves[0].prefix = ""
             yield current
             current = Line(line.depth, line.inside_brackets)
     if current:
         if priority == COMMA_PRIORITY and current.leaves[-1].type != ",":
-            current.append(Leaf(",", ",", ""))
+            current.append(_new_comma(annotation))
         current.leaves[0].prefix = ""
         yield current
 
@@ -301,10 +328,14 @@ def _first_right_hand_split(line: Line, omit: set[int] | frozenset[int]) -> RHSR
     head = _build_line(head_leaves, line, opening_bracket, "head")
     body = _build_line(body_leaves, line, opening_bracket, "body")
     tail = _build_line(tail_leaves, line, opening_bracket, "tail")
+    bracket_split_succeeded_or_raise(head, body, tail)
+    return RHSResult(head, body, tail, opening_bracket, closing_bracket)
+
+
+def bracket_split_succeeded_or_raise(head: Line, body: Line, tail: Line) -> None:
     tail_len = len(str(tail).strip())
     if not body and (tail_len == 0 or tail_len < 3):
         raise CannotSplit("nothing to gain")
-    return RHSResult(head, body, tail, opening_bracket, closing_bracket)
 
 
 def _maybe_split_omitting_optional_parens(
@@ -426,12 +457,33 @@ def _build_line(leaves: list[Leaf], original: Line, opening_bracket: Leaf, compo
     if component == "body":
         result.inside_brackets = True
         result.depth += 1
+        if original.is_def and _ensure_trailing_comma(leaves, opening_bracket) and leaves[-1].type != ",":
+            leaves.append(_new_comma(opening_bracket.annotation))
     track = _leaves_inside_matching_brackets(leaves) if component == "head" else set()
     for leaf in leaves:
         result.append(leaf, preformatted=True, track_bracket=id(leaf) in track)
     if component == "body" and _should_split_line(result, opening_bracket):
         result.should_split_rhs = True
     return result
+
+
+def _ensure_trailing_comma(leaves: list[Leaf], opening_bracket: Leaf) -> bool:
+    """black.linegen._ensure_trailing_comma for a def: a lone parameter gets a trailing comma
+    (fxgen's signatures have no ``|`` unions, stars or comments)."""
+    if not leaves or opening_bracket.value != "(":
+        return False
+    if any(leaf.type == "," and not leaf.annotation for leaf in leaves):
+        return False
+    leaf_with_parent = next((leaf for leaf in leaves if not leaf.created), None)
+    return leaf_with_parent is None or leaf_with_parent.annotation != "return"
+
+
+def _new_comma(annotation: str) -> Leaf:
+    """A trailing comma a split adds (black: ``Leaf(token.COMMA, ",")``, without a parent)."""
+    comma = Leaf(",", ",", "")
+    comma.created = True
+    comma.annotation = annotation
+    return comma
 
 
 def _leaves_inside_matching_brackets(leaves: list[Leaf]) -> set[int]:
@@ -516,6 +568,84 @@ def _after_trailing_comma(line: Line, index: int, leaf: Leaf) -> bool:
     )
 
 
+# -- black.trans.hug_power_op (stable style: not the preview simplify_power_operator_hugging) ----
+def hug_power_op(line: Line, force_optional: bool) -> Iterator[Line]:
+    """No spaces around ``**`` between simple operands; the other leaves are kept as they are."""
+    leaves = line.leaves
+    if not any(leaf.type == "**" for leaf in leaves):
+        raise CannotSplit("no doublestar")
+    new_line = line.clone()
+    should_hug = False
+    for idx, leaf in enumerate(leaves):
+        hug_this_leaf = should_hug
+        should_hug = (
+            0 < idx < len(leaves) - 1
+            and leaf.type == "**"
+            and _is_simple_operand(leaves, idx - 1, -1)
+            and _is_simple_operand(leaves, idx + 1, 1)
+        )
+        if hug_this_leaf or should_hug:
+            new_leaf = leaf.copy()  # black's Leaf.clone(): no parent, no opening_bracket
+            new_leaf.created = True
+        else:
+            new_leaf = leaf
+        new_line.append(new_leaf, preformatted=True)
+    yield new_line
+
+
+def _hugged_line_str(line: Line) -> str | None:
+    """black.linegen._hugging_power_ops_line_to_string."""
+    if not any(leaf.type == "**" for leaf in line.leaves):
+        return None
+    return str(next(hug_power_op(line, False))).strip("\n")
+
+
+def _is_simple_operand(leaves: list[Leaf], index: int, kind: int) -> bool:
+    start = leaves[index]
+    if start.type in ("NAME", "NUMBER"):
+        return _is_simple_lookup(leaves, index, kind)
+    if start.type in UNARY and leaves[index + 1].type in ("NAME", "NUMBER"):
+        return _is_simple_lookup(leaves, index + 1, 1)
+    return False
+
+
+def _is_simple_lookup(leaves: list[Leaf], index: int, kind: int) -> bool:
+    """handle_is_simple_look_up_prev / handle_is_simple_lookup_forward (``for`` never occurs)."""
+    if kind == 1:
+        while 0 <= index < len(leaves):
+            current = leaves[index]
+            if current.type in ("(", "["):
+                return False
+            if current.type not in ("NAME", "."):
+                return True
+            index += 1
+        return True
+    contains_disallowed = False
+    chain: list[Leaf] = []
+    while 0 <= index < len(leaves):
+        current = leaves[index]
+        chain.append(current)
+        if not contains_disallowed and current.type in (")", "]"):
+            contains_disallowed = True
+        if not _is_expression_chained(chain):
+            return not contains_disallowed
+        index -= 1
+    return True
+
+
+def _is_expression_chained(chained: list[Leaf]) -> bool:
+    if len(chained) < 2:
+        return True
+    current, past = chained[-1].type, chained[-2].type
+    if past == "NAME":
+        return current == "."
+    if past in (")", "]"):
+        return current in ("]", ")")
+    if past in ("(", "["):
+        return current in ("NAME", "(", "[")
+    return False
+
+
 # -- the statement: tokens, checked against the shapes fxgen writes ---------------------------
 @functools.lru_cache(maxsize=65536)
 def split(statement: str, depth: int) -> tuple[str, ...] | None:
@@ -525,6 +655,11 @@ def split(statement: str, depth: int) -> tuple[str, ...] | None:
         leaves = parse(statement)
     except Unsupported:
         return None
+    return lines_for(leaves, depth)
+
+
+def lines_for(leaves: list[Leaf], depth: int) -> tuple[str, ...] | None:
+    """Black's lines for the leaves of a statement or signature, or None (black must decide)."""
     key = (depth, *(_skeleton(leaf) for leaf in leaves))
     plan = _plans.get(key)
     if plan is None:
@@ -545,21 +680,37 @@ _plans: dict[tuple[object, ...], tuple[tuple[str | int, ...], ...]] = {}  # () =
 _VALUES = frozenset({"NAME", "NUMBER", "STRING"})  # leaves whose text the plan does not hold
 
 
-def _skeleton(leaf: Leaf) -> tuple[object, ...] | str:
-    value = leaf.value
-    if leaf.type in _VALUES:
-        return (leaf.type, len(value), str_width(value), leaf.space)
-    return (value, leaf.space, leaf.trailer)
-
-
-def _plan(leaves: list[Leaf], depth: int) -> tuple[tuple[str | int, ...], ...]:
-    """Run black's algorithm; record each output line as text pieces and leaf indices."""
+def _format_once(leaves: list[Leaf], depth: int) -> list[Line] | None:
     line = Line(depth)
     for leaf in leaves:
         line.append(leaf)
     try:
-        lines = list(transform_line(line))
+        return list(transform_line(line))
     except (CannotSplit, KeyError, ValueError, IndexError, RecursionError):
+        return None
+
+
+def _skeleton(leaf: Leaf) -> tuple[object, ...] | str:
+    value = leaf.value
+    if leaf.type in _VALUES:
+        return (leaf.type, len(value), str_width(value), leaf.space)
+    return (value, leaf.space, leaf.trailer, leaf.priority, leaf.annotation)
+
+
+def _plan(leaves: list[Leaf], depth: int) -> tuple[tuple[str | int, ...], ...]:
+    """Run black's algorithm; record each output line as text pieces and leaf indices."""
+    pristine = [leaf.copy() for leaf in leaves]
+    lines = _format_once(leaves, depth)
+    if lines and any(leaf.created and leaf.type == "," for ln in lines for leaf in ln.leaves):
+        # black.format_str formats a changed file a second time: the trailing commas the first
+        # pass added are magic trailing commas then (a def's return annotation, for one)
+        again: list[Leaf] = []
+        for ln in lines:
+            for leaf in ln.leaves:
+                again.append(pristine[leaf.index].copy() if leaf.index >= 0 else _new_comma(leaf.annotation))
+                again[-1].created = False
+        lines = _format_once(again, depth)
+    if not lines:
         return ()
     plan = []
     for ln in lines:

@@ -2,9 +2,10 @@
 
 ``_split.split`` re-implements black's splitting for the statement shapes fxgen writes; every
 statement it claims must come out exactly as black writes it. The strategies below draw those
-shapes (calls, attribute chains, subscripts and slices, keyword arguments, unary minus, numbers,
-strings with quotes, escapes and wide characters, lists, tuples, dicts, nesting) with lengths
-around the 88-column limit, at the three depths the generated file uses.
+shapes (calls, attribute chains, subscripts and slices, keyword arguments, unary operators,
+numbers, strings with quotes, escapes and wide characters, ``...``, lists, tuples, dicts,
+nesting, binary operators and ``**``) with lengths around the 88-column limit, at the three
+depths the generated file uses, and ``def`` signatures for ``_split_def.split_def``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fxgen import _format, _render, _split, _statement
+from fxgen import _format, _render, _split, _split_def, _statement
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -53,7 +54,7 @@ strings = st.text(
     max_size=30,
 ).map(_render.string)
 leaves = st.one_of(
-    names, dotted, numbers, strings, st.sampled_from(["None", "True", "False", "torch.float32", "()", "[]", "{}"])
+    names, dotted, numbers, strings, st.sampled_from(["None", "True", "False", "torch.float32", "()", "[]", "{}", "..."])
 )
 
 
@@ -93,10 +94,88 @@ statements = st.one_of(
     st.tuples(targets, st.one_of(calls, expressions)).map(" = ".join),
     st.one_of(calls, expressions).map("return ".__add__),
     calls,
+    expressions.filter(lambda e: not e.startswith('"')),  # a bare expression (a node without a name)
 )
 
 
 small_expressions = st.recursive(leaves, _compound, max_leaves=8)
+
+# -- binary operators, as fxgen._render writes them (``x = a + b``, ``a**b``, ``(-1) ** x``) and
+# nested in calls, lists and chains
+BINARY_OPS = ["+", "-", "*", "/", "//", "%", "@", "<<", ">>", "&", "|", "^", "==", "!=", "<", ">", "<=", ">="]
+_parenthesized = st.sampled_from(["(-1)", "(1)", "(-2.5)", "(...)", "(-x)"])
+_bases = st.one_of(names, dotted, numbers, small_expressions).filter(lambda e: not e.startswith(("-", "~")))
+_exponents = st.one_of(names, dotted, numbers, names.map("-".__add__), small_expressions)
+
+
+def _power(t: tuple[str, str, bool]) -> str:
+    return f"{t[0]}**{t[1]}" if t[2] else f"{t[0]} ** {t[1]}"
+
+
+operands = st.one_of(
+    small_expressions,
+    st.tuples(st.sampled_from(["-", "~", "+"]), st.one_of(names, dotted, _parenthesized)).map("".join),
+    st.tuples(_parenthesized, st.sampled_from([".real", "[0]", ".f(x)"])).map("".join),
+    st.tuples(st.one_of(_bases, _parenthesized), _exponents, st.booleans()).map(_power),
+)
+binary_expressions = st.tuples(operands, st.lists(st.tuples(st.sampled_from(BINARY_OPS), operands), min_size=1, max_size=4)).map(
+    lambda t: " ".join([t[0], *(f"{op} {operand}" for op, operand in t[1])])
+)
+operator_expressions = st.one_of(
+    binary_expressions,
+    st.tuples(operands, st.sampled_from(BINARY_OPS), operands).map(" ".join),
+    st.tuples(dotted, st.lists(st.one_of(binary_expressions, operands), min_size=1, max_size=4)).map(
+        lambda t: f"{t[0]}({', '.join(t[1])})"
+    ),
+    st.tuples(dotted, names, binary_expressions).map(lambda t: f"{t[0]}({t[1]}={t[2]})"),
+    st.lists(st.one_of(binary_expressions, operands), min_size=1, max_size=4).map(lambda a: "[" + ", ".join(a) + "]"),
+    st.tuples(binary_expressions, st.sampled_from(BINARY_OPS), dotted, st.lists(operands, max_size=4)).map(
+        lambda t: f"{t[0]} {t[1]} {t[2]}({', '.join(t[3])})"
+    ),
+)
+operator_statements = st.one_of(
+    st.tuples(targets, operator_expressions).map(" = ".join),
+    operator_expressions.map("return ".__add__),
+    operator_expressions.filter(lambda e: not e.startswith('"')),  # black: parentheses if is_arith_like
+)
+
+# -- def signatures, as fxgen._render.signature writes them
+ANNOTATIONS = [
+    "torch.Tensor", "int", "float", "bool", "str", "None", "typing.Optional[torch.Tensor]", "list[int]",
+    "tuple[torch.Tensor, torch.Tensor]", "tuple[int, ...]", "typing.Callable[[int, int], torch.Tensor]",
+    "typing.Callable[..., int]", "dict[str, torch.Tensor]", "typing.Union[int, float, None]", "torch.dtype",
+    "typing.Optional[tuple[torch.Tensor, ...]]", "list[typing.Optional[torch.Tensor]]",
+]  # fmt: skip
+annotations = st.one_of(
+    st.sampled_from(ANNOTATIONS),
+    st.lists(st.sampled_from(ANNOTATIONS), min_size=1, max_size=9).map(lambda a: "tuple[" + ", ".join(a) + "]"),
+    st.lists(st.sampled_from(ANNOTATIONS), min_size=1, max_size=4).map(lambda a: "typing.Union[" + ", ".join(a) + "]"),
+)
+defaults = st.one_of(
+    numbers, strings, small_expressions, st.sampled_from(["None", "True", 'float("inf")', "(8,)", "torch.float32"])
+)
+
+
+def _parameter(t: tuple[str, str | None, str | None]) -> str:
+    name, annotation, default = t
+    text = name if annotation is None else f"{name}: {annotation}"
+    if default is not None:
+        text += (" = " if annotation is not None else "=") + default
+    return text
+
+
+parameters = st.tuples(names, st.one_of(st.none(), annotations), st.one_of(st.none(), defaults)).map(_parameter)
+signatures = st.tuples(
+    st.one_of(st.just("forward"), names), st.lists(parameters, max_size=10), st.one_of(st.none(), annotations)
+).map(lambda t: f"def {t[0]}(self{''.join(', ' + p for p in t[1])}){'' if t[2] is None else ' -> ' + t[2]}:")
+
+
+def black_def_lines(signature: str, depth: int) -> tuple[str, ...]:
+    """The reference for a signature: black on it with a ``pass`` body, in a scaffold."""
+    scaffold = ["", "class _:\n    ", "class _:\n    def _(self):\n        "][depth]
+    source = scaffold + signature + "\n" + "    " * (depth + 1) + "pass\n"
+    formatted = black.format_str(source, mode=_format.MODE).splitlines()
+    return tuple(line.removeprefix("    " * depth) for line in formatted[depth:-1])
 
 
 # -- the fast path against black ----------------------------------------------------------------
@@ -121,11 +200,63 @@ def test_split_equals_black(statement: str, depth: int) -> None:
 )
 def test_split_near_the_limit(expression: str, form: str, width: int, depth: int) -> None:
     """Statements padded to a width around 88 columns, where black's choices flip."""
+    assert_claimed_as_black(padded(form, expression, width, depth), depth)
+
+
+@settings(max_examples=MANY)
+@given(operator_statements, st.sampled_from([0, 1, 2]))
+def test_operators_split_equals_black(statement: str, depth: int) -> None:
+    """Binary operators: delimiter priorities, optional parentheses, ``**`` hugging."""
+    assert_claimed_as_black(statement, depth)
+
+
+@settings(max_examples=MANY)
+@given(
+    st.one_of(binary_expressions, operands),
+    st.sampled_from(["{pad} = {expr}", "self.{pad} = {expr}", "return {pad} * {expr}", "{pad} = f({expr}) + {pad}"]),
+    st.integers(70, 110),
+    st.sampled_from([0, 1, 2]),
+)
+def test_operators_near_the_limit(expression: str, form: str, width: int, depth: int) -> None:
+    assert_claimed_as_black(padded(form, expression, width, depth), depth)
+
+
+def padded(form: str, expression: str, width: int, depth: int) -> str:
+    """``form`` with ``expression``, its name padded so the statement is ``width`` columns wide."""
     pad = width - 4 * depth - len(form.format(pad="", expr=expression))
-    statement = form.format(pad="v" * max(pad, 1), expr=expression)
+    return form.format(pad="v" * max(pad, 1), expr=expression)
+
+
+def assert_claimed_as_black(statement: str, depth: int) -> None:
+    """The fast path claims ``statement`` and splits it exactly as black does."""
     got = _split.split(statement, depth)
     assert got is not None, statement
     assert got == black_lines(statement, depth), statement
+
+
+@settings(max_examples=MANY)
+@given(signatures, st.sampled_from([0, 1, 2]))
+def test_def_split_equals_black(signature: str, depth: int) -> None:
+    """Long signatures: black's left-hand split, one parameter per line with a trailing comma,
+    a lone ``self,``, long return annotations (and black's second pass over them)."""
+    got = _split_def.split_def(signature, depth)
+    assert got is not None, signature
+    assert got == black_def_lines(signature, depth), signature
+
+
+@settings(max_examples=MANY)
+@given(st.lists(parameters, max_size=4), st.one_of(st.none(), annotations), st.integers(75, 105))
+def test_def_near_the_limit(params: list[str], returns: str | None, width: int) -> None:
+    """Methods (depth 1, as ``forward``) whose signature is padded to around 88 columns, through
+    the path fxgen._codegen takes (``format_statement`` with a ``pass`` body)."""
+    arrow = "" if returns is None else " -> " + returns
+    bare = f"def forward(self, @: torch.Tensor{''.join(', ' + p for p in params)}){arrow}:"
+    signature = bare.replace("@", "v" * max(width - 4 - len(bare) + 1, 1), 1)
+    got = _split_def.split_def(signature, 1)
+    assert got is not None, signature
+    assert got == black_def_lines(signature, 1), signature
+    statement = signature + "\n        pass"
+    assert _format.format_statement(statement, 1) == _format.black_statements([statement], 1)[0]
 
 
 @settings(max_examples=MANY // 2)
@@ -153,16 +284,18 @@ def _same_length(kind: str, value: str) -> str:
 @pytest.mark.parametrize(
     "statement",
     [
-        "x = a + b",  # an operator: optional parentheses rules not reproduced
         "x = [a, b,]",  # a magic trailing comma
         "f(a)  # comment",
-        "x = ...",
+        "x = -a ** b",  # black adds parentheses: -(a**b)
+        "x = y[a + 1 :]",  # an operator in a subscript: black's complex-subscript spacing
+        "x = (a + b) * c",  # parentheses black may drop or keep
+        '"a" + b',  # a bare string first: a docstring where it stands
+        "x = a+b",  # spacing black would change
         "def f(x):\n    pass",
         'x = "a" "b"',
         "x = lambda y: y",
         'x = "abc".format(y)',
         "x = (a)",
-        "x",
         '"docstring"',
         "x = a if b else c",
     ],
@@ -196,6 +329,45 @@ def test_lines_fxgen_writes_take_the_fast_path() -> None:
     assert len(claimed) == len(seen), [s for s, d in seen if _split.split(s, d) is None]
     for statement, depth in claimed:
         assert _split.split(statement, depth) == black_lines(statement, depth)
+
+
+@pytest.mark.parametrize(
+    "signature",
+    [
+        "def f(*args):",
+        "def f(a, /, b):",
+        "def f(a,):",
+        "def f(a: 'int'):",
+        "def f(a: int | None):",
+        "def f[T](a: T):",
+        "async def f(a):",
+        "def f(a) -> (int):",
+        "def f(a):  # comment",
+    ],
+)
+def test_unsupported_signatures_fall_back(signature: str) -> None:
+    assert _split_def.split_def(signature, 1) is None
+
+
+def test_generating_the_examples_calls_black_zero_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every long statement and signature of model_specs/ (and the benchmark workloads) is
+    split by fxgen itself: black is never called while generating them."""
+    import fxgen
+
+    calls: list[str] = []
+    original = black.format_str
+
+    def counting(source: str, *, mode: black.Mode) -> str:
+        calls.append(source)
+        return original(source, mode=mode)
+
+    _format.clear_caches()
+    monkeypatch.setattr(black, "format_str", counting)
+    for path in sorted((ROOT / "model_specs").glob("*.yaml")):
+        fxgen.generate(path)
+    for shape in ("fan", "residual", "chain"):
+        fxgen.generate(fxgen.load_spec(_write(shape)))
+    assert calls == []
 
 
 def _write(shape: str) -> Path:

@@ -1,0 +1,97 @@
+"""Black's splitting of a long ``def`` signature, for the signatures fxgen writes.
+
+``def forward(self, x: torch.Tensor, ...) -> annotation:`` longer than the limit is split by
+black's ``left_hand_split`` (linegen.py): the head up to the parameters' opening parenthesis,
+the parameters one level deeper (on one line if they fit, else one per line with a trailing
+comma, or a lone ``self`` with one), and the tail from the closing parenthesis, which
+``fxgen._split`` splits further like any line when the return annotation is long. A return
+annotation with a magic trailing comma (black's second pass over its own output, see
+``fxgen._split._plan``) makes black split the whole line from the right instead
+(``should_split_funcdef_with_rhs``). The leaves come from ``fxgen._statement.parse_def``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+
+from fxgen._split import (
+    CLOSING,
+    CannotSplit,
+    Line,
+    _build_line,
+    _leaves_inside_matching_brackets,
+    bracket_split_succeeded_or_raise,
+    lines_for,
+)
+from fxgen._statement import Leaf, Unsupported, parse_def
+
+__all__ = ["left_hand_split", "should_split_funcdef_with_rhs", "split_def"]
+
+
+@functools.lru_cache(maxsize=4096)
+def split_def(signature: str, depth: int) -> tuple[str, ...] | None:
+    """Black's lines for the ``def ...:`` line ``signature`` at ``depth`` (without the
+    indentation), or None when it is not a shape this port reproduces exactly."""
+    try:
+        leaves = parse_def(signature)
+    except Unsupported:
+        return None
+    return lines_for(leaves, depth)
+
+
+def should_split_funcdef_with_rhs(line: Line) -> bool:
+    """black.linegen.should_split_funcdef_with_rhs: a magic trailing comma in the return
+    annotation (black's string-annotation case cannot occur: parse_def rejects strings)."""
+    return_type_leaves: list[Leaf] = []
+    in_return_type = False
+    for leaf in line.leaves:
+        if leaf.type == ":":
+            in_return_type = False
+        if in_return_type:
+            return_type_leaves.append(leaf)
+        if leaf.type == "->":
+            in_return_type = True
+    result = Line(line.depth)
+    track = _leaves_inside_matching_brackets(return_type_leaves)
+    for leaf in return_type_leaves:
+        result.append(leaf, preformatted=True, track_bracket=id(leaf) in track)
+    return result.magic_trailing_comma is not None
+
+
+def left_hand_split(line: Line, force_optional: bool) -> Iterator[Line]:
+    """black.linegen.left_hand_split: split at the first opening bracket, the parameters'
+    (fxgen's signatures have no type parameters, so black's ``[`` pass never applies)."""
+    tail_leaves: list[Leaf] = []
+    body_leaves: list[Leaf] = []
+    head_leaves: list[Leaf] = []
+    current_leaves = head_leaves
+    matching_bracket: Leaf | None = None
+    for leaf in line.leaves:
+        if (
+            current_leaves is body_leaves
+            and leaf.type in CLOSING
+            and leaf.opening_bracket is matching_bracket
+            and matching_bracket is not None
+        ):
+            _ensure_visible(leaf)
+            _ensure_visible(matching_bracket)
+            current_leaves = tail_leaves if body_leaves else head_leaves
+        current_leaves.append(leaf)
+        if current_leaves is head_leaves and leaf.type == "(":
+            matching_bracket = leaf
+            current_leaves = body_leaves
+    if not matching_bracket or not tail_leaves:
+        raise CannotSplit("no brackets found")
+    head = _build_line(head_leaves, line, matching_bracket, "head")
+    body = _build_line(body_leaves, line, matching_bracket, "body")
+    tail = _build_line(tail_leaves, line, matching_bracket, "tail")
+    bracket_split_succeeded_or_raise(head, body, tail)
+    for result in (head, body, tail):
+        if result:
+            yield result
+
+
+def _ensure_visible(leaf: Leaf) -> None:
+    if leaf.type in "()":
+        leaf.value = leaf.type
