@@ -15,16 +15,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 
-from fxgen._split import (
-    CLOSING,
-    CannotSplit,
-    Line,
-    _build_line,
-    _leaves_inside_matching_brackets,
-    bracket_split_succeeded_or_raise,
-    lines_for,
-)
-from fxgen._statement import Leaf, Unsupported, parse_def
+from fxgen._split import _build_line, bracket_split_succeeded_or_raise, lines_for
+from fxgen._split_lines import CannotSplit, Line, leaves_inside_matching_brackets
+from fxgen._statement import CLOSING, Leaf, Unsupported, parse_def
 
 __all__ = ["left_hand_split", "should_split_funcdef_with_rhs", "split_def"]
 
@@ -53,7 +46,7 @@ def should_split_funcdef_with_rhs(line: Line) -> bool:
         if leaf.type == "->":
             in_return_type = True
     result = Line(line.depth)
-    track = _leaves_inside_matching_brackets(return_type_leaves)
+    track = leaves_inside_matching_brackets(return_type_leaves)
     for leaf in return_type_leaves:
         result.append(leaf, preformatted=True, track_bracket=id(leaf) in track)
     return result.magic_trailing_comma is not None
