@@ -13,6 +13,7 @@ import torch.fx
 from fxgen._build import (
     build_module,
     construct,
+    construct_call,
     construct_declared,
     set_attr_path,
 )
@@ -21,7 +22,13 @@ from fxgen._policy import DEFAULT_POLICY, Policy
 from fxgen._reader import read_document
 from fxgen._spec import ModuleSpec, Spec
 from fxgen._to_spec import graph_module_to_spec
-from fxgen._validate import validate_data, validate_document
+from fxgen._validate import (
+    Construct,
+    parse_data,
+    validate_data,
+    validate_document,
+    validate_for_load,
+)
 
 __all__ = ["load", "load_spec", "policy_for", "to_spec", "validate"]
 
@@ -52,6 +59,16 @@ def as_spec(spec: SpecLike, policy: Policy) -> Spec:
     return validate_document(read_document(spec), policy)
 
 
+def _validated(spec: SpecLike, policy: Policy, construct: Construct) -> tuple[Spec, dict[str, torch.nn.Module]]:
+    """``as_spec`` for a load: a path or dict is validated with the load's own module
+    constructor, and the modules it built come back with the Spec (an already validated Spec
+    comes back alone, to be built as it is)."""
+    if isinstance(spec, Spec):
+        return spec, {}
+    doc = parse_data(spec) if isinstance(spec, dict) else read_document(spec)
+    return validate_for_load(doc, policy, construct)
+
+
 def load(
     spec: SpecLike,
     *,
@@ -65,22 +82,29 @@ def load(
     overwritten; the file must match the spec exactly (keys, shapes, dtypes). Only what the
     file cannot provide is built for real: non-persistent buffers (and the few modules that
     hold them or plain tensor attributes). The global random generator is left as it was.
+
+    A path or dict is validated by constructing each module the way this load builds it, and
+    the build keeps those modules: each is constructed once, in declaration order, so the
+    parameters drawn after ``torch.manual_seed`` are those of loading the validated Spec.
     """
     policy = policy_for(allow)
-    spec = as_spec(spec, policy)
     if weights is None:
-        return build_module(spec, policy)
+        with _random_state_kept_on_error():  # a refused spec draws nothing
+            spec, modules = _validated(spec, policy, _construct_for_real)
+        return build_module(spec, policy, modules=modules)
     from fxgen._weights import assign_weights, has_meta_tensors, read_weights
 
-    state = read_weights(weights)
     builder = _ModulesForWeights(policy)
+    with _same_random_state():
+        spec, modules = _validated(spec, policy, builder.construct)
+    state = read_weights(weights)
 
     def placement(table: str, path: str) -> str | None:
         # Non-persistent buffers are not in the file: those are built for real.
         return None if table == "buffers" and not spec.buffers[path].persistent else "meta"
 
     with _same_random_state():  # loading weights leaves the global generator as it was
-        gm = build_module(spec, policy, placement=placement, make_module=builder)
+        gm = build_module(spec, policy, placement=placement, make_module=builder, modules=modules)
     left = assign_weights(gm, state, weights)  # checks the whole file first
     for path in builder.on_meta:
         if has_meta_tensors(gm.get_submodule(path), saved=False):
@@ -96,6 +120,13 @@ def load(
     if left:
         raise WeightsError(f"weights left tensors uninitialised: {', '.join(left[:5])}", Location(str(weights)))
     return gm
+
+
+def _construct_for_real(path: str, entry: dict[str, Any], cls: type) -> torch.nn.Module:
+    """Validation's constructor for a load without weights: the build's own call. A failing
+    one draws nothing: the build tries it again and must draw what it always drew."""
+    with _random_state_kept_on_error():
+        return construct_call(cls, entry.get("args", []), entry.get("kwargs", {}), None)
 
 
 def _still_meta(root: torch.nn.Module, path: str) -> bool:
@@ -119,6 +150,24 @@ class _ModulesForWeights:
     def __call__(self, path: str, entry: ModuleSpec) -> torch.nn.Module:
         self.on_meta.append(path)
         return construct(entry, self.policy, "meta")
+
+    def construct(self, path: str, entry: dict[str, Any], cls: type) -> torch.nn.Module:
+        """The same, as validation calls it (the declaration as data, its class resolved)."""
+        module = construct_call(cls, entry.get("args", []), entry.get("kwargs", {}), "meta")
+        self.on_meta.append(path)
+        return module
+
+
+@contextlib.contextmanager
+def _random_state_kept_on_error() -> Iterator[None]:
+    """Put the global generator back if the block fails (validation constructing modules for
+    real draws from it; a spec it refuses must leave no trace)."""
+    state = torch.random.get_rng_state()
+    try:
+        yield
+    except BaseException:
+        torch.random.set_rng_state(state)
+        raise
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ exactly those paths). The GraphModule remembers the declarations it was built fr
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -30,6 +30,7 @@ __all__ = [
     "build_graph",
     "build_module",
     "construct",
+    "construct_call",
     "construct_declared",
     "meta_device",
     "set_attr_path",
@@ -86,33 +87,63 @@ def build_module(
     device: torch.device | str | None = None,
     placement: Placement | None = None,
     make_module: ModuleMaker | None = None,
+    modules: Mapping[str, torch.nn.Module] | None = None,
 ) -> torch.fx.GraphModule:
     """The runnable GraphModule of a validated spec; ``device="meta"`` skips initialisation.
 
     Loading weights chooses per declaration instead: ``placement`` the device of each
     parameter and buffer (``table`` is ``"parameters"`` or ``"buffers"``), ``make_module`` the
     construction of each module (failures are reported at the declaration either way).
+    ``modules`` are instances already constructed for some paths (validation for a load
+    constructs each module once, as the load would): those are used as they are.
     """
     graph = build_graph(spec, policy)
-    gm = torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph(), class_name=spec.name)
+    # The attributes go on a plain module first, in declaration order; the GraphModule is then
+    # made with the real graph (one code generation, not one for an empty graph and another).
+    root = torch.nn.Module()
     where = placement or (lambda table, path: device)
+    built = modules or {}
     for path, entry in spec.modules.items():
-        with _located(spec, "modules", path, "cannot build module"):
-            module = make_module(path, entry) if make_module else construct(entry, policy, device)
-        set_attr_path(gm, path, module)
+        module = built.get(path)
+        if module is None:
+            with _located(spec, "modules", path, "cannot build module"):
+                module = make_module(path, entry) if make_module else construct(entry, policy, device)
+        set_attr_path(root, path, module)
     for path, param in spec.parameters.items():
         with _located(spec, "parameters", path, "cannot create parameter"):
             tensor = make_tensor(param, device=where("parameters", path))
-        set_attr_path(gm, path, torch.nn.Parameter(tensor, requires_grad=param.requires_grad))
+        set_attr_path(root, path, torch.nn.Parameter(tensor, requires_grad=param.requires_grad))
     for path, buffer in spec.buffers.items():
         with _located(spec, "buffers", path, "cannot create buffer"):
             tensor = make_tensor(buffer, device=where("buffers", path))
-        set_attr_path(gm, path, tensor, persistent=buffer.persistent)
-    with _located(spec, "nodes", None, "torch.fx cannot compile the graph"):
-        gm.graph = graph  # setting the graph recompiles forward()
+        set_attr_path(root, path, tensor, persistent=buffer.persistent)
+    gm = _graph_module(spec, root, graph)
     if spec.doc is not None:
         type(gm).__doc__ = spec.doc
     gm.meta[META_KEY] = _Declarations(dict(spec.modules), dict(spec.parameters), dict(spec.buffers))
+    return gm
+
+
+_STATE = ("_parameters", "_buffers", "_non_persistent_buffers_set", "_modules")
+
+
+def _graph_module(spec: Spec, root: torch.nn.Module, graph: torch.fx.Graph) -> torch.fx.GraphModule:
+    """A GraphModule running ``graph`` whose attributes are exactly ``root``'s, in its order.
+
+    ``GraphModule(root, graph)`` copies only what the nodes use, in node order; its state is
+    then replaced by ``root``'s whole tree. Should that copy fail (a Spec that was never
+    validated), the attributes go on an empty GraphModule and the graph is set after, which
+    reports the graph's own problems as before.
+    """
+    try:
+        gm = torch.fx.GraphModule(root, graph, class_name=spec.name)
+    except Exception:
+        gm = torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph(), class_name=spec.name)
+        vars(gm).update({name: vars(root)[name] for name in _STATE})
+        with _located(spec, "nodes", None, "torch.fx cannot compile the graph"):
+            gm.graph = graph  # setting the graph recompiles forward()
+        return gm
+    vars(gm).update({name: vars(root)[name] for name in _STATE})
     return gm
 
 
@@ -143,14 +174,21 @@ def construct_declared(
 
 def construct(entry: ModuleSpec, policy: Policy, device: torch.device | str | None) -> torch.nn.Module:
     """The module a spec declaration builds, on ``device`` (the default device when None)."""
-    cls = policy.resolve_module_class(entry.cls)
-    args = decode(entry.args, _no_ref)
-    kwargs = decode_kwargs(entry.kwargs, _no_ref)
+    return construct_call(policy.resolve_module_class(entry.cls), entry.args, entry.kwargs, device)
+
+
+def construct_call(
+    cls: type, args: list[Any], kwargs: dict[str, Any], device: torch.device | str | None
+) -> torch.nn.Module:
+    """``cls(*args, **kwargs)`` from encoded (validated) arguments, on ``device``; the one
+    constructor call validation and the build share, so both build a module the same way."""
+    decoded = decode(args, _no_ref)
+    decoded_kwargs = decode_kwargs(kwargs, _no_ref)
     if device is None:
-        module: torch.nn.Module = cls(*args, **kwargs)
+        module: torch.nn.Module = cls(*decoded, **decoded_kwargs)
         return module
     with meta_device() if torch.device(device).type == "meta" else torch.device(device):
-        module = cls(*args, **kwargs)
+        module = cls(*decoded, **decoded_kwargs)
     return module
 
 

@@ -3,7 +3,9 @@
 The JSON Schema checks the shape; this module checks what a schema cannot: names, references
 and their order, that targets resolve under the target policy, that constructor arguments bind,
 that initialisers fit their tensors. Nothing a spec names is called here except the allowed
-nn.Module classes' signatures and their construction on the meta device (for get_attr checks).
+nn.Module classes' signatures and their construction: on the meta device (for the constructor
+and get_attr checks), or, when validating for a load, by the constructor the load will use, so
+that each module is constructed once and the build keeps it (``validate_for_load``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import functools
 import inspect
 import keyword
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -26,7 +28,7 @@ from fxgen._spec import FORMAT_VERSION, Spec
 from fxgen._tensors import check_init
 from fxgen._values import DTYPES, decode, decode_kwargs, iter_refs
 
-__all__ = ["RESERVED_NAMES", "validate_data", "validate_document"]
+__all__ = ["RESERVED_NAMES", "Construct", "parse_data", "validate_data", "validate_document", "validate_for_load"]
 
 # Names the generated module and torch.fx's own code use as globals; a node may not shadow them.
 RESERVED_NAMES = frozenset({"self", "torch", "nn", "F", "operator", "math", "typing", "builtins",
@@ -37,13 +39,36 @@ _SEGMENT = re.compile(r"(?!__)[A-Za-z_][A-Za-z0-9_]*|0|[1-9][0-9]*")
 _DEVICE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?::(?:0|[1-9][0-9]*))?")
 
 
+Construct = Callable[[str, dict[str, Any], type], Any]
+"""``(path, declaration, class) -> module``: how ``validate_for_load`` constructs a declared
+module (the declaration as data; the class already resolved and its arguments checked)."""
+
+
 def validate_document(doc: Document, policy: Policy = DEFAULT_POLICY) -> Spec:
     """Check ``doc`` fully and return its Spec; raise SpecError with every problem found."""
+    return _validate(doc, policy, None)[0]
+
+
+def validate_for_load(
+    doc: Document, policy: Policy, construct: Construct
+) -> tuple[Spec, dict[str, Any]]:
+    """``validate_document``, constructing each declared module with ``construct`` (the load's
+    own constructor) instead of on the meta device; returns the Spec and those modules by path.
+
+    Errors are the same as ``validate_document``'s: a constructor that fails is tried again on
+    the meta device, and only a failure there is a spec problem. One that fails only for real
+    (memory, devices) leaves the module out, so the build constructs it and reports that at
+    the declaration, as it does for a validated Spec.
+    """
+    return _validate(doc, policy, construct)
+
+
+def _validate(doc: Document, policy: Policy, construct: Construct | None) -> tuple[Spec, dict[str, Any]]:
     _check_version(doc)
     errors = check_schema(doc)
     if errors:
         raise SpecError(errors)
-    checker = _Checker(doc, policy)
+    checker = _Checker(doc, policy, construct)
     checker.run()
     if checker.errors:
         raise SpecError(checker.errors)
@@ -58,18 +83,23 @@ def validate_document(doc: Document, policy: Policy = DEFAULT_POLICY) -> Spec:
         from fxgen._build import build_graph
 
         build_graph(spec, policy)
-    return spec
+    return spec, checker.constructed
 
 
 def validate_data(data: dict[str, Any], policy: Policy = DEFAULT_POLICY, *, path: str = "<spec>") -> Spec:
     """Validate an in-memory dict (locations come from its JSON rendering)."""
+    return validate_document(parse_data(data, path), policy)
+
+
+def parse_data(data: dict[str, Any], path: str = "<spec>") -> Document:
+    """An in-memory dict as a located Document: its JSON rendering, parsed (to be validated)."""
     import json
 
     try:
         text = json.dumps(data, indent=1, ensure_ascii=False)  # characters as they are, to be checked and located
     except (TypeError, ValueError, RecursionError) as exc:  # not JSON data: sets, huge ints, cycles, objects
         raise SpecError.at(Location(path), f"the spec is not plain JSON data: {exc}") from None
-    return validate_document(parse_text(text, path, json_syntax=True), policy)
+    return parse_text(text, path, json_syntax=True)
 
 
 def _check_version(doc: Document) -> None:
@@ -87,15 +117,20 @@ def _check_version(doc: Document) -> None:
 
 
 class _Checker:
-    def __init__(self, doc: Document, policy: Policy) -> None:
+    def __init__(self, doc: Document, policy: Policy, construct: Construct | None = None) -> None:
         self.doc = doc
         self.data: dict[str, Any] = doc.data
         self.policy = policy
+        self.construct = construct
         self.errors: list[Diagnostic] = []
         self.canonical_types: list[str | None] = []
         self.module_classes: dict[str, type] = {}
-        # constructor call -> why it fails: models repeat the same block many times
-        self.construction_problems: dict[tuple[type, str], str | None] = {}
+        # path -> an instance of the declared module, for get_attr checks
+        self.instances: dict[str, Any] = {}
+        # path -> the module ``construct`` built (validating for a load): the build keeps it
+        self.constructed: dict[str, Any] = {}
+        # constructor call -> its meta instance or why it fails: models repeat the same block
+        self.meta_builds: dict[tuple[type, str], tuple[Any, str | None]] = {}
 
     def error(self, path: JsonPath, message: str, *, key: bool = False) -> None:
         loc = self.doc.key_location(path) if key else self.doc.locate(path)
@@ -172,14 +207,32 @@ class _Checker:
                 self.error(where, f"module {path!r}: arguments do not fit {entry['class']}: {exc}; "
                            f"its signature is {cls.__name__}{_plain_signature(signature)}")  # fmt: skip
                 continue
-            call = (cls, repr((entry.get("args", []), entry.get("kwargs", {}))))
-            if call not in self.construction_problems:
-                self.construction_problems[call] = _construction_problem(entry, cls)
-            problem = self.construction_problems[call]
+            module, problem = self.build(path, entry, cls)
             if problem:  # the constructor itself refuses them (types, ranges, devices): say so now, not at load
                 self.error(where, f"module {path!r}: {entry['class']} cannot be built with these arguments: {problem}")
                 continue
             self.module_classes[path] = cls
+            self.instances[path] = module
+
+    def build(self, path: str, entry: dict[str, Any], cls: type) -> tuple[Any, str | None]:
+        """The module (for attribute checks) and why its constructor refuses the call, or None.
+
+        On the meta device each distinct call is built once. Validating for a load, the load's
+        constructor builds every module; when it fails, the meta build decides whether the spec
+        is wrong (reported here, as always) or only the real build is (left to the build).
+        """
+        if self.construct is not None:
+            try:
+                module = self.construct(path, entry, cls)
+            except Exception:
+                pass
+            else:
+                self.constructed[path] = module
+                return module, None
+        call = (cls, repr((entry.get("args", []), entry.get("kwargs", {}))))
+        if call not in self.meta_builds:
+            self.meta_builds[call] = _meta_build(entry, cls)
+        return self.meta_builds[call]
 
     def check_tensors(self, table: str) -> None:
         for path, entry in self.data.get(table, {}).items():
@@ -297,7 +350,7 @@ class _Checker:
             self.error(where, f"node name {name!r} is not an identifier; use only letters, digits and _")
         elif keyword.iskeyword(name) or keyword.issoftkeyword(name):
             self.error(where, f"node name {name!r} is a Python keyword; choose another name")
-        elif hasattr(builtins, name):
+        elif name in self.builtin_names:
             self.error(where, f"node name {name!r} would shadow the builtin {name!r}; choose another name")
         elif name in RESERVED_NAMES or name in self.imported_roots:
             self.error(where, f"node name {name!r} is reserved for a module the generated code imports; "
@@ -310,7 +363,12 @@ class _Checker:
         """Top-level packages the generated code will import (node names must not shadow them)."""
         roots = {m["class"].split(".")[0] for m in self.data.get("modules", {}).values()}
         roots |= {n["target"].split(".")[0] for n in self.data["nodes"] if n["op"] == "call_function"}
-        return frozenset(r for r in roots if "." in r or r not in dir(builtins))
+        return frozenset(r for r in roots if "." in r or r not in self.builtin_names)
+
+    @functools.cached_property
+    def builtin_names(self) -> frozenset[str]:
+        """``dir(builtins)``, read once per validation (the REPL adds ``_`` to it at run time)."""
+        return frozenset(dir(builtins))
 
     def check_refs(self, node: dict[str, Any], where: JsonPath, defined: dict[str, int]) -> None:
         for field in ("args", "kwargs", "default"):
@@ -360,22 +418,37 @@ class _Checker:
         target: str = node["target"]
         if target in self.data.get("parameters", {}) or target in self.data.get("buffers", {}):
             return
-        for path, entry in self.data.get("modules", {}).items():
-            if target.startswith(path + "."):
-                cls = self.module_classes.get(path)
-                attr = target[len(path) + 1 :]
-                if cls is not None and not _has_attribute(entry, cls, attr):
-                    names = _attribute_names(entry, cls)
-                    has = f"; it has {', '.join(names)}" if names else ""
-                    self.error((*where, "target"), f"module {path!r} ({cls.__name__}) has no attribute {attr!r}{has}")
-                elif cls is not None:
-                    try:  # public tensors and plain data only: not submodules, methods, hooks, _modules...
-                        self.policy.check_module_attribute(attr, _attribute(entry, cls, attr))
-                    except TargetError as exc:
-                        self.error((*where, "target"), _node_prefix(node) + str(exc))
+        path = self.owning_module(target)
+        if path is not None:
+            cls = self.module_classes.get(path)
+            if cls is None:
                 return  # a module whose declaration is invalid was reported already
+            module = self.instances[path]
+            attr = target[len(path) + 1 :]
+            found, value = _attribute(module, attr)
+            if not found:
+                names = _attribute_names(module)
+                has = f"; it has {', '.join(names)}" if names else ""
+                self.error((*where, "target"), f"module {path!r} ({cls.__name__}) has no attribute {attr!r}{has}")
+                return
+            try:  # public tensors and plain data only: not submodules, methods, hooks, _modules...
+                self.policy.check_module_attribute(attr, value)
+            except TargetError as exc:
+                self.error((*where, "target"), _node_prefix(node) + str(exc))
+            return
         self.error((*where, "target"), f"get_attr target {target!r} is not a declared parameter, buffer "
                    "or attribute of a declared module; declare it under `parameters` or `buffers`")  # fmt: skip
+
+    def owning_module(self, target: str) -> str | None:
+        """The first declared module (in declaration order) whose path is a prefix of ``target``:
+        only the target's own prefixes are looked up, not every module per get_attr node."""
+        order = self.module_order
+        found = [prefix for prefix in _prefixes(target) if prefix in order]
+        return min(found, key=order.__getitem__) if found else None
+
+    @functools.cached_property
+    def module_order(self) -> dict[str, int]:
+        return {path: i for i, path in enumerate(self.data.get("modules", {}))}
 
     def check_call_module(self, node: dict[str, Any], where: JsonPath) -> None:
         self.check_values(node, where)
@@ -427,6 +500,12 @@ class _Checker:
                 self.policy.check_attribute(attr.removeprefix("%"))
             except TargetError as exc:
                 self.error((*where, "args", 1), _node_prefix(node) + str(exc))
+
+
+def _prefixes(target: str) -> list[str]:
+    """``"a.b.c"`` -> ``["a", "a.b"]``: the paths a declared module owning ``target`` could have."""
+    parts = target.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
 def _is_number_literal(value: Any) -> bool:
@@ -528,20 +607,23 @@ def _signature(cls: type) -> inspect.Signature:
     return inspect.signature(cls)
 
 
-def _meta_build(entry: dict[str, Any], cls: type) -> Any:
-    """``cls(*args, **kwargs)`` on the meta device (no memory, no initialisation), as load builds it."""
-    from fxgen._build import meta_device
+def _meta_build(entry: dict[str, Any], cls: type) -> tuple[Any, str | None]:
+    """``cls(*args, **kwargs)`` on the meta device (no memory, no initialisation), as load builds
+    it with weights: the module, or None and why the constructor refuses the call.
 
-    with meta_device():
-        return cls(*decode(entry.get("args", []), _no_ref), **decode_kwargs(entry.get("kwargs", {}), _no_ref))
+    It draws nothing from the global generator: a module given an explicit ``device`` builds
+    real tensors even here, and their initialisation must not shift what a load draws.
+    """
+    from fxgen._build import construct_call
 
-
-def _meta_module(entry: dict[str, Any], cls: type) -> Any:
-    """The module on the meta device; None if it cannot be built."""
+    state = torch.random.get_rng_state()
     try:
-        return _meta_build(entry, cls)
-    except Exception:
-        return None
+        return construct_call(cls, entry.get("args", []), entry.get("kwargs", {}), "meta"), None
+    except Exception as exc:
+        text = str(exc).strip().splitlines()
+        return None, f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+    finally:
+        torch.random.set_rng_state(state)
 
 
 @functools.cache
@@ -560,36 +642,19 @@ def _is_operator(function: Any) -> bool:
     return isinstance(name, str) and getattr(operator, name, None) is function
 
 
-def _construction_problem(entry: dict[str, Any], cls: type) -> str | None:
-    """Why ``cls(*args, **kwargs)`` fails on the meta device (no memory, no init), or None."""
-    try:
-        _meta_build(entry, cls)
-    except Exception as exc:
-        text = str(exc).strip().splitlines()
-        return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
-    return None
-
-
-def _attribute(entry: dict[str, Any], cls: type, attr: str) -> Any:
-    obj: Any = _meta_module(entry, cls)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-def _has_attribute(entry: dict[str, Any], cls: type, attr: str) -> bool:
-    obj: Any = _meta_module(entry, cls)
+def _attribute(module: Any, attr: str) -> tuple[bool, Any]:
+    """``module.<attr>`` (a dotted path): whether it exists, and its value."""
+    obj = module
     try:
         for part in attr.split("."):
             obj = getattr(obj, part)
     except Exception:
-        return False
-    return True
+        return False, None
+    return True, obj
 
 
-def _attribute_names(entry: dict[str, Any], cls: type) -> list[str]:
+def _attribute_names(module: Any) -> list[str]:
     """The state a module instance holds (``weight``, ``bias``, ``0.weight``), for messages."""
-    module = _meta_module(entry, cls)
     if not isinstance(module, torch.nn.Module):
         return []
     names = [name for name, _ in module.named_parameters()] + [name for name, _ in module.named_buffers()]

@@ -323,14 +323,19 @@ def test_identical_constructor_calls_are_tried_once(monkeypatch: pytest.MonkeyPa
     from fxgen import _validate
 
     calls: list[Any] = []
-    real = _validate._construction_problem
-    monkeypatch.setattr(_validate, "_construction_problem", lambda entry, cls: calls.append(entry) or real(entry, cls))
+    real = _validate._meta_build
+    monkeypatch.setattr(_validate, "_meta_build", lambda entry, cls: calls.append(entry) or real(entry, cls))
     good = {"class": "torch.nn.Linear", "args": [4, 4]}
     bad = {"class": "torch.nn.Linear", "args": [4, -5]}
     spec = {"fxgen": 1, "name": "Repeat",
             "modules": {**{f"ok.{i}": dict(good) for i in range(5)}, **{f"bad.{i}": dict(bad) for i in range(3)}},
-            "nodes": [{"op": "placeholder", "name": "x"}, {"op": "output", "args": ["%x"]}]}  # fmt: skip
+            "nodes": [{"op": "placeholder", "name": "x"},
+                      *({"op": "get_attr", "name": f"w{i}", "target": f"ok.{i}.weight"} for i in range(5)),
+                      {"op": "get_attr", "name": "nope", "target": "ok.0.nope"},
+                      {"op": "output", "args": ["%x"]}]}  # fmt: skip
     with pytest.raises(fxgen.SpecError) as info:
         _validate.validate_data(spec)
-    assert len(calls) == 2
+    assert len(calls) == 2  # get_attr checks use the instances already built
+    assert info.value.diagnostics[-1].message == "module 'ok.0' (Linear) has no attribute 'nope'; it has weight, bias"
+    info.value.diagnostics.pop()
     assert [d.message.split(":")[0] for d in info.value.diagnostics] == [f"module 'bad.{i}'" for i in range(3)]

@@ -186,9 +186,12 @@ def test_declared_modules_are_built_on_meta_without_initialisation(
     path = tmp_path / "w.safetensors"
     _save(fxgen.load(data), path)
     built: list[tuple[Any, Any]] = []
-    construct = fxgen._api.construct
+    construct, construct_call = fxgen._api.construct, fxgen._api.construct_call
     monkeypatch.setattr(
         fxgen._api, "construct", lambda entry, policy, device: built.append((entry.args, device)) or construct(entry, policy, device)
+    )
+    monkeypatch.setattr(  # validation constructs them for the load, the build keeps them
+        fxgen._api, "construct_call", lambda cls, args, kwargs, device: built.append((args, device)) or construct_call(cls, args, kwargs, device)
     )
     placed: dict[str, Any] = {}
     build_module = fxgen._api.build_module

@@ -1,0 +1,233 @@
+"""Loading a path or dict validates it by constructing each module the way the load builds it,
+and the build keeps those modules: each is constructed once. These tests pin what must not
+change with that: the parameters drawn after a seed, every error's text and place, the
+global random generator after a refused spec, and the GraphModule's attribute tree.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import torch.fx
+
+import fxgen
+from fxgen import _api, _build, _validate
+from fxgen._build import build_graph, set_attr_path
+from fxgen._spec import Spec
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "model_specs").glob("*.yaml"))
+BAD = sorted(p for p in (ROOT / "tests" / "bad_specs").iterdir() if p.suffix in (".yaml", ".json"))
+
+TREE: dict[str, Any] = {
+    "fxgen": 1,
+    "name": "Tree",
+    "modules": {
+        "enc.0": {"class": "torch.nn.Linear", "args": [4, 8]},
+        "enc.1": {"class": "torch.nn.LayerNorm", "args": [8]},
+        "unused": {"class": "torch.nn.Conv1d", "args": [2, 3, 3]},
+        "head": {"class": "torch.nn.Linear", "args": [8, 4]},
+        "norm": {"class": "torch.nn.BatchNorm1d", "args": [4]},
+    },
+    "parameters": {
+        "scale": {"shape": [4], "init": {"normal": {"std": 0.5}}},
+        "enc.extra": {"shape": [8, 4], "init": "xavier_uniform"},
+    },
+    "buffers": {
+        "mask": {"shape": [4], "init": {"uniform": {"a": 0, "b": 1}}, "persistent": False},
+        "enc.offset": {"shape": [8], "init": "ones"},
+        "enc.scratch": {"shape": [2], "persistent": False},
+    },
+    "nodes": [
+        {"op": "placeholder", "name": "x"},
+        {"op": "call_module", "name": "h", "target": "enc.0", "args": ["%x"]},
+        {"op": "get_attr", "name": "offset", "target": "enc.offset"},
+        {"op": "call_function", "name": "shifted", "target": "operator.add", "args": ["%h", "%offset"]},
+        {"op": "call_module", "name": "n", "target": "enc.1", "args": ["%shifted"]},
+        {"op": "call_module", "name": "y", "target": "head", "args": ["%n"]},
+        {"op": "get_attr", "name": "w", "target": "head.weight"},
+        {"op": "get_attr", "name": "feat", "target": "head.in_features"},
+        {"op": "get_attr", "name": "s", "target": "scale"},
+        {"op": "call_function", "name": "out", "target": "operator.mul", "args": ["%y", "%s"]},
+        {"op": "output", "args": [{"tuple": ["%out", "%w", "%feat"]}]},
+    ],
+}
+
+
+def _drawn(load: Any, seed: int = 7) -> tuple[torch.fx.GraphModule, torch.Tensor]:
+    """The model ``load()`` builds after seeding, and the random numbers drawn next."""
+    torch.manual_seed(seed)
+    gm = load()
+    return gm, torch.rand(8)
+
+
+def _assert_identical(a: torch.nn.Module, b: torch.nn.Module) -> None:
+    """Same attribute tree (names, order, types, persistence) and bit-identical tensors."""
+    def tree(root: torch.nn.Module) -> list[tuple[str, Any]]:  # each GraphModule has a class of its own
+        return [(n, type(m).__name__ if m is root else type(m)) for n, m in root.named_modules()]
+
+    assert tree(a) == tree(b)
+    assert list(a.state_dict()) == list(b.state_dict())
+    for (name, x), (_, y) in zip(
+        [*a.named_parameters(), *a.named_buffers()], [*b.named_parameters(), *b.named_buffers()], strict=True
+    ):
+        assert x.dtype == y.dtype and x.device == y.device and x.requires_grad == y.requires_grad, name
+        assert x.shape == y.shape, name
+        if not x.is_meta:  # bit for bit (NaNs included): compare the bytes
+            assert torch.equal(x.reshape(-1).view(torch.uint8), y.reshape(-1).view(torch.uint8)), name
+    for (name, m), (_, n) in zip(a.named_modules(), b.named_modules(), strict=True):
+        assert m._non_persistent_buffers_set == n._non_persistent_buffers_set, name
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_a_path_draws_the_parameters_its_validated_spec_draws(path: Path) -> None:
+    """With a seed, load(path) gives the bit-identical model load(load_spec(path)) gives (the
+    build of an already validated Spec), and leaves the generator in the same state."""
+    new, after_new = _drawn(lambda: fxgen.load(path))
+    old, after_old = _drawn(lambda: fxgen.load(fxgen.load_spec(path)))
+    _assert_identical(new, old)
+    assert new.code == old.code
+    assert torch.equal(after_new, after_old)
+
+
+def test_a_dict_draws_the_parameters_its_validated_spec_draws() -> None:
+    new, after_new = _drawn(lambda: fxgen.load(copy.deepcopy(TREE)))
+    old, after_old = _drawn(lambda: fxgen.load(_validate.validate_data(TREE)))
+    _assert_identical(new, old)
+    assert torch.equal(after_new, after_old)
+
+
+def test_the_graph_module_holds_exactly_the_declared_tree() -> None:
+    """One code generation (the GraphModule is made with its graph) gives the same module as
+    attaching everything to an empty GraphModule and setting the graph after."""
+    spec = _validate.validate_data(TREE)
+    gm, _ = _drawn(lambda: fxgen.load(spec))
+    torch.manual_seed(7)
+    expected = torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph(), class_name=spec.name)
+    for path, entry in spec.modules.items():
+        set_attr_path(expected, path, _build.construct(entry, _api.policy_for(None), None))
+    for path, param in spec.parameters.items():
+        tensor = _build.make_tensor(param)
+        set_attr_path(expected, path, torch.nn.Parameter(tensor, requires_grad=param.requires_grad))
+    for path, buffer in spec.buffers.items():
+        set_attr_path(expected, path, _build.make_tensor(buffer), persistent=buffer.persistent)
+    expected.graph = build_graph(spec)
+    _assert_identical(gm, expected)
+    assert gm.code == expected.code and type(gm).__name__ == "Tree"
+    assert set(vars(gm)) == set(vars(expected)) and gm.training
+    assert gm._non_persistent_buffers_set == {"mask"} and gm.get_submodule("enc")._non_persistent_buffers_set == {"scratch"}
+    x = torch.randn(3, 4)
+    for a, b in zip(gm(x), expected(x), strict=True):
+        assert torch.equal(torch.as_tensor(a), torch.as_tensor(b))
+
+
+def test_an_unvalidated_spec_object_still_builds_as_before() -> None:
+    """A Spec made without validation whose get_attr names nothing declared: the GraphModule
+    cannot copy it, and the build falls back to setting the graph on the finished tree."""
+    data = copy.deepcopy(TREE)
+    data["nodes"].insert(1, {"op": "get_attr", "name": "ghost", "target": "nowhere.at_all"})
+    gm = fxgen.load(Spec.from_dict(data))
+    assert "nowhere" not in dict(gm.named_modules()) and "ghost" in gm.code
+    assert list(gm.state_dict()) == list(fxgen.load(_validate.validate_data(TREE)).state_dict())
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
+    calls: dict[str, list[Any]] = {"real": [], "meta": [], "build": []}
+    real_call, meta_build, construct = _api.construct_call, _validate._meta_build, _build.construct
+
+    def counted(cls: type, args: Any, kwargs: Any, device: Any) -> Any:
+        calls["real" if device is None else "meta"].append(cls)
+        return real_call(cls, args, kwargs, device)
+
+    monkeypatch.setattr(_api, "construct_call", counted)
+    monkeypatch.setattr(_validate, "_meta_build", lambda entry, cls: calls["meta"].append(cls) or meta_build(entry, cls))
+    monkeypatch.setattr(_build, "construct", lambda *a: calls["build"].append(a) or construct(*a))
+    return calls
+
+
+def test_loading_a_path_constructs_each_module_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _spy(monkeypatch)
+    fxgen.load(copy.deepcopy(TREE))
+    assert len(calls["real"]) == len(TREE["modules"]) and not calls["meta"] and not calls["build"]
+
+
+def test_validating_alone_still_builds_on_meta_once_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = copy.deepcopy(TREE)
+    data["modules"].update({f"rep.{i}": {"class": "torch.nn.Linear", "args": [4, 8]} for i in range(4)})
+    calls = _spy(monkeypatch)
+    before = torch.random.get_rng_state()
+    _validate.validate_data(data)
+    assert not calls["real"] and len(calls["meta"]) == len(TREE["modules"])  # enc.0 and rep.* are one call
+    assert torch.equal(torch.random.get_rng_state(), before)
+
+
+def test_loading_a_validated_spec_constructs_in_the_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = _validate.validate_data(TREE)
+    calls = _spy(monkeypatch)
+    fxgen.load(spec)
+    assert len(calls["build"]) == len(TREE["modules"]) and not calls["real"] and not calls["meta"]
+
+
+def test_a_refused_spec_leaves_the_random_generator_alone() -> None:
+    """Validation constructed the modules before finding the bad node: what they drew is undone."""
+    data = copy.deepcopy(TREE)
+    data["nodes"][1]["target"] = "missing"
+    torch.manual_seed(3)
+    expected = torch.rand(4)
+    torch.manual_seed(3)
+    with pytest.raises(fxgen.SpecError, match="call_module target 'missing' is not declared"):
+        fxgen.load(data)
+    assert torch.equal(torch.rand(4), expected)
+
+
+def test_a_module_that_only_fails_for_real_is_reported_by_the_build() -> None:
+    """A constructor that works on meta but not for real (here: 400 TB) is no spec problem:
+    loading the path reports it exactly as loading the validated Spec does, at the declaration."""
+    data = copy.deepcopy(TREE)
+    data["modules"]["huge"] = {"class": "torch.nn.Linear", "args": [10**7, 10**7]}
+    errors = []
+    for load in (lambda: fxgen.load(copy.deepcopy(data)), lambda: fxgen.load(_validate.validate_data(data))):
+        torch.manual_seed(5)
+        with pytest.raises(fxgen.SpecError) as info:
+            load()
+        errors.append((str(info.value), type(info.value.__cause__), torch.rand(3)))
+    (new, new_cause, new_rand), (old, old_cause, old_rand) = errors
+    assert new == old and new_cause is old_cause and torch.equal(new_rand, old_rand)
+    assert "cannot build module 'huge': RuntimeError" in new
+
+
+def test_a_module_refused_on_meta_too_is_a_spec_problem(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = copy.deepcopy(TREE)
+    data["modules"]["bad"] = {"class": "torch.nn.Linear", "args": [4, -5]}
+    data["nodes"][1]["target"] = "missing"
+    with pytest.raises(fxgen.SpecError) as expected:
+        _validate.validate_data(data)
+    for weights in (None, "unused.safetensors"):
+        with pytest.raises(fxgen.SpecError) as info:
+            fxgen.load(copy.deepcopy(data), weights=weights)
+        assert info.value.diagnostics == expected.value.diagnostics
+    assert len(expected.value.diagnostics) == 2
+
+
+@pytest.mark.parametrize("path", BAD, ids=[p.name for p in BAD])
+def test_bad_specs_are_refused_by_load_exactly_as_by_load_spec(path: Path) -> None:
+    with pytest.raises(fxgen.SpecError) as expected:
+        fxgen.load_spec(path)
+    for weights in (None, path.with_suffix(".safetensors")):  # validation comes before the file
+        with pytest.raises(fxgen.SpecError) as info:
+            fxgen.load(path, weights=weights)
+        assert str(info.value) == str(expected.value)
+
+
+def test_validating_draws_nothing_even_for_a_module_given_a_device() -> None:
+    """``Linear(..., device="cpu")`` builds real tensors even on the meta device; validation
+    puts the generator back, so a load's draws do not depend on how the spec was validated."""
+    path = ROOT / "model_specs" / "dtypes_devices.yaml"
+    assert "device" in str(fxgen.load_spec(path).modules)
+    before = torch.random.get_rng_state()
+    fxgen.load_spec(path)
+    assert torch.equal(torch.random.get_rng_state(), before)
