@@ -374,7 +374,7 @@ class _Checker:
         for field in ("args", "kwargs", "default"):
             if field not in node:
                 continue
-            for rel in _size_paths(node[field]):
+            for rel in _size_paths(node[field], kwargs=field == "kwargs"):
                 self.error((*where, field, *rel), "torch.fx stores torch.Size arguments as tuples; "
                            "write {tuple: [...]} here ({size: ...} is for module arguments)")
             for rel, name in iter_refs(node[field]):
@@ -578,8 +578,13 @@ def _plain_signature(signature: inspect.Signature) -> str:
     return str(signature.replace(return_annotation=inspect.Signature.empty))
 
 
-def _size_paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    if isinstance(value, list):
+def _size_paths(value: Any, path: tuple[Any, ...] = (), *, kwargs: bool = False) -> Iterator[tuple[Any, ...]]:
+    """Where ``value`` holds a ``{size: ...}`` tag; a node's kwargs mapping is not itself a value
+    (``kwargs: {size: ...}`` passes ``size=``)."""
+    if kwargs and isinstance(value, dict):
+        for key, item in value.items():
+            yield from _size_paths(item, (key,))
+    elif isinstance(value, list):
         for i, item in enumerate(value):
             yield from _size_paths(item, (*path, i))
     elif isinstance(value, dict):

@@ -175,6 +175,15 @@ def test_soft_keywords_are_fine_as_keyword_arguments() -> None:
                                                    "args": ["%y"], "kwargs": {"from": 1}}))[0]  # fmt: skip
 
 
+def test_a_keyword_argument_named_size_is_not_a_size_tag() -> None:
+    """``kwargs: {size: ...}`` passes ``size=`` (torch.zeros(size=(2, 3))); only a ``{size: [...]}``
+    value inside the arguments is the torch.Size tag that node arguments cannot hold."""
+    zeros = {"op": "call_function", "name": "z", "target": "torch.zeros", "kwargs": {"size": {"tuple": [2, 3]}}}
+    validate_data(with_node(zeros))
+    tagged = {**zeros, "kwargs": {"size": {"size": [2, 3]}}}
+    assert "torch.Size arguments as tuples" in messages(with_node(tagged))[0]
+
+
 # -- paths ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("path", ["graph", "code", "meta", "recompile", "training", "forward", "_parameters",
                                   "blocks.training", "blocks.forward", "a.if", "a.match"])  # fmt: skip
