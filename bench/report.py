@@ -176,7 +176,7 @@ def render(records: list[dict[str, Any]], check: dict[str, Any] | None, meta: di
       "permanent generation with `gc.freeze()`, so these collections cost microseconds instead of ~0.2 s. "
       "Workers run torch with one intra-op thread (`OMP_NUM_THREADS=1`): the graphs' tensors are tiny, and "
       "with two threads on a 2-core machine shared with other work, OpenMP spin-waiting turned a 6 µs "
-      "LayerNorm into 16 ms. `generate` runs with black's per-statement cache cleared, as in a fresh "
+      "LayerNorm into 16 ms. `generate` runs with every formatting cache cleared (black's results and the split port's statements and plans), as in a fresh "
       "`fxgen generate` process; `render` and `format` split the same runs into time outside and inside "
       "`black.format_str`. References run in the same worker on the same graph: `fx direct` builds the "
       "graph with `Graph.create_node` per node (arguments decoded beforehand) and a `GraphModule` with the "

@@ -366,7 +366,10 @@ def run_workload(w: Workload, cfg: dict[str, Any], out: Any, tmp: Path) -> None:
         return src
 
     def clear() -> None:
-        """Cold formatting caches, as in a fresh ``fxgen generate`` process (every memo in _format)."""
+        """Cold formatting caches, as in a fresh ``fxgen generate`` process: every memo in _format
+        and the split port's (statements and per-skeleton plans), which a bench that only
+        cleared _format's own would carry warm from one run to the next."""
+        fxgen._format.clear_caches()
         for obj in list(vars(fxgen._format).values()):
             if callable(getattr(obj, "cache_clear", None)):
                 obj.cache_clear()
