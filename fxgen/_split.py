@@ -120,16 +120,18 @@ def delimiter_split(line: Line, force_optional: bool) -> Iterator[Line]:
         raise CannotSplit("single attribute")
     current = Line(line.depth, line.inside_brackets)
     annotation = ""
+    in_arglist = False
     for leaf in line.leaves:
         current.append(leaf, preformatted=True)
         if bt.delimiters.get(id(leaf)) == priority:
             annotation = leaf.annotation  # (a comma: the added one belongs to the same list)
+            in_arglist = leaf.trailer
             current.leaves[0].prefix = ""
             yield current
             current = Line(line.depth, line.inside_brackets)
     if current:
         if priority == COMMA_PRIORITY and current.leaves[-1].type != ",":
-            current.append(_new_comma(annotation))
+            current.append(_new_comma(annotation, in_arglist))
         current.leaves[0].prefix = ""
         yield current
 
@@ -262,7 +264,7 @@ def _build_line(leaves: list[Leaf], original: Line, opening_bracket: Leaf, compo
         result.inside_brackets = True
         result.depth += 1
         if original.is_def and _ensure_trailing_comma(leaves, opening_bracket) and leaves[-1].type != ",":
-            leaves.append(_new_comma(opening_bracket.annotation))
+            leaves.append(_new_comma(opening_bracket.annotation, opening_bracket.trailer))
     track = leaves_inside_matching_brackets(leaves) if component == "head" else set()
     for leaf in leaves:
         result.append(leaf, preformatted=True, track_bracket=id(leaf) in track)
@@ -282,9 +284,10 @@ def _ensure_trailing_comma(leaves: list[Leaf], opening_bracket: Leaf) -> bool:
     return leaf_with_parent is None or leaf_with_parent.annotation != "return"
 
 
-def _new_comma(annotation: str) -> Leaf:
-    """A trailing comma a split adds (black: ``Leaf(token.COMMA, ",")``, without a parent)."""
-    comma = Leaf(",", ",", "")
+def _new_comma(annotation: str, in_arglist: bool) -> Leaf:
+    """A trailing comma a split adds (black: ``Leaf(token.COMMA, ",")``, without a parent).
+    ``in_arglist``: in black's second pass it sits in an arglist or typedargslist."""
+    comma = Leaf(",", ",", "", trailer=in_arglist)
     comma.created = True
     comma.annotation = annotation
     return comma
@@ -419,7 +422,7 @@ def _plan(leaves: list[Leaf], depth: int) -> tuple[tuple[str | int, ...], ...]:
         again: list[Leaf] = []
         for ln in lines:
             for leaf in ln.leaves:
-                again.append(pristine[leaf.index].copy() if leaf.index >= 0 else _new_comma(leaf.annotation))
+                again.append(pristine[leaf.index].copy() if leaf.index >= 0 else _new_comma(leaf.annotation, leaf.trailer))
                 again[-1].created = False
         lines = _format_once(again, depth)
     if not lines:

@@ -169,7 +169,7 @@ def is_one_sequence_between(
             break
         if leaf.bracket_depth == depth and leaf.type == ",":
             commas += 1
-            if opening.trailer and opening.type == "(":  # a call's arglist or a def's typedargslist
+            if leaf.trailer and not leaf.created:  # its parent is an arglist or typedargslist
                 commas += 1
                 break
     return commas < 2

@@ -64,7 +64,9 @@ class Leaf:
         self.value = value  # "" for invisible parentheses
         self.prefix = ""
         self.space = space  # black's whitespace(leaf): the source is black-spaced already
-        self.trailer = trailer  # a bracket of a call/subscript trailer or parameter list (not an atom's)
+        # a bracket of a call/subscript trailer or parameter list (not an atom's), or a comma
+        # directly inside a call's or parameter list's parentheses (black: in an arglist/typedargslist)
+        self.trailer = trailer
         self.priority = priority  # a binary operator's delimiter priority (set on the leaf before it)
         self.annotation = ""  # black.nodes.get_annotation_type: "param", "return" or ""
         self.created = False  # made by a split (black's new leaves have no parent in the tree)
@@ -365,7 +367,9 @@ class _Parser:
             count += 1
             if self._peek() != ",":
                 break
-            self._take(",")
+            # black.nodes.is_one_sequence_between counts a comma whose parent is an arglist or
+            # typedargslist twice: mark the commas of a call's or a parameter list's parentheses
+            self._take(",", trailer=trailer and closing == ")")
             if self._peek() == closing:
                 trailing = True
             else:

@@ -17,7 +17,7 @@ from typing import Any
 
 import black
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from fxgen import _format, _render, _split, _split_def, _statement
@@ -221,6 +221,17 @@ def test_operators_near_the_limit(expression: str, form: str, width: int, depth:
     assert_claimed_as_black(padded(form, expression, width, depth), depth)
 
 
+@pytest.mark.parametrize("depth", [0, 1, 2])
+@pytest.mark.parametrize("width", range(98, 112, 2))
+@pytest.mark.parametrize("form", ["{pad}[b, c] = {expr}", "x = f({pad})[0].g(h) * {expr}", "return {pad}(b)[c] - {expr}"])
+@pytest.mark.parametrize("expression", ["-(a(a, 0).f,)", "(a(a, 0).f,)"])
+def test_one_tuple_holding_a_call(expression: str, form: str, width: int, depth: int) -> None:
+    """A split's body line re-marks bracket depths on the shared leaves, so black's later
+    ``is_one_sequence_between`` sees the call's comma (an arglist's: counted twice) at the
+    one-tuple's depth and stops omitting trailers there."""
+    assert_claimed_as_black(padded(form, expression, width, depth), depth)
+
+
 def padded(form: str, expression: str, width: int, depth: int) -> str:
     """``form`` with ``expression``, its name padded so the statement is ``width`` columns wide."""
     pad = width - 4 * depth - len(form.format(pad="", expr=expression))
@@ -236,6 +247,10 @@ def assert_claimed_as_black(statement: str, depth: int) -> None:
 
 @settings(max_examples=MANY)
 @given(signatures, st.sampled_from([0, 1, 2]))
+@example(  # the comma added after a lone self is in a typedargslist in black's second pass
+    signature="def forward(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, typing.Optional[torch.Tensor]]:",
+    depth=0,
+)
 def test_def_split_equals_black(signature: str, depth: int) -> None:
     """Long signatures: black's left-hand split, one parameter per line with a trailing comma,
     a lone ``self,``, long return annotations (and black's second pass over them)."""
@@ -246,6 +261,11 @@ def test_def_split_equals_black(signature: str, depth: int) -> None:
 
 @settings(max_examples=MANY)
 @given(st.lists(parameters, max_size=4), st.one_of(st.none(), annotations), st.integers(75, 105))
+@example(  # a one-tuple holding a call: black's body line re-marks the leaves' depths (regression)
+    params=["_00000000000000000000000000000000: typing.Optional[tuple[torch.Tensor, ...]] = -(a(a, 0).f,)"],
+    returns=None,
+    width=75,
+)
 def test_def_near_the_limit(params: list[str], returns: str | None, width: int) -> None:
     """Methods (depth 1, as ``forward``) whose signature is padded to around 88 columns, through
     the path fxgen._codegen takes (``format_statement`` with a ``pass`` body)."""
