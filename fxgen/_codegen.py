@@ -81,11 +81,7 @@ def render_spec(spec: Spec, *, label: str, digest: str) -> str:
     forward = forward_lines(spec, tree, imports, _module_of)
     params, returns = signature(spec, imports, _module_of)
     def_line = f"def forward(self{params}){returns}:"
-    if _format.fits(def_line, 1):
-        def_lines = ["    " + def_line]
-    else:  # black's wrapping of a long signature, taken from a scaffold with a dummy body
-        wrapped = _format.format_statement(def_line + "\n        pass", 1)
-        def_lines = ["    " + line for line in wrapped[:-1]]
+    def_lines = ["    " + line for line in _format.format_def(def_line, 1)]
     body = _template().render(
         imports=imports.lines(),
         class_name=spec.name,

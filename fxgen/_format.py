@@ -18,7 +18,7 @@ from black.strings import str_width
 
 from fxgen import _split, _split_def
 
-__all__ = ["BLACK_VERSION", "LINE_LENGTH", "MODE", "black_statements", "block", "format_file", "format_statement"]
+__all__ = ["BLACK_VERSION", "LINE_LENGTH", "MODE", "black_statements", "block", "format_def", "format_file", "format_statement"]
 
 BLACK_VERSION = "26.10.1"  # pinned in pyproject.toml: another black may format differently
 LINE_LENGTH = 88
@@ -49,19 +49,21 @@ _black_cache: dict[tuple[str, int], tuple[str, ...]] = {}
 
 @functools.lru_cache(maxsize=65536)
 def format_statement(statement: str, depth: int) -> tuple[str, ...]:
-    """Black's lines for one statement at ``depth`` levels of indentation (without them);
-    a ``def`` line with a ``pass`` body (how ``fxgen._codegen`` asks for a long signature)
-    goes to ``fxgen._split_def``."""
-    fast = _split.split(statement, depth) if "\n" not in statement else _split_def_with_pass(statement, depth)
+    """Black's lines for one statement at ``depth`` levels of indentation (without them)."""
+    fast = _split.split(statement, depth) if "\n" not in statement else None
     return fast if fast is not None else black_statements([statement], depth)[0]
 
 
-def _split_def_with_pass(statement: str, depth: int) -> tuple[str, ...] | None:
-    signature, _, body = statement.partition("\n")
-    if not signature.startswith("def ") or body != _INDENT * (depth + 1) + "pass":
-        return None
-    lines = _split_def.split_def(signature, depth)
-    return None if lines is None else (*lines, _INDENT + "pass")
+def format_def(signature: str, depth: int) -> tuple[str, ...]:
+    """Black's lines for a ``def ...:`` line at ``depth`` (without the indentation): as it is
+    when it fits, else ``fxgen._split_def``'s left-hand split, else black's own wrapping of it
+    with a dummy ``pass`` body."""
+    if fits(signature, depth):
+        return (signature,)
+    fast = _split_def.split_def(signature, depth)
+    if fast is not None:
+        return fast
+    return format_statement(signature + "\n" + _INDENT * (depth + 1) + "pass", depth)[:-1]
 
 
 def black_statements(statements: list[str], depth: int) -> list[tuple[str, ...]]:

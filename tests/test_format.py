@@ -268,15 +268,14 @@ def test_def_split_equals_black(signature: str, depth: int) -> None:
 )
 def test_def_near_the_limit(params: list[str], returns: str | None, width: int) -> None:
     """Methods (depth 1, as ``forward``) whose signature is padded to around 88 columns, through
-    the path fxgen._codegen takes (``format_statement`` with a ``pass`` body)."""
+    the path fxgen._codegen takes (``format_def``)."""
     arrow = "" if returns is None else " -> " + returns
     bare = f"def forward(self, @: torch.Tensor{''.join(', ' + p for p in params)}){arrow}:"
     signature = bare.replace("@", "v" * max(width - 4 - len(bare) + 1, 1), 1)
     got = _split_def.split_def(signature, 1)
     assert got is not None, signature
     assert got == black_def_lines(signature, 1), signature
-    statement = signature + "\n        pass"
-    assert _format.format_statement(statement, 1) == _format.black_statements([statement], 1)[0]
+    assert _format.format_def(signature, 1) == black_def_lines(signature, 1)
 
 
 @settings(max_examples=MANY // 2)
