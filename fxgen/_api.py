@@ -15,6 +15,7 @@ from fxgen._build import (
     construct,
     construct_call,
     construct_declared,
+    same_random_state,
     set_attr_path,
 )
 from fxgen._errors import Location, WeightsError
@@ -95,7 +96,7 @@ def load(
     from fxgen._weights import assign_weights, has_meta_tensors, read_weights
 
     builder = _ModulesForWeights(policy)
-    with _same_random_state():
+    with same_random_state():
         spec, modules = _validated(spec, policy, builder.construct)
     state = read_weights(weights)
 
@@ -103,14 +104,14 @@ def load(
         # Non-persistent buffers are not in the file: those are built for real.
         return None if table == "buffers" and not spec.buffers[path].persistent else "meta"
 
-    with _same_random_state():  # loading weights leaves the global generator as it was
+    with same_random_state():  # loading weights leaves the global generator as it was
         gm = build_module(spec, policy, placement=placement, make_module=builder, modules=modules)
     left = assign_weights(gm, state, weights)  # checks the whole file first
     for path in builder.on_meta:
         if has_meta_tensors(gm.get_submodule(path), saved=False):
             # Non-persistent buffers or tensor attributes are not in the file: build this module
             # (only this one) for real, and give it the file's tensors too.
-            with _same_random_state():
+            with same_random_state():
                 module = construct_declared(spec, path, policy, None)
             prefix = path + "."
             assign_weights(module, {k[len(prefix) :]: t for k, t in state.items() if k.startswith(prefix)}, weights)
@@ -168,15 +169,6 @@ def _random_state_kept_on_error() -> Iterator[None]:
     except BaseException:
         torch.random.set_rng_state(state)
         raise
-
-
-@contextlib.contextmanager
-def _same_random_state() -> Iterator[None]:
-    state = torch.random.get_rng_state()
-    try:
-        yield
-    finally:
-        torch.random.set_rng_state(state)
 
 
 def to_spec(graph_module: torch.fx.GraphModule, *, name: str | None = None) -> Spec:

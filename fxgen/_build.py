@@ -33,6 +33,7 @@ __all__ = [
     "construct_call",
     "construct_declared",
     "meta_device",
+    "same_random_state",
     "set_attr_path",
     "tensors_in",
 ]
@@ -278,6 +279,17 @@ try:
 
 except ImportError:  # pragma: no cover - a torch without the private device context
     _MetaDevice = None  # type: ignore[assignment, misc]
+
+
+@contextlib.contextmanager
+def same_random_state() -> Iterator[None]:
+    """Leave the global random generator as it was, whatever the block draws (building a module
+    for a check or with loaded weights must not shift what the user's next draws are)."""
+    state = torch.random.get_rng_state()
+    try:
+        yield
+    finally:
+        torch.random.set_rng_state(state)
 
 
 NO_TENSORS: frozenset[type] = frozenset({int, float, str, bool, complex, type(None), torch.dtype, torch.device})

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from fxgen._build import NO_TENSORS, SMALL_MODULE, meta_device, tensors_in
+from fxgen._build import NO_TENSORS, SMALL_MODULE, meta_device, same_random_state, tensors_in
 from fxgen._compare import (
     INTERNAL_ATTRIBUTES,
     differences,
@@ -259,17 +259,15 @@ def _build(
                     return cls(*args, **kwargs)
             except Exception:
                 pass
-        rng = torch.random.get_rng_state()
-        try:
-            return cls(*args, **kwargs)
-        except Exception as exc:
-            call = format_call(qualified_name(cls), args, kwargs)
-            raise ExportError(
-                f"{where}: rebuilding it with the recovered constructor call {call} raised"
-                f" {type(exc).__name__}: {exc}"
-            ) from exc
-        finally:
-            torch.random.set_rng_state(rng)
+        with same_random_state():
+            try:
+                return cls(*args, **kwargs)
+            except Exception as exc:
+                call = format_call(qualified_name(cls), args, kwargs)
+                raise ExportError(
+                    f"{where}: rebuilding it with the recovered constructor call {call} raised"
+                    f" {type(exc).__name__}: {exc}"
+                ) from exc
 
 
 def _inspect_state(module: nn.Module) -> tuple[bool, int, int]:

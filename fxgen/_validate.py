@@ -619,16 +619,14 @@ def _meta_build(entry: dict[str, Any], cls: type) -> tuple[Any, str | None]:
     It draws nothing from the global generator: a module given an explicit ``device`` builds
     real tensors even here, and their initialisation must not shift what a load draws.
     """
-    from fxgen._build import construct_call
+    from fxgen._build import construct_call, same_random_state
 
-    state = torch.random.get_rng_state()
-    try:
-        return construct_call(cls, entry.get("args", []), entry.get("kwargs", {}), "meta"), None
-    except Exception as exc:
-        text = str(exc).strip().splitlines()
-        return None, f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
-    finally:
-        torch.random.set_rng_state(state)
+    with same_random_state():
+        try:
+            return construct_call(cls, entry.get("args", []), entry.get("kwargs", {}), "meta"), None
+        except Exception as exc:
+            text = str(exc).strip().splitlines()
+            return None, f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
 @functools.cache
