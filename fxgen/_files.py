@@ -8,7 +8,6 @@ missing files are rendered, and only ``fxgen._writer`` writes.
 from __future__ import annotations
 
 import difflib
-import functools
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -47,7 +46,6 @@ def label_of(path: Path) -> str:
 _ROOT_MARKERS = ("pyproject.toml", ".git")
 
 
-@functools.cache
 def project_root(directory: Path) -> Path | None:
     """The nearest directory at or above ``directory`` (absolute) with a pyproject.toml or .git."""
     for candidate in (directory, *directory.parents):

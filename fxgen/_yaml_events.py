@@ -138,7 +138,7 @@ class Builder:
                     value = self._scalar(event)
                 if event.anchor is not None:
                     self.anchors[event.anchor] = (value, 1, 0)
-                if not parent.height:
+                if not parent.height:  # _add(parent, value, 0), inlined: the per-scalar hot path
                     parent.height = 1
                 if key is _IN_LIST:
                     parent.value.append(value)
