@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 
 from black.strings import str_width  # black's own width rule (east asian wide characters)
 
+from fxgen import _split_fast
 from fxgen._split_lines import (
     COMMA_PRIORITY,
     DOT_PRIORITY,
@@ -47,7 +48,7 @@ from fxgen._split_lines import (
 from fxgen._split_power import hug_power_op
 from fxgen._statement import BRACKETS, CLOSING, OPENING, Leaf, Unsupported, parse
 
-__all__ = ["lines_for", "split"]
+__all__ = ["lines_for", "port_split", "split"]
 
 
 # -- transform_line and its transformers (black.linegen) --------------------------------------
@@ -365,7 +366,14 @@ def _hugged_line_str(line: Line) -> str | None:
 @functools.lru_cache(maxsize=65536)
 def split(statement: str, depth: int) -> tuple[str, ...] | None:
     """Black's lines for ``statement`` at ``depth`` (without the indentation), or None when the
-    statement is not a shape this module reproduces exactly."""
+    statement is not a shape this module reproduces exactly. The commonest shape is decided
+    from string lengths alone (``fxgen._split_fast``); the rest run black's rules leaf by leaf."""
+    fast = _split_fast.split(statement, depth)
+    return fast if fast is not None else port_split(statement, depth)
+
+
+def port_split(statement: str, depth: int) -> tuple[str, ...] | None:
+    """:func:`split` without the string-length shortcut: black's algorithm on the leaves."""
     try:
         leaves = parse(statement)
     except Unsupported:

@@ -1,0 +1,203 @@
+"""Black's split of the commonest long statement, decided from string lengths alone.
+
+Most long lines fxgen writes are one shape: ``target = callee(arguments)``, whose arguments are
+names, numbers, plain strings, keyword arguments and nested calls, lists, tuples and dicts,
+with no operators, subscripts, trailing commas or method calls on results (a constructor in
+``__init__``, a function call in ``forward``). For that shape black's algorithm (which
+``fxgen._split`` runs leaf by leaf, about 0.1 ms a statement) reduces to three rules, each a
+branch of linegen.py that the general port takes on these statements:
+
+1. The statement splits at the call's brackets (``rhs`` omits the invisible parentheses around
+   the right-hand side, ``_prefer_split_rhs_oop_over_rhs``), provided ``target = callee(``
+   fits: ``target = callee(`` / the arguments one level deeper / ``)``.
+2. A bracket's contents that do not fit, or that belong to a list, tuple or dict literal with
+   two or more items (``_should_split_line``: collections explode), go one item per line with a
+   trailing comma added (``delimiter_split``); a single item that does not fit is split as in 3.
+3. An item that does not fit splits at its last bracket pair (``rhs`` with nothing omitted):
+   ``head(`` / contents (rule 2) / ``)`` plus the item's comma.
+
+``format_str``'s second pass (the added commas are magic then) gives the same lines for this
+shape: each exploded bracket now ends in a magic comma, so ``generate_trailers_to_omit`` stops
+at the first one and ``rhs`` falls back to the same split. Anything else, including a head
+that does not fit, returns None and goes to ``fxgen._split``. ``tests/test_format.py`` checks
+this module against black and against the general port on statements drawn in this shape.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+
+from black.strings import str_width  # black's own width rule (east asian wide characters)
+
+__all__ = ["split"]
+
+LINE_LENGTH = 88
+_INDENT = "    "
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+# ``target = ``: the target as fxgen writes it (attributes, integer and plain-string subscripts,
+# ``getattr(self.a, "0")`` for a name that is not an identifier)
+_TARGET = re.compile(
+    rf'(?:{_NAME}|getattr\({_NAME}(?:\.{_NAME}|\[[0-9]+\])*, "x*"\))(?:\.{_NAME}|\[[0-9]+\]|\["x*"\])* = '
+)
+# the callee: a dotted name, with integer subscripts (``layers[0].conv``)
+_CALLEE = re.compile(rf"{_NAME}(?:\.{_NAME}|\[[0-9]+\])*")
+# a keyword as a word of its own (``return(x)``, ``not(x)``), or a soft keyword used as a name,
+# which black's parser treats apart (so does fxgen._statement)
+_KEYWORD = re.compile(
+    rf"(?<![\w.])(?:{'|'.join(sorted((set(keyword.kwlist) | set(keyword.softkwlist)) - {'None', 'True', 'False'}))})(?![\w=])"
+)
+# after the callee, outside strings: anything black would split or space differently, or that
+# this module does not model (operators, spaces other than after ``,`` and ``:``, ``**``,
+# subscripts, calls on results, attributes of results, trailing commas, ``==``, a ``-`` that is
+# not unary or an exponent sign, a string prefix or implicit concatenation)
+_REJECT = re.compile(
+    r"""['\\*#;@&|^~<>!%/+`$?\t\n]|==|[^,:] |:[^ ]|,(?! [^ ,)\]}])|[)\]}"]\.|[)\]}"]\(|[\w)\]}"]\["""
+    r"""|(?<![(\[{ =e])-"""
+    r'|\w"x*"'
+)
+_STRING = re.compile(r'"[^"\\\n]*"')
+_STRUCTURE = re.compile(r"[()\[\]{}]|, |: ")
+_CLOSE = {"(": ")", "[": "]", "{": "}"}
+# what may stand before an item's last bracket: a keyword or dict key, then a dotted callee
+_ITEM_HEAD = re.compile(rf'(?:{_NAME}=|(?:"x*"|{_NAME}|[0-9]+): )?(?:{_NAME}(?:\.{_NAME})*)?')
+
+
+def fits(text: str, depth: int) -> bool:
+    return str_width(text) + 4 * depth <= LINE_LENGTH
+
+
+def split(statement: str, depth: int) -> tuple[str, ...] | None:
+    """Black's lines for ``statement`` at ``depth`` (without the indentation), or None when the
+    statement is not ``[target = ]callee(arguments)`` or ``target = a.b`` as described above."""
+    blank = _STRING.sub(_blanked, statement) if '"' in statement else statement
+    if _KEYWORD.search(blank):
+        return None
+    target = _TARGET.match(blank)  # None: a bare call, which black puts in no parentheses
+    value = target.end() if target else 0
+    callee = _CALLEE.match(blank, value)
+    if callee is None:
+        return None
+    start = callee.end()
+    if start == len(statement):  # ``target = a.b.c``: black wraps the value in parentheses
+        if target is None or "[" in statement[value:]:
+            return None
+        if fits(statement, depth):
+            return (statement,)
+        if "." not in statement[value:] or not fits(statement[value:], depth + 1):
+            return None
+        return _wrapped(statement[:value], (_INDENT + statement[value:],), depth)
+    if blank[start] != "(" or not statement.endswith(")") or _REJECT.search(blank, start):
+        return None
+    tree = _Brackets.scan(statement, blank, start)
+    if tree is None or tree.close.get(start) != len(statement) - 1:
+        return None
+    if fits(statement, depth):
+        return (statement,)
+    lines = [statement[: start + 1]]
+    if fits(lines[0], depth):
+        if not tree.body(start, depth + 1, _INDENT, lines, explode=False):
+            return None
+        lines.append(")")
+        return tuple(lines)
+    # ``target = callee(`` is too long: black's FORCE_OPTIONAL_PARENTHESES second opinion (or,
+    # for a target with brackets, the split it prefers) wraps the call in parentheses
+    lines = []
+    if (
+        target is None
+        or "[" in blank[value:start]
+        or not tree.item(value, len(statement), "", depth + 1, _INDENT, lines)
+    ):
+        return None
+    return _wrapped(statement[:value], tuple(lines), depth)
+
+
+def _wrapped(assign: str, body: tuple[str, ...], depth: int) -> tuple[str, ...] | None:
+    """``target = (`` / body / ``)``, if the first line fits."""
+    return (assign + "(", *body, ")") if fits(assign + "(", depth) else None
+
+
+def _blanked(match: re.Match[str]) -> str:
+    """A string literal with its contents hidden from the structure regexes (same length)."""
+    return '"' + "x" * (len(match[0]) - 2) + '"'
+
+
+class _Brackets:
+    """The statement's brackets: where each closes, and its top-level ``, `` separators."""
+
+    __slots__ = ("blank", "close", "commas", "opening_of", "text")
+
+    def __init__(self, text: str, blank: str) -> None:
+        self.text = text
+        self.blank = blank  # the text with string contents hidden
+        self.close: dict[int, int] = {}
+        self.opening_of: dict[int, int] = {}
+        self.commas: dict[int, list[int]] = {}
+
+    @classmethod
+    def scan(cls, text: str, blank: str, start: int) -> _Brackets | None:
+        tree = cls(text, blank)
+        stack: list[int] = []
+        for m in _STRUCTURE.finditer(blank, start):
+            token, at = m[0], m.start()
+            if token in _CLOSE:
+                stack.append(at)
+                tree.commas[at] = []
+            elif not stack:
+                return None  # a separator or closing bracket after the call
+            elif token == ", ":
+                tree.commas[stack[-1]].append(at)
+            elif token == ": ":
+                if blank[stack[-1]] != "{":
+                    return None
+            else:
+                opening = stack.pop()
+                if _CLOSE[blank[opening]] != token:
+                    return None
+                tree.close[opening] = at
+                tree.opening_of[at] = opening
+        return None if stack else tree
+
+    def body(self, opening: int, depth: int, indent: str, lines: list[str], explode: bool) -> bool:
+        """Append the lines of a bracket's contents (rule 2); False: not this module's shape."""
+        closing = self.close[opening]
+        inner = self.text[opening + 1 : closing]
+        if not inner:
+            return False
+        if not explode and fits(inner, depth):
+            lines.append(indent + inner)
+            return True
+        commas = self.commas[opening]
+        if not commas:
+            return self.item(opening + 1, closing, "", depth, indent, lines)
+        starts = [opening + 1, *(at + 2 for at in commas)]
+        ends = [*commas, closing]
+        return all(
+            self.item(a, b, ",", depth, indent, lines) for a, b in zip(starts, ends, strict=True)
+        )
+
+    def item(
+        self, start: int, end: int, comma: str, depth: int, indent: str, lines: list[str]
+    ) -> bool:
+        """Append the lines of one item followed by ``comma`` (rule 3)."""
+        text = self.text
+        line = text[start:end] + comma
+        if fits(line, depth):
+            lines.append(indent + line)
+            return True
+        closing = end - 1
+        opening = self.opening_of.get(closing)
+        if opening is None or opening + 1 == closing:
+            return False  # no brackets at the end (black leaves the line long), or empty ones
+        head = text[start : opening + 1]
+        if _ITEM_HEAD.fullmatch(self.blank, start, opening) is None or not fits(head, depth):
+            return False
+        call = opening > start and (
+            self.blank[opening - 1].isalnum() or self.blank[opening - 1] == "_"
+        )
+        lines.append(indent + head)
+        explode = not call and bool(self.commas[opening])
+        if not self.body(opening, depth + 1, indent + _INDENT, lines, explode):
+            return False
+        lines.append(indent + text[closing] + comma)
+        return True
