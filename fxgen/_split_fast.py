@@ -43,21 +43,22 @@ _TARGET = re.compile(
 # the callee: a dotted name, with integer subscripts (``layers[0].conv``)
 _CALLEE = re.compile(rf"{_NAME}(?:\.{_NAME}|\[[0-9]+\])*")
 # a keyword as a word of its own (``return(x)``, ``not(x)``), or a soft keyword used as a name,
-# which black's parser treats apart (so does fxgen._statement)
-_KEYWORD = re.compile(
-    rf"(?<![\w.])(?:{'|'.join(sorted((set(keyword.kwlist) | set(keyword.softkwlist)) - {'None', 'True', 'False'}))})(?![\w=])"
-)
+# which black's parser treats apart (so does fxgen._statement); _WORD finds the candidates first
+_KEYWORDS = frozenset([*keyword.kwlist, *keyword.softkwlist]) - {"None", "True", "False"}
+_KEYWORD = re.compile(rf"(?<![\w.])(?:{'|'.join(sorted(_KEYWORDS))})(?![\w=])")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # after the callee, outside strings: anything black would split or space differently, or that
 # this module does not model (operators, spaces other than after ``,`` and ``:``, ``**``,
 # subscripts, calls on results, attributes of results, trailing commas, ``==``, a ``-`` that is
 # not unary or an exponent sign, a string prefix or implicit concatenation)
-_REJECT = re.compile(
-    r"""['\\*#;@&|^~<>!%/+`$?\t\n]|==|[^,:] |:[^ ]|,(?! [^ ,)\]}])|[)\]}"]\.|[)\]}"]\(|[\w)\]}"]\["""
-    r"""|(?<![(\[{ =e])-"""
-    r'|\w"x*"'
+_REJECT = re.compile(  # each branch starts with a plain character, so the scan skips ahead fast
+    r"""['\\*#;@&|^~<>!%/+`$?\t\n]|==| (?<![,:] )|:[^ ]|,(?! [^ ,)\]}])|[)\]}"][.(]|\[(?<=[\w)\]}"]\[)"""
+    r"""|-(?<![(\[{ =e]-)"""
+    r'|"(?<=\w")x*"'
 )
 _STRING = re.compile(r'"[^"\\\n]*"')
 _STRUCTURE = re.compile(r"[()\[\]{}]|, |: ")
+_NOT_BRACKET = re.compile(r"[^()\[\]{}]+")
 _CLOSE = {"(": ")", "[": "]", "{": "}"}
 # what may stand before an item's last bracket: a keyword or dict key, then a dotted callee
 _ITEM_HEAD = re.compile(rf'(?:{_NAME}=|(?:"x*"|{_NAME}|[0-9]+): )?(?:{_NAME}(?:\.{_NAME})*)?')
@@ -71,7 +72,7 @@ def split(statement: str, depth: int) -> tuple[str, ...] | None:
     """Black's lines for ``statement`` at ``depth`` (without the indentation), or None when the
     statement is not ``[target = ]callee(arguments)`` or ``target = a.b`` as described above."""
     blank = _STRING.sub(_blanked, statement) if '"' in statement else statement
-    if _KEYWORD.search(blank):
+    if not _KEYWORDS.isdisjoint(_WORD.findall(blank)) and _KEYWORD.search(blank):
         return None
     target = _TARGET.match(blank)  # None: a bare call, which black puts in no parentheses
     value = target.end() if target else 0
@@ -89,12 +90,15 @@ def split(statement: str, depth: int) -> tuple[str, ...] | None:
         return _wrapped(statement[:value], (_INDENT + statement[value:],), depth)
     if blank[start] != "(" or not statement.endswith(")") or _REJECT.search(blank, start):
         return None
+    if fits(statement, depth):
+        return (statement,) if _balanced(blank[start + 1 : -1]) else None
+    head, inner = statement[: start + 1], statement[start + 1 : -1]
+    if fits(head, depth) and fits(inner, depth + 1) and _balanced(blank[start + 1 : -1]):
+        return (head, _INDENT + inner, ")")  # the commonest case, without the bracket tree
     tree = _Brackets.scan(statement, blank, start)
     if tree is None or tree.close.get(start) != len(statement) - 1:
         return None
-    if fits(statement, depth):
-        return (statement,)
-    lines = [statement[: start + 1]]
+    lines = [head]
     if fits(lines[0], depth):
         if not tree.body(start, depth + 1, _INDENT, lines, explode=False):
             return None
@@ -110,6 +114,17 @@ def split(statement: str, depth: int) -> tuple[str, ...] | None:
     ):
         return None
     return _wrapped(statement[:value], tuple(lines), depth)
+
+
+def _balanced(text: str) -> bool:
+    """Whether the brackets in ``text`` (string contents hidden) pair up."""
+    brackets = _NOT_BRACKET.sub("", text)
+    while brackets:
+        shorter = brackets.replace("()", "").replace("[]", "").replace("{}", "")
+        if len(shorter) == len(brackets):
+            return False
+        brackets = shorter
+    return True
 
 
 def _wrapped(assign: str, body: tuple[str, ...], depth: int) -> tuple[str, ...] | None:
