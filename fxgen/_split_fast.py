@@ -1,15 +1,19 @@
-"""Black's split of the commonest long statement, decided from string lengths alone.
+"""Black's split of the commonest long statements, decided from string lengths alone.
 
-Most long lines fxgen writes are one shape: ``target = callee(arguments)``, whose arguments are
-names, numbers, plain strings, keyword arguments and nested calls, lists, tuples and dicts,
-with no operators, subscripts, trailing commas or method calls on results (a constructor in
-``__init__``, a function call in ``forward``). For that shape black's algorithm (which
-``fxgen._split`` runs leaf by leaf, about 0.1 ms a statement) reduces to three rules, each a
-branch of linegen.py that the general port takes on these statements:
+Most long lines fxgen writes are one shape: ``target = callee(arguments)`` (a constructor in
+``__init__``, a function call in ``forward``), or ``return``/``target =`` a list, tuple or dict
+literal, or a bare call, whose arguments are names, numbers, plain strings, keyword arguments
+and nested calls, lists, tuples and dicts, with no operators, subscripts, trailing commas or
+method calls on results. For that shape black's algorithm (which ``fxgen._split`` runs leaf by
+leaf, about 0.1 ms a statement) reduces to three rules, each a branch of linegen.py that the
+general port takes on these statements:
 
-1. The statement splits at the call's brackets (``rhs`` omits the invisible parentheses around
-   the right-hand side, ``_prefer_split_rhs_oop_over_rhs``), provided ``target = callee(``
-   fits: ``target = callee(`` / the arguments one level deeper / ``)``.
+1. The statement splits at its last bracket pair (``rhs`` omits the invisible parentheses
+   around the value, ``_prefer_split_rhs_oop_over_rhs``), provided ``target = callee(`` fits:
+   ``target = callee(`` / the contents one level deeper (rule 2) / ``)``. When it does not fit,
+   the call goes in parentheses instead: ``target = (`` / the call (rule 3) / ``)`` (for a
+   plain target that is run_transformer's FORCE_OPTIONAL_PARENTHESES second opinion, for one
+   with brackets the split black prefers).
 2. A bracket's contents that do not fit, or that belong to a list, tuple or dict literal with
    two or more items (``_should_split_line``: collections explode), go one item per line with a
    trailing comma added (``delimiter_split``); a single item that does not fit is split as in 3.
@@ -19,8 +23,9 @@ branch of linegen.py that the general port takes on these statements:
 ``format_str``'s second pass (the added commas are magic then) gives the same lines for this
 shape: each exploded bracket now ends in a magic comma, so ``generate_trailers_to_omit`` stops
 at the first one and ``rhs`` falls back to the same split. Anything else, including a head
-that does not fit, returns None and goes to ``fxgen._split``. ``tests/test_format.py`` checks
-this module against black and against the general port on statements drawn in this shape.
+that does not fit, returns None and goes to ``fxgen._split``. ``tests/test_split_fast.py``
+checks this module against black and against the general port on statements drawn in these
+shapes.
 """
 
 from __future__ import annotations
@@ -36,9 +41,10 @@ LINE_LENGTH = 88
 _INDENT = "    "
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 # ``target = ``: the target as fxgen writes it (attributes, integer and plain-string subscripts,
-# ``getattr(self.a, "0")`` for a name that is not an identifier)
+# ``getattr(self.a, "0")`` for a name that is not an identifier), or ``return ``: both put the
+# value in black's invisible parentheses
 _TARGET = re.compile(
-    rf'(?:{_NAME}|getattr\({_NAME}(?:\.{_NAME}|\[[0-9]+\])*, "x*"\))(?:\.{_NAME}|\[[0-9]+\]|\["x*"\])* = '
+    rf'return |(?:{_NAME}|getattr\({_NAME}(?:\.{_NAME}|\[[0-9]+\])*, "x*"\))(?:\.{_NAME}|\[[0-9]+\]|\["x*"\])* = '
 )
 # the callee: a dotted name, with integer subscripts (``layers[0].conv``)
 _CALLEE = re.compile(rf"{_NAME}(?:\.{_NAME}|\[[0-9]+\])*")
@@ -70,16 +76,14 @@ def fits(text: str, depth: int) -> bool:
 
 def split(statement: str, depth: int) -> tuple[str, ...] | None:
     """Black's lines for ``statement`` at ``depth`` (without the indentation), or None when the
-    statement is not ``[target = ]callee(arguments)`` or ``target = a.b`` as described above."""
+    statement is not one of the shapes described above."""
     blank = _STRING.sub(_blanked, statement) if '"' in statement else statement
-    if not _KEYWORDS.isdisjoint(_WORD.findall(blank)) and _KEYWORD.search(blank):
-        return None
     target = _TARGET.match(blank)  # None: a bare call, which black puts in no parentheses
     value = target.end() if target else 0
-    callee = _CALLEE.match(blank, value)
-    if callee is None:
+    if not _KEYWORDS.isdisjoint(_WORD.findall(blank, value)) and _KEYWORD.search(blank, value):
         return None
-    start = callee.end()
+    callee = _CALLEE.match(blank, value)
+    start = callee.end() if callee else value  # the opening bracket of the call or literal
     if start == len(statement):  # ``target = a.b.c``: black wraps the value in parentheses
         if target is None or "[" in statement[value:]:
             return None
@@ -88,27 +92,41 @@ def split(statement: str, depth: int) -> tuple[str, ...] | None:
         if "." not in statement[value:] or not fits(statement[value:], depth + 1):
             return None
         return _wrapped(statement[:value], (_INDENT + statement[value:],), depth)
-    if blank[start] != "(" or not statement.endswith(")") or _REJECT.search(blank, start):
+    opening = blank[start]
+    if (
+        opening not in _CLOSE
+        or (callee is None and target is None)
+        or (callee is not None and opening != "(")
+        or not statement.endswith(_CLOSE[opening])
+        or _REJECT.search(blank, start)
+    ):
         return None
-    if fits(statement, depth):
-        return (statement,) if _balanced(blank[start + 1 : -1]) else None
     head, inner = statement[: start + 1], statement[start + 1 : -1]
-    if fits(head, depth) and fits(inner, depth + 1) and _balanced(blank[start + 1 : -1]):
-        return (head, _INDENT + inner, ")")  # the commonest case, without the bracket tree
+    if callee is not None and fits(head, depth) and fits(inner, depth + 1) and _balanced(blank[start + 1 : -1]):
+        # the commonest case, without the bracket tree
+        return (statement,) if fits(statement, depth) else (head, _INDENT + inner, ")")
     tree = _Brackets.scan(statement, blank, start)
     if tree is None or tree.close.get(start) != len(statement) - 1:
         return None
+    # a list, dict or tuple literal explodes one item per line (rule 2); ``(x)`` is not a
+    # tuple, and black would drop its parentheses
+    explode = callee is None and bool(tree.commas[start])
+    if callee is None and opening == "(" and not explode:
+        return None
+    if fits(statement, depth):
+        return (statement,)
     lines = [head]
-    if fits(lines[0], depth):
-        if not tree.body(start, depth + 1, _INDENT, lines, explode=False):
+    if fits(head, depth):
+        if not tree.body(start, depth + 1, _INDENT, lines, explode):
             return None
-        lines.append(")")
+        lines.append(statement[-1])
         return tuple(lines)
     # ``target = callee(`` is too long: black's FORCE_OPTIONAL_PARENTHESES second opinion (or,
     # for a target with brackets, the split it prefers) wraps the call in parentheses
     lines = []
     if (
         target is None
+        or callee is None
         or "[" in blank[value:start]
         or not tree.item(value, len(statement), "", depth + 1, _INDENT, lines)
     ):

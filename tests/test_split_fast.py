@@ -83,7 +83,18 @@ targets = st.one_of(
     ),
     st.tuples(names, names).map(lambda t: f'self.{t[0]}["{t[1]}"]'),
 )
-statements = st.one_of(st.tuples(targets, calls).map(" = ".join), bare_calls)
+literals = st.one_of(
+    st.lists(values, min_size=1, max_size=6).map(lambda a: "[" + ", ".join(a) + "]"),
+    st.lists(values, min_size=2, max_size=6).map(lambda a: "(" + ", ".join(a) + ")"),
+    st.lists(st.tuples(plain_strings, values), min_size=1, max_size=5).map(
+        lambda kv: "{" + ", ".join(f"{k}: {v}" for k, v in kv) + "}"
+    ),
+)
+statements = st.one_of(
+    st.tuples(targets, st.one_of(calls, literals)).map(" = ".join),
+    st.one_of(calls, literals).map("return ".__add__),
+    bare_calls,
+)
 depths = st.sampled_from([0, 1, 2])
 
 
@@ -205,8 +216,10 @@ def test_other_arguments_are_left_to_the_port(argument: str) -> None:
         f"x, y = f({LONG})",
         f"x: int = f({LONG})",
         f"x = y = f({LONG})",
-        f"return f({LONG}, {LONG})",
         f"return({LONG}, {LONG})",
+        f"x = ({LONG})",  # parentheses black would drop
+        f"[{LONG}, {LONG}]",  # a bare literal
+        f"x = ({LONG},)",
         f"x = f({LONG}, {LONG}) ",
         f"x = a[0].b.c.{LONG}",
     ],
