@@ -48,6 +48,10 @@ _TARGET = re.compile(
 )
 # the callee: a dotted name, with integer subscripts (``layers[0].conv``)
 _CALLEE = re.compile(rf"{_NAME}(?:\.{_NAME}|\[[0-9]+\])*")
+# one binary operation on two names, as forward writes it (``**`` is hugged, not modelled)
+_OPERATION = re.compile(
+    rf"{_NAME}(?:\.{_NAME})* (?:[-+*/%@&|^<>]|//|<<|>>|==|!=|<=|>=) {_NAME}(?:\.{_NAME})*"
+)
 # a keyword as a word of its own (``return(x)``, ``not(x)``), or a soft keyword used as a name,
 # which black's parser treats apart (so does fxgen._statement); _WORD finds the candidates first
 _KEYWORDS = frozenset([*keyword.kwlist, *keyword.softkwlist]) - {"None", "True", "False"}
@@ -84,12 +88,15 @@ def split(statement: str, depth: int) -> tuple[str, ...] | None:
         return None
     callee = _CALLEE.match(blank, value)
     start = callee.end() if callee else value  # the opening bracket of the call or literal
-    if start == len(statement):  # ``target = a.b.c``: black wraps the value in parentheses
+    if start == len(statement) or _OPERATION.fullmatch(blank, value):
+        # ``target = a.b.c`` or ``target = a + b``: black puts the value in parentheses
         if target is None or "[" in statement[value:]:
             return None
         if fits(statement, depth):
             return (statement,)
-        if "." not in statement[value:] or not fits(statement[value:], depth + 1):
+        if " " not in statement[value:] and "." not in statement[value:]:
+            return None  # a single name: black leaves the line long
+        if not fits(statement[value:], depth + 1):
             return None
         return _wrapped(statement[:value], (_INDENT + statement[value:],), depth)
     opening = blank[start]

@@ -135,12 +135,25 @@ def test_long_targets_wrap_the_call(call: str, width: int, depth: int, form: str
     assert_as_black(statement, depth)
 
 
-@settings(max_examples=MANY // 4)
-@given(st.lists(names, min_size=2, max_size=4).map(".".join), st.integers(70, 100), depths)
-def test_long_attribute_chains_are_wrapped(chain: str, width: int, depth: int) -> None:
-    """``target = a.b.c`` too long: black puts the chain in parentheses on a line of its own."""
-    statement = "v" * max(1, width - len(chain) - 3) + " = " + chain
-    if _format.fits(statement.split(" = ")[0] + " = (", depth) and _format.fits(chain, depth + 1):
+OPERATORS = ["+", "-", "*", "/", "//", "%", "@", "&", "|", "^", "<<", ">>", "==", "!=", "<", ">", "<=", ">="]
+
+
+@settings(max_examples=MANY // 2)
+@given(
+    st.one_of(
+        st.lists(names, min_size=2, max_size=4).map(".".join),
+        st.tuples(dotted, st.sampled_from(OPERATORS), dotted).map(" ".join),
+    ),
+    st.integers(70, 100),
+    depths,
+    st.sampled_from(["{pad} = {value}", "return {value}"]),
+)
+def test_long_values_without_brackets_are_wrapped(value: str, width: int, depth: int, form: str) -> None:
+    """``target = a.b.c`` or ``target = a + b`` too long: black puts the value in parentheses
+    on a line of its own."""
+    statement = form.format(pad="v" * max(1, width - len(value) - 3), value=value)
+    opening = statement.removesuffix(value) + "("  # ``target = (`` or ``return (``
+    if _format.fits(opening, depth) and _format.fits(value, depth + 1):
         assert_as_black(statement, depth)
 
 
