@@ -15,9 +15,9 @@ from __future__ import annotations
 import functools
 
 import black
-from black.strings import str_width
 
 from fxgen import _split, _split_def
+from fxgen._split_fast import fits
 
 __all__ = ["BLACK_VERSION", "LINE_LENGTH", "MODE", "black_statements", "block", "format_def", "format_file", "format_statement"]
 
@@ -36,10 +36,6 @@ _INDENT = "    "
 def format_file(source: str) -> str:
     """Black on a whole file (the slow reference path, used by tests and as a fallback)."""
     return black.format_str(source, mode=MODE)
-
-
-def fits(line: str, depth: int) -> bool:
-    return str_width(line) + len(_INDENT) * depth <= LINE_LENGTH
 
 
 _BATCH = 100  # statements per black call: one parse of a small file instead of 100

@@ -35,9 +35,10 @@ import re
 
 from black.strings import str_width  # black's own width rule (east asian wide characters)
 
-__all__ = ["split"]
+from fxgen._split_lines import LINE_LENGTH
 
-LINE_LENGTH = 88
+__all__ = ["fits", "split"]
+
 _INDENT = "    "
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 # ``target = ``: the target as fxgen writes it (attributes, integer and plain-string subscripts,
@@ -56,7 +57,7 @@ _OPERATION = re.compile(
 # which black's parser treats apart (so does fxgen._statement); _WORD finds the candidates first
 _KEYWORDS = frozenset([*keyword.kwlist, *keyword.softkwlist]) - {"None", "True", "False"}
 _KEYWORD = re.compile(rf"(?<![\w.])(?:{'|'.join(sorted(_KEYWORDS))})(?![\w=])")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WORD = re.compile(_NAME)
 # after the callee, outside strings: anything black would split or space differently, or that
 # this module does not model (operators, spaces other than after ``,`` and ``:``, ``**``,
 # subscripts, calls on results, attributes of results, trailing commas, ``==``, a ``-`` that is
@@ -75,6 +76,7 @@ _ITEM_HEAD = re.compile(rf'(?:{_NAME}=|(?:"x*"|{_NAME}|[0-9]+): )?(?:{_NAME}(?:\
 
 
 def fits(text: str, depth: int) -> bool:
+    """Whether ``text`` fits black's line length at ``depth`` levels of indentation."""
     return str_width(text) + 4 * depth <= LINE_LENGTH
 
 

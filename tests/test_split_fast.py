@@ -8,26 +8,14 @@ through to the port would fail here rather than pass vacuously.
 
 from __future__ import annotations
 
-import keyword
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fxgen import _format, _render, _split, _split_fast
-from tests.test_format import MANY, black_lines
+from tests.test_format import MANY, _identifier, black_lines
 
-
-def _identifier(max_size: int = 12) -> st.SearchStrategy[str]:
-    first, rest = "abcdefghijklmnopqrstuvwxyz_", "abcdefghijklmnopqrstuvwxyz_0123456789"
-    return (
-        st.tuples(st.sampled_from(first), st.text(rest, max_size=max_size - 1))
-        .map("".join)
-        .filter(lambda n: not keyword.iskeyword(n) and not keyword.issoftkeyword(n))
-    )
-
-
-names = _identifier()
+names = _identifier(max_size=12)
 dotted = st.lists(names, min_size=1, max_size=3).map(".".join)
 numbers = st.one_of(
     st.integers(-(10**6), 10**6).map(_render.number),
