@@ -20,6 +20,11 @@ general port takes on these statements:
 3. An item that does not fit splits at its last bracket pair (``rhs`` with nothing omitted):
    ``head(`` / contents (rule 2) / ``)`` plus the item's comma.
 
+A value without brackets (``target = a.b.c``, ``target = a + b``, ``return a < b``) that is too
+long goes in black's invisible parentheses, made visible: ``target = (`` / the value / ``)``;
+an operation that does not fit there either is split before its operator (``delimiter_split``):
+``a`` / ``+ b``, each on a line of its own.
+
 ``format_str``'s second pass (the added commas are magic then) gives the same lines for this
 shape: each exploded bracket now ends in a magic comma, so ``generate_trailers_to_omit`` stops
 at the first one and ``rhs`` falls back to the same split. Anything else, including a head
@@ -98,9 +103,14 @@ def split(statement: str, depth: int) -> tuple[str, ...] | None:
             return (statement,)
         if " " not in statement[value:] and "." not in statement[value:]:
             return None  # a single name: black leaves the line long
-        if not fits(statement[value:], depth + 1):
-            return None
-        return _wrapped(statement[:value], (_INDENT + statement[value:],), depth)
+        body = statement[value:]
+        if fits(body, depth + 1):
+            return _wrapped(statement[:value], (_INDENT + body,), depth)
+        # the operation does not fit either: delimiter_split breaks it before the operator
+        left, _, right = body.partition(" ")  # ``a`` and ``+ b``; a dotted name has no space
+        if not right or not (fits(left, depth + 1) and fits(right, depth + 1)):
+            return None  # an operand black leaves long (not modelled here)
+        return _wrapped(statement[:value], (_INDENT + left, _INDENT + right), depth)
     opening = blank[start]
     if (
         opening not in _CLOSE

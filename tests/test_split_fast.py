@@ -145,6 +145,27 @@ def test_long_values_without_brackets_are_wrapped(value: str, width: int, depth:
         assert_as_black(statement, depth)
 
 
+@settings(max_examples=MANY // 2)
+@given(
+    st.lists(names, min_size=1, max_size=6).map(".".join),
+    st.sampled_from(OPERATORS),
+    st.lists(names, min_size=1, max_size=6).map(".".join),
+    st.sampled_from(["{pad} = {value}", "return {value}"]),
+    st.integers(0, 30),
+    depths,
+)
+def test_long_operations_split_before_the_operator(
+    left: str, operator: str, right: str, form: str, pad: int, depth: int
+) -> None:
+    """``target = a + b`` whose operation does not fit inside the parentheses either: black puts
+    ``a`` and ``+ b`` on lines of their own (when each fits; a longer operand is the port's)."""
+    statement = form.format(pad="v" * (1 + pad), value=f"{left} {operator} {right}")
+    if _format.fits(left, depth + 1) and _format.fits(f"{operator} {right}", depth + 1):
+        assert_as_black(statement, depth)
+    else:
+        assert _split_fast.split(statement, depth) is None or _format.fits(statement, depth)
+
+
 @pytest.mark.parametrize("depth", [0, 1, 2])
 @pytest.mark.parametrize(
     "statement",
