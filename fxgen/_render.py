@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fxgen._spec import NO_DEFAULT, BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
+from fxgen._split_fast import fits
 from fxgen._tensors import init_call
 from fxgen._tree import Container, ModelTree, shared_containers
 from fxgen._values import parse_ref
@@ -228,10 +229,11 @@ def access(tree: ModelTree, path: str, bound: dict[str, str] | None = None) -> s
     container already bound to a local (``layer1_0.conv1``)."""
     expr, start = "self", 0
     if bound:
-        parts = path.split(".")
-        for i in range(len(parts) - 1, 0, -1):
-            if (name := bound.get(".".join(parts[:i]))) is not None:
-                expr, start = name, i
+        if (name := bound.get(path)) is not None:
+            return name
+        for prefix in reversed(tree.container_prefixes(path)):  # only containers are bound
+            if (name := bound.get(prefix)) is not None:
+                expr, start = name, prefix.count(".") + 1
                 break
     for part, kind in tree.steps(path, start):
         expr = _child(expr, part, kind)
@@ -259,13 +261,14 @@ def init_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any) ->
 
 def _emit_children(expr: str, node: Container, lines: list[str], imports: Imports, module_of: Any) -> None:
     for key, item in node.children.items():
-        target = _child(expr, key, "attr")
+        named = is_identifier(key)  # else a digit (validated), reached as getattr(expr, "0")
+        target = f"{expr}.{key}" if named else _child(expr, key, "attr")
         if isinstance(item, ModuleSpec):
             ctor = _constructor(item, imports, module_of)
-            lines.append(f"{target} = {ctor}" if is_identifier(key) else f"{expr}.add_module({string(key)}, {ctor})")
+            lines.append(f"{target} = {ctor}" if named else f"{expr}.add_module({string(key)}, {ctor})")
         elif isinstance(item, ParameterSpec):
             value = _tensor(item, imports, param=True)
-            if is_identifier(key):
+            if named:
                 lines.append(f"{target} = {value}")
             else:
                 lines.append(f"{expr}.register_parameter({string(key)}, {value})")
@@ -276,7 +279,7 @@ def _emit_children(expr: str, node: Container, lines: list[str], imports: Import
             lines.extend(_init_call(target, item, imports))
         else:
             creation = _container_expr(item, imports, module_of)
-            lines.append(f"{target} = {creation}" if is_identifier(key) else f"{expr}.add_module({string(key)}, {creation})")
+            lines.append(f"{target} = {creation}" if named else f"{expr}.add_module({string(key)}, {creation})")
             _emit_nested(target, item, lines, imports, module_of)
 
 
@@ -384,15 +387,22 @@ def _annotation(text: str, imports: Imports, module_of: Any) -> str:
 _DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 
+FORWARD_DEPTH = 2  # indentation levels of forward's body (class, def)
+
+
 def forward_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any) -> list[str]:
     """One statement per node, operators as Python operators, no ``x = None`` clean-up lines.
 
     A container that several nodes reach into is bound to a local just before its first use
     (``layer1 = self.layer1``), so each call pays for one lookup per container, as the
-    original module did, rather than one per use.
+    original module did, rather than one per use. A subscripted callee whose statement head
+    would not fit on a line (``x = blocks_2[1].upsample(``) is bound too (``blocks_2_1 =
+    blocks_2[1]``): black would otherwise split inside the subscript (``x = blocks_2[`` / ``1``
+    / ``].upsample(y)``).
     """
     targets = [n.target for n in spec.nodes if n.op in ("call_module", "get_attr") and n.target is not None]
-    names = _local_names(shared_containers(tree, targets), spec)
+    local = _Locals(spec)
+    names = {prefix: local.name(prefix) for prefix in shared_containers(tree, targets)}
     bound: dict[str, str] = {}
     lines = []
     for node in spec.nodes:
@@ -406,30 +416,54 @@ def forward_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any)
                 if prefix in names and prefix not in bound:
                     lines.append(f"{names[prefix]} = {access(tree, prefix, bound)}")
                     bound[prefix] = names[prefix]
-        expr = _expression(node, tree, imports, module_of, bound)
+            callee = access(tree, node.target, bound)
+            item = _long_subscripted_head(node, callee, tree)
+            if item is not None:
+                name = local.name(item)
+                lines.append(f"{name} = {access(tree, item, bound)}")
+                bound[item] = name
+                callee = access(tree, node.target, bound)
+            expr = callee if node.op == "get_attr" else f"{callee}({call_args(node.args, node.kwargs, imports)})"
+        else:
+            expr = _expression(node, imports, module_of)
         lines.append(f"{checked(node.name)} = {expr}" if node.name is not None else expr)
     return lines
 
 
-def _local_names(prefixes: list[str], spec: Spec) -> dict[str, str]:
-    """A local variable name per container path (``layer1.0`` -> ``layer1_0``) that shadows no
-    node, keyword, builtin or imported name."""
-    taken = {n.name for n in spec.nodes if n.name is not None} | _SHADOW_FREE
-    for target in [*(n.target for n in spec.nodes if n.op == "call_function"), *(m.cls for m in spec.modules.values())]:
-        if target:
-            taken.add(target.split(".", 1)[0])
-    out: dict[str, str] = {}
-    for prefix in prefixes:
-        base = prefix.replace(".", "_")
+def _long_subscripted_head(node: Node, callee: str, tree: ModelTree) -> str | None:
+    """The path up to the last subscript of the node's callee (``blocks.2.1`` for
+    ``blocks_2[1].upsample``) when ``target = callee(`` does not fit on a line, else None."""
+    assert node.target is not None
+    if "[" not in callee:
+        return None
+    head = f"{node.name or ''} = {callee}" + ("(" if node.op == "call_module" else "")
+    if fits(head, FORWARD_DEPTH):
+        return None
+    steps = tree.steps(node.target)
+    last = max(i for i, (_, kind) in enumerate(steps) if kind in ("list", "dict"))
+    return ".".join(part for part, _ in steps[: last + 1])
+
+
+class _Locals:
+    """Local variable names for paths bound in ``forward`` (``layer1.0`` -> ``layer1_0``) that
+    shadow no node, keyword, builtin or imported name, nor each other."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.taken = {n.name for n in spec.nodes if n.name is not None} | _SHADOW_FREE
+        for target in [*(n.target for n in spec.nodes if n.op == "call_function"), *(m.cls for m in spec.modules.values())]:
+            if target:
+                self.taken.add(target.split(".", 1)[0])
+
+    def name(self, path: str) -> str:
+        base = path.replace(".", "_")
         if not is_identifier(base):
             base = "m_" + base
         name, i = base, 0
-        while name in taken or not is_identifier(name):
+        while name in self.taken or not is_identifier(name):
             i += 1
             name = f"{base}_{i}"
-        taken.add(name)
-        out[prefix] = checked(name)
-    return out
+        self.taken.add(name)
+        return checked(name)
 
 
 def _negative(value: Any) -> bool:
@@ -472,13 +506,11 @@ def _power_operand(value: Any, text: str) -> bool:
     return value is None or isinstance(value, (int, float)) or _tag(value) in ("dtype", "memory_format", "layout")
 
 
-def _expression(node: Node, tree: ModelTree, imports: Imports, module_of: Any, bound: dict[str, str]) -> str:
+def _expression(node: Node, imports: Imports, module_of: Any) -> str:
+    """A call_method or call_function node's value (forward_lines writes module and attribute
+    access, which depend on what is bound)."""
     args, kwargs = node.args, node.kwargs
     assert node.target is not None
-    if node.op == "get_attr":
-        return access(tree, node.target, bound)
-    if node.op == "call_module":
-        return f"{access(tree, node.target, bound)}({call_args(args, kwargs, imports)})"
     if node.op == "call_method":
         return f"{_operand(args[0], imports, before='.')}.{checked(node.target)}({call_args(args[1:], kwargs, imports)})"
     target = node.target

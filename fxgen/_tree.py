@@ -11,7 +11,6 @@ containers worth binding to a local variable once per call.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,17 +24,16 @@ class Container:
     """A node of the tree that the spec does not declare: it only holds other things."""
 
     children: dict[str, Any] = field(default_factory=dict)
+    kind: str = "attr"  # ``list``, ``dict`` or ``attr``: set by ModelTree once the tree is complete
 
-    @functools.cached_property
-    def kind(self) -> str:
-        """``list``, ``dict`` or ``attr``: computed once, after the tree is complete (as a
-        property it made rendering quadratic)."""
+    def settle(self) -> None:
+        """Work out ``kind`` once the children are all known. It is read thousands of times per
+        render: as a property it made rendering quadratic, and as a cached_property it was the
+        renderer's largest cost after that."""
         keys = list(self.children)
-        numeric = all(k.isdigit() for k in keys)
-        only_modules = all(isinstance(c, (ModuleSpec, Container)) for c in self.children.values())
-        if keys and numeric and only_modules:
-            return "list" if [int(k) for k in keys] == list(range(len(keys))) else "dict"
-        return "attr"
+        values = self.children.values()
+        if keys and all(k.isdigit() for k in keys) and all(isinstance(c, (ModuleSpec, Container)) for c in values):
+            self.kind = "list" if [int(k) for k in keys] == list(range(len(keys))) else "dict"
 
 
 class ModelTree:
@@ -51,27 +49,59 @@ class ModelTree:
             node = self.root
             *parents, leaf = path.split(".")
             for part in parents:
-                node = node.children.setdefault(part, Container())
+                child = node.children.get(part)
+                if child is None:
+                    child = node.children[part] = Container()
+                node = child
             node.children[leaf] = item
+        stack = [self.root]
+        while stack:  # a kind depends on the children's types only, so any order does
+            container = stack.pop()
+            container.settle()
+            stack.extend(c for c in container.children.values() if isinstance(c, Container))
+        self._paths = self._index()
 
-    def steps(self, path: str, start: int = 0) -> list[tuple[str, str]]:
+    def _index(self) -> dict[str, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]]:
+        """``path -> (steps, container prefixes)`` for every path in the tree, in one walk: a
+        render asks about each path it writes, and walking per question was a fifth of it."""
+        out: dict[str, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = {}
+        stack: list[tuple[Container, str, tuple[tuple[str, str], ...], tuple[str, ...]]] = [(self.root, "", (), ())]
+        while stack:
+            node, path, steps, prefixes = stack.pop()
+            kind = "attr" if node is self.root else node.kind  # the model itself is never a list
+            for key, child in node.children.items():
+                child_path = f"{path}.{key}" if path else key
+                child_steps = (*steps, (key, kind))
+                out[child_path] = (child_steps, prefixes)
+                if isinstance(child, Container):
+                    stack.append((child, child_path, child_steps, (*prefixes, child_path)))
+        return out
+
+    def steps(self, path: str, start: int = 0) -> tuple[tuple[str, str], ...]:
         """``(segment, kind of its parent)`` for each segment of ``path`` from index ``start``;
         the kind is ``opaque`` inside a declared module (its own attributes)."""
-        parts = path.split(".")
+        known = self._paths.get(path)
+        steps = known[0] if known is not None else self._walk(path)
+        return steps[start:] if start else steps
+
+    def _walk(self, path: str) -> tuple[tuple[str, str], ...]:
         node: Any = self.root
         out: list[tuple[str, str]] = []
-        for i, part in enumerate(parts):
+        for part in path.split("."):
             if node is self.root:
                 kind = "attr"  # the model itself is a plain nn.Module, never a list
             else:
                 kind = node.kind if isinstance(node, Container) else "opaque"
-            if i >= start:
-                out.append((part, kind))
+            out.append((part, kind))
             node = node.children.get(part) if isinstance(node, Container) else None
-        return out
+        return tuple(out)
 
-    def container_prefixes(self, path: str) -> list[str]:
-        """The proper prefixes of ``path`` that are containers (not the model, not declared)."""
+    def container_prefixes(self, path: str) -> tuple[str, ...]:
+        """The proper prefixes of ``path`` that are containers (not the model, not declared),
+        outermost first."""
+        known = self._paths.get(path)
+        if known is not None:
+            return known[1]
         parts = path.split(".")
         node: Any = self.root
         out: list[str] = []
@@ -80,7 +110,7 @@ class ModelTree:
             if not isinstance(node, Container):
                 break
             out.append(".".join(parts[: i + 1]))
-        return out
+        return tuple(out)
 
 
 def shared_containers(tree: ModelTree, paths: list[str]) -> list[str]:

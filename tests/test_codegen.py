@@ -967,6 +967,44 @@ def test_shared_containers_are_looked_up_once_per_call() -> None:
     assert torch.equal(generated(x), loaded(x))
 
 
+def test_long_subscripted_callees_are_bound_to_a_local() -> None:
+    """A callee with a subscript whose ``target = callee(`` head does not fit is bound up to its
+    last subscript, so black has no reason to split inside ``[...]``; the binding is reused and
+    the module computes the same as fxgen.load's GraphModule."""
+    linear = {"class": "torch.nn.Linear", "args": [2, 2]}
+    long = "blocks_of_the_encoder_stage"
+    spec = {
+        "fxgen": 1, "name": "Items",
+        "modules": {f"{long}.0.first_layer_with_a_long_name": linear, f"{long}.0.second": linear,
+                    f"{long}.1": linear, "short.0.a": linear, "short.0.b": linear},
+        "nodes": [{"op": "placeholder", "name": "x"},
+                  {"op": "call_module", "name": "output_of_the_first_layer_in_the_first_block",
+                   "target": f"{long}.0.first_layer_with_a_long_name", "args": ["%x"]},
+                  {"op": "call_module", "name": "output_of_the_second_layer_in_the_first_block",
+                   "target": f"{long}.0.second", "args": ["%output_of_the_first_layer_in_the_first_block"]},
+                  {"op": "call_module", "name": "output_of_the_only_layer_in_the_second_block_of_it",
+                   "target": f"{long}.1", "args": ["%output_of_the_second_layer_in_the_first_block"]},
+                  {"op": "call_module", "name": "c", "target": "short.0.a",
+                   "args": ["%output_of_the_only_layer_in_the_second_block_of_it"]},
+                  {"op": "output", "args": ["%c"]}],
+    }  # fmt: skip
+    source = fxgen.generate(spec)
+    body = source.split("def forward", 1)[1]
+    for line in (f"{long} = self.{long}\n", f"{long}_0 = {long}[0]\n", f"{long}_1 = {long}[1]\n",
+                 "c = self.short[0].a(output_of_the_only_layer_in_the_second_block_of_it)\n"):  # fmt: skip
+        assert "        " + line in body, line
+    assert f"{long}[0]." not in body and f"{long}[1](" not in body  # every use goes through the local
+    assert not any(line.endswith("[") for line in body.splitlines()), body
+    assert_black_exact(source)
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "<generated>", "exec"), namespace)  # fxgen's own output
+    generated = namespace["Items"]()
+    loaded = fxgen.load(spec)
+    loaded.load_state_dict(generated.state_dict())
+    x = torch.randn(3, 2)
+    assert torch.equal(generated(x), loaded(x))
+
+
 def test_allowed_types_outside_torch_are_imported() -> None:
     """A type from a package the user allowed is written as validated and its module imported
     (it used to stop generation with an internal UnsafeName error)."""
