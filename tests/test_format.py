@@ -281,6 +281,47 @@ def test_def_near_the_limit(params: list[str], returns: str | None, width: int) 
     assert _format.format_def(signature, 1) == black_def_lines(signature, 1)
 
 
+SIMPLE_DEFAULTS = ["None", "1", "-1", "0.5", '"mean"', '"a, b: (c)"', "(2, 3)", "[1, 2]", "torch.float32", 'float("inf")']
+simple_parameters = st.tuples(
+    names, st.one_of(st.none(), st.sampled_from(ANNOTATIONS)), st.one_of(st.none(), st.sampled_from(SIMPLE_DEFAULTS))
+).map(_parameter)
+
+
+@settings(max_examples=MANY)
+@given(st.lists(simple_parameters, max_size=10), st.one_of(st.none(), annotations), st.sampled_from([0, 1, 2]))
+def test_def_fast_path(params: list[str], returns: str | None, depth: int) -> None:
+    """A long signature whose parameters each fit on a line of their own and whose tail
+    ``) -> annotation:`` fits is decided from string lengths alone: it must be claimed (so the
+    test cannot pass by falling through), equal black, and equal the port where it claims it."""
+    arrow = "" if returns is None else " -> " + returns
+    signature = f"def forward({', '.join(['self', *params])}){arrow}:"
+    if _format.fits(signature, depth):
+        return
+    got = _split_def.fast_split_def(signature, depth)
+    simple = _format.fits(f"){arrow}:", depth) and all(_format.fits(p + ",", depth + 1) for p in ["self", *params])
+    assert (got is not None) == simple, signature
+    if got is not None:
+        assert got == black_def_lines(signature, depth), signature
+        port = _split_def.port_split_def(signature, depth)
+        assert port is None or port == got, signature
+
+
+@pytest.mark.parametrize(
+    "signature",
+    [
+        "def forward(self, x: torch.Tensor, *args: int, mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm: int = 1):",
+        "def forward(self, x: torch.Tensor, y: tuple[int,] = 1, mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm: int = 1):",
+        "def forward(self, x: torch.Tensor, y: tuple = (8,), mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm: int = 1):",
+        "def forward(self, x: torch.Tensor, y: str = 'single', mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm: int = 1):",
+        'def forward(self, x: torch.Tensor, y: str = "a\\nb", mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm: int = 1):',
+        "def forward(self, x: torch.Tensor,y: int = 1, mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm: int = 1):",
+    ],
+)
+def test_def_fast_path_leaves_other_shapes_to_the_port(signature: str) -> None:
+    assert not _format.fits(signature, 1)
+    assert _split_def.fast_split_def(signature, 1) is None
+
+
 @settings(max_examples=MANY // 2)
 @given(statements, st.sampled_from([0, 1, 2]))
 def test_same_skeleton_same_split(statement: str, depth: int) -> None:
