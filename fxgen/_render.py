@@ -59,6 +59,7 @@ class Imports:
     functional: bool = False
     torch_modules: set[str] = field(default_factory=set)  # torch submodules ``import torch`` may not load
     other: set[str] = field(default_factory=set)
+    written: dict[str, str] = field(default_factory=dict)  # qualified name -> its source text
 
     def lines(self) -> list[str]:
         groups = [[f"import {m}" for m in sorted(self.stdlib)]]
@@ -188,7 +189,15 @@ def call_args(args: Iterable[Any], kwargs: dict[str, Any], imports: Imports) -> 
 
 
 def qualified(name: str, imports: Imports, module_of: Any) -> str:
-    """Source text for a qualified callable/class name, recording its import."""
+    """Source text for a qualified callable/class name, recording its import (once per file:
+    a model names the same few classes many times)."""
+    text = imports.written.get(name)
+    if text is None:
+        text = imports.written[name] = _qualified(name, imports, module_of)
+    return text
+
+
+def _qualified(name: str, imports: Imports, module_of: Any) -> str:
     parts = [checked(p) for p in name.split(".")]
     if len(parts) == 1:
         return parts[0]  # a builtin

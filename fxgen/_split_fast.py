@@ -95,7 +95,7 @@ def split(statement: str, depth: int) -> tuple[str, ...] | None:
         return None
     callee = _CALLEE.match(blank, value)
     start = callee.end() if callee else value  # the opening bracket of the call or literal
-    if start == len(statement) or _OPERATION.fullmatch(blank, value):
+    if start == len(statement) or (blank[start] == " " and _OPERATION.fullmatch(blank, value)):
         # ``target = a.b.c`` or ``target = a + b``: black puts the value in parentheses
         if target is None or "[" in statement[value:]:
             return None
@@ -189,25 +189,26 @@ class _Brackets:
     @classmethod
     def scan(cls, text: str, blank: str, start: int) -> _Brackets | None:
         tree = cls(text, blank)
+        close, opening_of, commas = tree.close, tree.opening_of, tree.commas
         stack: list[int] = []
-        for m in _STRUCTURE.finditer(blank, start):
-            token, at = m[0], m.start()
+        for at in [m.start() for m in _STRUCTURE.finditer(blank, start)]:
+            token = blank[at]  # the first character tells the four tokens apart
             if token in _CLOSE:
                 stack.append(at)
-                tree.commas[at] = []
+                commas[at] = []
             elif not stack:
                 return None  # a separator or closing bracket after the call
-            elif token == ", ":
-                tree.commas[stack[-1]].append(at)
-            elif token == ": ":
+            elif token == ",":
+                commas[stack[-1]].append(at)
+            elif token == ":":
                 if blank[stack[-1]] != "{":
                     return None
             else:
                 opening = stack.pop()
                 if _CLOSE[blank[opening]] != token:
                     return None
-                tree.close[opening] = at
-                tree.opening_of[at] = opening
+                close[opening] = at
+                opening_of[at] = opening
         return None if stack else tree
 
     def body(self, opening: int, depth: int, indent: str, lines: list[str], explode: bool) -> bool:
