@@ -26,7 +26,7 @@ from fxgen._reader import Document, JsonPath, parse_text
 from fxgen._schema import check_schema
 from fxgen._spec import FORMAT_VERSION, Spec
 from fxgen._tensors import check_init
-from fxgen._values import DTYPES, decode, decode_kwargs, iter_refs
+from fxgen._values import DTYPES, decode, decode_kwargs, iter_refs, plain_refs
 
 __all__ = ["RESERVED_NAMES", "Construct", "parse_data", "validate_data", "validate_document", "validate_for_load"]
 
@@ -131,6 +131,8 @@ class _Checker:
         self.constructed: dict[str, Any] = {}
         # constructor call -> its meta instance or why it fails: models repeat the same block
         self.meta_builds: dict[tuple[type, str], tuple[Any, str | None]] = {}
+        self.keyword_names: set[str] = set()  # keyword argument names already found usable
+        self.arities: dict[str, Any] = {}  # call_function target -> its operator arity, or None
 
     def error(self, path: JsonPath, message: str, *, key: bool = False) -> None:
         loc = self.doc.key_location(path) if key else self.doc.locate(path)
@@ -332,8 +334,14 @@ class _Checker:
                                f"{with_default!r}, which has one; give it a default or move it before "
                                f"{with_default!r}")  # fmt: skip
             seen_other = seen_other or op != "placeholder"
-            self.check_refs(node, where, defined)
+            # The same checks in the same order (references, type, values, target); a node whose
+            # values pass one walk (the common case) skips the walks that could only report.
+            clean = self.clean_values(node, op, defined)
+            if not clean:
+                self.check_refs(node, where, defined)
             self.canonical_types.append(self.check_type(node, where))
+            if not clean and op != "get_attr":
+                self.check_values(node, where)
             getattr(self, f"check_{op}")(node, where)
             name = node.get("name")
             if name is None:
@@ -369,6 +377,34 @@ class _Checker:
     def builtin_names(self) -> frozenset[str]:
         """``dir(builtins)``, read once per validation (the REPL adds ``_`` to it at run time)."""
         return frozenset(dir(builtins))
+
+    def clean_values(self, node: dict[str, Any], op: str, defined: dict[str, int]) -> bool:
+        """Whether ``check_refs`` and ``check_values`` would find nothing to report in ``node``,
+        answered by one walk per value (``plain_refs``); False means "run them", not "wrong"."""
+        refs: list[str] = []
+        if "args" in node and not plain_refs(node["args"], refs):
+            return False
+        if "kwargs" in node:
+            kwargs = node["kwargs"]
+            if type(kwargs) is not dict:
+                return False
+            for key, value in kwargs.items():
+                if key not in self.keyword_names and not self.is_keyword_name(key):
+                    return False
+                if not plain_refs(value, refs):
+                    return False
+        if "default" in node:
+            constant: list[str] = []  # a default may not refer to nodes at all
+            if op != "placeholder" or not plain_refs(node["default"], constant) or constant:
+                return False
+        return all(name in defined for name in refs)
+
+    def is_keyword_name(self, key: str) -> bool:
+        """``check_kwargs``'s test, remembered when it passes."""
+        if _IDENTIFIER.fullmatch(key) and not keyword.iskeyword(key):
+            self.keyword_names.add(key)
+            return True
+        return False
 
     def check_refs(self, node: dict[str, Any], where: JsonPath, defined: dict[str, int]) -> None:
         for field in ("args", "kwargs", "default"):
@@ -409,10 +445,10 @@ class _Checker:
                 self.error((*where, field), f"invalid value: {exc}")
 
     def check_placeholder(self, node: dict[str, Any], where: JsonPath) -> None:
-        self.check_values(node, where)
+        pass  # its values were checked by check_nodes, like every node's
 
     def check_output(self, node: dict[str, Any], where: JsonPath) -> None:
-        self.check_values(node, where)
+        pass
 
     def check_get_attr(self, node: dict[str, Any], where: JsonPath) -> None:
         target: str = node["target"]
@@ -451,13 +487,11 @@ class _Checker:
         return {path: i for i, path in enumerate(self.data.get("modules", {}))}
 
     def check_call_module(self, node: dict[str, Any], where: JsonPath) -> None:
-        self.check_values(node, where)
         if node["target"] not in self.data.get("modules", {}):
             self.error((*where, "target"), f"call_module target {node['target']!r} is not declared; "
                        "declare it under `modules`")  # fmt: skip
 
     def check_call_method(self, node: dict[str, Any], where: JsonPath) -> None:
-        self.check_values(node, where)
         target: str = node["target"]
         if not _IDENTIFIER.fullmatch(target):
             self.error((*where, "target"), f"method name {target!r} is not an identifier")
@@ -473,14 +507,16 @@ class _Checker:
             self.error((*where, "target"), _node_prefix(node) + str(exc))
 
     def check_call_function(self, node: dict[str, Any], where: JsonPath) -> None:
-        self.check_values(node, where)
         target = node["target"]
         try:
             function = self.policy.resolve_function(target)
         except TargetError as exc:
             self.error((*where, "target"), _node_prefix(node) + str(exc))
             return
-        arity = _fx_operator_arity().get(getattr(function, "__name__", "")) if _is_operator(function) else None
+        arity = self.arities.get(target, _UNSET)
+        if arity is _UNSET:  # one lookup per distinct target, not per node
+            arity = _fx_operator_arity().get(getattr(function, "__name__", "")) if _is_operator(function) else None
+            self.arities[target] = arity
         if arity is not None and (len(node.get("args", [])) != arity or node.get("kwargs")):
             self.error((*where, "args"), _node_prefix(node) + f"{target} takes exactly {arity} positional "
                        f"argument{'s' * (arity != 1)} and no keywords (torch.fx writes it as an operator)")  # fmt: skip
@@ -500,6 +536,9 @@ class _Checker:
                 self.policy.check_attribute(attr.removeprefix("%"))
             except TargetError as exc:
                 self.error((*where, "args", 1), _node_prefix(node) + str(exc))
+
+
+_UNSET: Any = object()
 
 
 def _prefixes(target: str) -> list[str]:

@@ -28,6 +28,7 @@ __all__ = [
     "encode",
     "iter_refs",
     "parse_ref",
+    "plain_refs",
 ]
 
 DTYPES: dict[str, torch.dtype] = {
@@ -78,8 +79,68 @@ def iter_refs(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[An
             yield from iter_refs(item, (*path, key))
 
 
+# Tags whose body is a name looked up in a table (``decode`` cannot fail on a name the table has).
+_NAMED_TAGS: dict[str, Any] = {"dtype": DTYPES, "memory_format": MEMORY_FORMATS, "layout": LAYOUTS, "float": _FLOATS}
+
+
+def plain_refs(value: Any, refs: list[str]) -> bool:
+    """Append the names of the node references in ``value`` to ``refs``, in ``iter_refs`` order;
+    False (and ``refs`` incomplete) if ``value`` holds anything but scalars, references, lists
+    and the tags ``decode`` cannot fail on. One walk instead of validation's several: a value
+    this accepts has no torch.Size or device to check, and decodes. Anything else (a device, a
+    size, a complex number, a ``{dict: {size: ...}}``, a malformed tag) gets the full checks.
+    """
+    kind = type(value)
+    if kind is str:
+        if value[:1] == "%" and value[1:2] != "%":
+            refs.append(value[1:])
+        return True
+    if kind is list:
+        for item in value:
+            kind = type(item)
+            if kind is str:
+                if item[:1] == "%" and item[1:2] != "%":
+                    refs.append(item[1:])
+            elif (kind is not int and kind is not float and kind is not bool and item is not None
+                  and not plain_refs(item, refs)):  # fmt: skip
+                return False
+        return True
+    if kind is int or kind is float or kind is bool or value is None:
+        return True
+    if kind is not dict or len(value) != 1:
+        return False
+    ((tag, body),) = value.items()
+    if tag == "tuple":
+        return type(body) is list and plain_refs(body, refs)
+    if tag == "slice":
+        return type(body) is list and len(body) == 3 and plain_refs(body, refs)
+    if tag == "dict":
+        # validation reads a one-key {size: ...} mapping anywhere as a torch.Size tag
+        if type(body) is not dict or list(body) == ["size"]:
+            return False
+        return all(type(k) is str and plain_refs(v, refs) for k, v in body.items())
+    if tag == "ellipsis":
+        return body is None
+    table = _NAMED_TAGS.get(tag)
+    return table is not None and type(body) is str and body in table
+
+
 def decode(value: Any, ref: Callable[[str], Any]) -> Any:
     """Encoded spec value -> Python value; ``ref(name)`` supplies the value of node ``name``."""
+    kind = type(value)  # exact types first: the graph builder decodes every node's arguments
+    if kind is str:
+        if value[:1] == "%":
+            return value[1:] if value[1:2] == "%" else ref(value[1:])
+        return value
+    if kind is list:
+        out = []
+        for item in value:
+            kind = type(item)
+            if (kind is str and item[:1] != "%") or kind is int or kind is float or item is None:
+                out.append(item)
+            else:
+                out.append(decode(item, ref))
+        return out
     if value is None or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, str):
@@ -90,9 +151,9 @@ def decode(value: Any, ref: Callable[[str], Any]) -> Any:
         return [decode(v, ref) for v in value]
     ((tag, body),) = value.items()  # the schema guarantees one key
     if tag == "tuple":
-        return tuple(decode(v, ref) for v in body)
+        return tuple(decode(body, ref) if type(body) is list else (decode(v, ref) for v in body))
     if tag == "slice":
-        return slice(*(decode(v, ref) for v in body))
+        return slice(*(decode(body, ref) if type(body) is list else (decode(v, ref) for v in body)))
     if tag == "ellipsis":
         return Ellipsis
     if tag == "dtype":
@@ -116,6 +177,8 @@ def decode(value: Any, ref: Callable[[str], Any]) -> Any:
 
 def decode_kwargs(kwargs: dict[str, Any], ref: Callable[[str], Any]) -> dict[str, Any]:
     """A ``kwargs`` mapping (plain keys, encoded values) -> Python dict."""
+    if not kwargs:
+        return {}  # most calls: a new dict, as below, without the comprehension
     return {key: decode(value, ref) for key, value in kwargs.items()}
 
 
