@@ -283,6 +283,10 @@ class Policy:
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
     _classes: dict[str, type] = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
+    # resolve_type successes and check_method passes, memoised the same way (every node may
+    # carry a type, and models call the same few methods over and over)
+    _types: dict[str, tuple[Any, str]] = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
+    _methods: set[str] = field(default_factory=set, init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         entries = set()
@@ -394,6 +398,15 @@ class Policy:
 
     def check_method(self, name: str) -> None:
         """``call_method`` targets: public tensor and container methods, never hooks or storage."""
+        try:
+            if name in self._methods:
+                return
+        except TypeError:  # not a string: refused below
+            pass
+        self._check_method(name)
+        self._methods.add(name)
+
+    def _check_method(self, name: str) -> None:
         if not is_identifier(name):
             raise TargetError(f"method name {name!r} is not an identifier")
         if name.startswith("_"):
@@ -432,6 +445,15 @@ class Policy:
     # -- types ---------------------------------------------------------------------------------
     def resolve_type(self, expr: str) -> tuple[Any, str]:
         """A type annotation -> (type object, canonical spelling); nothing in it is called."""
+        try:
+            known = self._types.get(expr)
+        except TypeError:  # not a string: refused by _parse_type
+            return self._resolve_type(expr)
+        if known is None:
+            known = self._types[expr] = self._resolve_type(expr)
+        return known
+
+    def _resolve_type(self, expr: str) -> tuple[Any, str]:
         value = self._parse_type(expr)
         canonical = type_repr(value)
         if _TYPE_TEXT.fullmatch(canonical) is None:
