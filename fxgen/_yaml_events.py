@@ -73,7 +73,7 @@ class Builder:
         self.count = 0  # values read so far, aliases counted expanded
         self.anchors: dict[str, tuple[Any, int, int]] = {}  # anchor -> (value, size, height)
         self.open_anchors: set[str] = set()
-        self.plain: dict[str, Any] = {}  # memo of resolve_plain
+        self.plain: dict[str, Any] = {}  # memo of resolve_plain, for this read only
 
     def build(self, text: str) -> Any:
         try:
@@ -106,7 +106,7 @@ class Builder:
         parent: _Frame | None = None  # stack[-1]
         root: Any = None
         documents = 0
-        construct, locate, locations = self.construct, self.locate, self.locations
+        construct, locate, locations, plain = self.construct, self.locate, self.locations, self.plain
         for event in events:
             kind = event.__class__
             if kind is _Scalar and parent is not None:  # most events: the general case below, inlined
@@ -133,7 +133,8 @@ class Builder:
                 elif event.tag is None:  # _scalar, inlined
                     value = event.value
                     if event.implicit[0] and value[:1] in MAYBE_TYPED:  # plain, and perhaps not a string
-                        value = self._plain(event)
+                        result = plain.get(value, _UNKNOWN)  # _plain's memo, read here first
+                        value = self._plain(event) if result is _UNKNOWN or type(result) is Refusal else result
                 else:
                     value = self._scalar(event)
                 if event.anchor is not None:
@@ -155,8 +156,16 @@ class Builder:
                     self.anchors[frame.anchor] = (frame.value, self.count - frame.first, frame.height)
                 if frame.is_key:
                     stack[-1].key = _BAD_KEY
-                elif parent is not None:
-                    self._add(parent, frame.value, frame.height)
+                elif parent is not None:  # _add(parent, frame.value, frame.height), inlined
+                    if parent.height <= frame.height:
+                        parent.height = frame.height + 1
+                    key = parent.key
+                    if key is _IN_LIST:
+                        parent.value.append(frame.value)
+                    else:
+                        if key is not _BAD_KEY:
+                            parent.value[key] = frame.value
+                        parent.key = _NO_KEY
                 else:
                     root = frame.value
                 continue
@@ -195,7 +204,8 @@ class Builder:
                     if event.anchor is not None:
                         self.anchors[event.anchor] = (value, 1, 0)
                 else:
-                    self._check_collection_tag(event)
+                    if event.tag is not None:
+                        self._check_collection_tag(event)
                     if event.anchor is not None:
                         self.open_anchors.add(event.anchor)
                     is_list = kind is _SeqStart
