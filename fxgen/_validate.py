@@ -274,7 +274,7 @@ class _Checker:
             return None
         try:
             return decode_kwargs(value, _no_ref) if mapping else decode(value, _no_ref)
-        except (RuntimeError, ValueError, TypeError) as exc:
+        except (RuntimeError, ValueError, TypeError, OverflowError) as exc:
             self.error(where, f"invalid value: {exc}")
             return None
 
@@ -441,7 +441,7 @@ class _Checker:
                 continue
             try:
                 (decode_kwargs if field == "kwargs" else decode)(node[field], _any_ref)
-            except (RuntimeError, ValueError, TypeError) as exc:
+            except (RuntimeError, ValueError, TypeError, OverflowError) as exc:
                 self.error((*where, field), f"invalid value: {exc}")
 
     def check_placeholder(self, node: dict[str, Any], where: JsonPath) -> None:

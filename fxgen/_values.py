@@ -167,7 +167,10 @@ def decode(value: Any, ref: Callable[[str], Any]) -> Any:
     if tag == "float":
         return _FLOATS[body]
     if tag == "complex":
-        return complex(body[0], body[1])
+        try:
+            return complex(float(body[0]), float(body[1]))
+        except OverflowError:  # an integer part beyond a float's range
+            raise ValueError(f"complex part too large for a float in {body!r}; use parts below 1.8e308") from None
     if tag == "dict":
         return {k: decode(v, ref) for k, v in body.items()}
     if tag == "size":
