@@ -252,8 +252,9 @@ def _strings(value: Any) -> set[str]:
     return out
 
 
-def _on_self(expr: ast.expr) -> bool:
-    """``self.a[0].b`` or ``getattr(self, "0")``: an attribute path under ``self``."""
+def _on_self(expr: ast.expr, roots: frozenset[str] | set[str] = frozenset({"self"})) -> bool:
+    """``self.a[0].b`` or ``getattr(self, "0")``: an attribute path under ``self`` (or under a
+    local that forward bound to such a path, when ``roots`` names them)."""
     while True:
         if isinstance(expr, (ast.Attribute, ast.Subscript)):
             expr = expr.value
@@ -262,7 +263,7 @@ def _on_self(expr: ast.expr) -> bool:
                 return False
             expr = expr.args[0]
         else:
-            return isinstance(expr, ast.Name) and expr.id == "self"
+            return isinstance(expr, ast.Name) and expr.id in roots
 
 
 def _qualified_forms(target: str) -> set[str]:
@@ -319,10 +320,19 @@ def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
         else:
             assert isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call), ast.unparse(stmt)
 
-    # forward: one statement per non-placeholder node, the last a return
+    # forward: one statement per non-placeholder node, the last a return, besides the statements
+    # binding a container or a subscripted callee to a local (``blocks_0 = self.blocks[0]``)
+    node_names = {n.name for n in spec.nodes}
+    bound, statements = {"self"}, []
+    for stmt in forward.body:
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+        if isinstance(target, ast.Name) and target.id not in node_names and _on_self(stmt.value, bound):
+            bound.add(target.id)
+        else:
+            statements.append(stmt)
     computed = [n for n in spec.nodes if n.op != "placeholder"]
-    assert len(forward.body) == len(computed)
-    for stmt, node in zip(forward.body, computed, strict=True):
+    assert len(statements) == len(computed)
+    for stmt, node in zip(statements, computed, strict=True):
         if node.op == "output":
             assert isinstance(stmt, ast.Return)
         elif node.name is not None:
@@ -352,11 +362,11 @@ def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
         callee = ast.unparse(call.func)
         if callee in VALUE_CALLS:
             continue
-        if callee == "getattr" and _on_self(call):
+        if callee == "getattr" and _on_self(call, bound):
             continue  # getattr(self, "0"): a module path, not a call a node makes
         forward_calls += 1
         is_method = isinstance(call.func, ast.Attribute) and call.func.attr in methods
-        assert callee in allowed or _on_self(call.func) or is_method, callee
+        assert callee in allowed or _on_self(call.func, bound) or is_method, callee
     assert forward_calls <= node_calls
 
     # names: the spec's own and the fixed ones
@@ -364,6 +374,7 @@ def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
     own = {n.name for n in spec.nodes if n.name} | {m.cls.split(".")[0] for m in spec.modules.values()}
     own |= {n.target.split(".")[0] for n in spec.nodes if n.op == "call_function" and n.target}
     own |= {word for n in spec.nodes if n.type for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", n.type)}
+    own |= bound  # forward's locals for containers and subscripted callees
     assert names <= NAMES | own, names - NAMES - own
 
     # string literals: each is one of the spec's strings, unchanged
