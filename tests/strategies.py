@@ -26,8 +26,14 @@ def _ok_name(name: str) -> bool:
         and name not in RESERVED and name not in _MODULE_ATTRS  # fmt: skip
 
 
-names = st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True).filter(_ok_name)
-class_names = st.from_regex(r"[A-Z][A-Za-z0-9]{0,10}", fullmatch=True).filter(_ok_name)
+def words(first: str, rest: str, max_size: int) -> st.SearchStrategy[str]:
+    """``[first][rest]{0,max_size}``: what ``st.from_regex`` draws, many times faster."""
+    return st.tuples(st.sampled_from(first), st.text(rest, max_size=max_size)).map("".join)
+
+
+_LOWER, _UPPER, _DIGITS = "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789"
+names = words(_LOWER, _LOWER + _DIGITS + "_", 7).filter(_ok_name)
+class_names = words(_UPPER, _UPPER + _LOWER + _DIGITS, 10).filter(_ok_name)
 
 MODULES: list[dict[str, Any]] = [
     {"class": "torch.nn.Linear", "args": [4, 4]},
