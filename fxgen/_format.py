@@ -18,11 +18,11 @@ import black
 
 from fxgen import _split, _split_def
 from fxgen._split_fast import fits
+from fxgen._split_lines import LINE_LENGTH  # the one black line length every splitter uses
 
 __all__ = ["BLACK_VERSION", "LINE_LENGTH", "MODE", "black_statements", "block", "format_def", "format_file", "format_statement"]
 
 BLACK_VERSION = "26.10.1"  # pinned in pyproject.toml: another black may format differently
-LINE_LENGTH = 88
 MODE = black.Mode(
     target_versions={black.TargetVersion.PY310},
     line_length=LINE_LENGTH,

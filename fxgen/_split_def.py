@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterator
 
 from fxgen._split import _build_line, bracket_split_succeeded_or_raise, lines_for
-from fxgen._split_fast import _NAME, _STRING, _blanked, fits
+from fxgen._split_fast import _NAME, INDENT, blank_strings, fits
 from fxgen._split_lines import CannotSplit, Line, leaves_inside_matching_brackets
 from fxgen._statement import CLOSING, Leaf, Unsupported, parse_def
 
@@ -62,7 +62,7 @@ def fast_split_def(signature: str, depth: int) -> tuple[str, ...] | None:
     (on one line if they fit, else one per line with a trailing comma; a lone ``self`` gets
     one too) / the tail. With no magic trailing comma anywhere, black's second pass over that
     output splits it the same way. None: not this shape (the port decides)."""
-    blank = _STRING.sub(_blanked, signature) if '"' in signature else signature
+    blank = blank_strings(signature)
     head = _DEF.match(blank)
     if head is None or not _PLAIN.fullmatch(blank) or _UNMODELLED.search(blank):
         return None
@@ -87,15 +87,14 @@ def fast_split_def(signature: str, depth: int) -> tuple[str, ...] | None:
     tail = signature[at:]
     if at == opening + 1 or not fits(tail, depth):
         return None
-    indent = "    "
     starts = [opening + 1, *(c + 2 for c in commas)]
     items = [signature[a:b] for a, b in zip(starts, [*commas, at], strict=True)]
     if len(items) == 1:
-        body = [indent + items[0] + ","]  # bracket_split_build_line adds one to a def's lone item
+        body = [INDENT + items[0] + ","]  # bracket_split_build_line adds one to a def's lone item
     elif fits(signature[opening + 1 : at], depth + 1):
-        body = [indent + signature[opening + 1 : at]]
+        body = [INDENT + signature[opening + 1 : at]]
     else:
-        body = [indent + item + "," for item in items]
+        body = [INDENT + item + "," for item in items]
     if not all(fits(line, depth) for line in body):
         return None
     return (signature[: opening + 1], *body, tail)

@@ -42,9 +42,9 @@ from black.strings import str_width  # black's own width rule (east asian wide c
 
 from fxgen._split_lines import LINE_LENGTH
 
-__all__ = ["fits", "split"]
+__all__ = ["INDENT", "blank_strings", "fits", "split"]
 
-_INDENT = "    "
+INDENT = "    "
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 # ``target = ``: the target as fxgen writes it (attributes, integer and plain-string subscripts,
 # ``getattr(self.a, "0")`` for a name that is not an identifier), or ``return ``: both put the
@@ -88,7 +88,7 @@ def fits(text: str, depth: int) -> bool:
 def split(statement: str, depth: int) -> tuple[str, ...] | None:
     """Black's lines for ``statement`` at ``depth`` (without the indentation), or None when the
     statement is not one of the shapes described above."""
-    blank = _STRING.sub(_blanked, statement) if '"' in statement else statement
+    blank = blank_strings(statement)
     target = _TARGET.match(blank)  # None: a bare call, which black puts in no parentheses
     value = target.end() if target else 0
     if not _KEYWORDS.isdisjoint(_WORD.findall(blank, value)) and _KEYWORD.search(blank, value):
@@ -97,20 +97,20 @@ def split(statement: str, depth: int) -> tuple[str, ...] | None:
     start = callee.end() if callee else value  # the opening bracket of the call or literal
     if start == len(statement) or (blank[start] == " " and _OPERATION.fullmatch(blank, value)):
         # ``target = a.b.c`` or ``target = a + b``: black puts the value in parentheses
-        if target is None or "[" in statement[value:]:
+        body = statement[value:]
+        if target is None or "[" in body:
             return None
         if fits(statement, depth):
             return (statement,)
-        if " " not in statement[value:] and "." not in statement[value:]:
+        if " " not in body and "." not in body:
             return None  # a single name: black leaves the line long
-        body = statement[value:]
         if fits(body, depth + 1):
-            return _wrapped(statement[:value], (_INDENT + body,), depth)
+            return _wrapped(statement[:value], (INDENT + body,), depth)
         # the operation does not fit either: delimiter_split breaks it before the operator
         left, _, right = body.partition(" ")  # ``a`` and ``+ b``; a dotted name has no space
         if not right or not (fits(left, depth + 1) and fits(right, depth + 1)):
             return None  # an operand black leaves long (not modelled here)
-        return _wrapped(statement[:value], (_INDENT + left, _INDENT + right), depth)
+        return _wrapped(statement[:value], (INDENT + left, INDENT + right), depth)
     opening = blank[start]
     if (
         opening not in _CLOSE
@@ -123,7 +123,7 @@ def split(statement: str, depth: int) -> tuple[str, ...] | None:
     head, inner = statement[: start + 1], statement[start + 1 : -1]
     if callee is not None and fits(head, depth) and fits(inner, depth + 1) and _balanced(blank[start + 1 : -1]):
         # the commonest case, without the bracket tree
-        return (statement,) if fits(statement, depth) else (head, _INDENT + inner, ")")
+        return (statement,) if fits(statement, depth) else (head, INDENT + inner, ")")
     tree = _Brackets.scan(statement, blank, start)
     if tree is None or tree.close.get(start) != len(statement) - 1:
         return None
@@ -136,7 +136,7 @@ def split(statement: str, depth: int) -> tuple[str, ...] | None:
         return (statement,)
     lines = [head]
     if fits(head, depth):
-        if not tree.body(start, depth + 1, _INDENT, lines, explode):
+        if not tree.body(start, depth + 1, INDENT, lines, explode):
             return None
         lines.append(statement[-1])
         return tuple(lines)
@@ -147,7 +147,7 @@ def split(statement: str, depth: int) -> tuple[str, ...] | None:
         target is None
         or callee is None
         or "[" in blank[value:start]
-        or not tree.item(value, len(statement), "", depth + 1, _INDENT, lines)
+        or not tree.item(value, len(statement), "", depth + 1, INDENT, lines)
     ):
         return None
     return _wrapped(statement[:value], tuple(lines), depth)
@@ -167,6 +167,12 @@ def _balanced(text: str) -> bool:
 def _wrapped(assign: str, body: tuple[str, ...], depth: int) -> tuple[str, ...] | None:
     """``target = (`` / body / ``)``, if the first line fits."""
     return (assign + "(", *body, ")") if fits(assign + "(", depth) else None
+
+
+def blank_strings(text: str) -> str:
+    """``text`` with the contents of its plain string literals hidden (same length), so that the
+    structure regexes see no bracket, comma or keyword inside a string."""
+    return _STRING.sub(_blanked, text) if '"' in text else text
 
 
 def _blanked(match: re.Match[str]) -> str:
@@ -250,7 +256,7 @@ class _Brackets:
         )
         lines.append(indent + head)
         explode = not call and bool(self.commas[opening])
-        if not self.body(opening, depth + 1, indent + _INDENT, lines, explode):
+        if not self.body(opening, depth + 1, indent + INDENT, lines, explode):
             return False
         lines.append(indent + text[closing] + comma)
         return True
