@@ -35,6 +35,9 @@ RESERVED_NAMES = frozenset({"self", "torch", "nn", "F", "operator", "math", "typ
                             "device", "inf", "nan", "NoneType", "pytree", "fx_pytree"})  # fmt: skip
 # jsonschema's `$` also matches before a trailing newline, so names are re-checked with fullmatch.
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# what decoding a value the schema accepted can raise: a bad device string, a complex part
+# beyond a float, a torch.Size that is not one
+_DECODE_ERRORS = (RuntimeError, ValueError, TypeError, OverflowError)
 _SEGMENT = re.compile(r"(?!__)[A-Za-z_][A-Za-z0-9_]*|0|[1-9][0-9]*")
 _DEVICE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?::(?:0|[1-9][0-9]*))?")
 
@@ -274,7 +277,7 @@ class _Checker:
             return None
         try:
             return decode_kwargs(value, _no_ref) if mapping else decode(value, _no_ref)
-        except (RuntimeError, ValueError, TypeError, OverflowError) as exc:
+        except _DECODE_ERRORS as exc:
             self.error(where, f"invalid value: {exc}")
             return None
 
@@ -282,7 +285,7 @@ class _Checker:
         """Keyword names must be usable in generated code: identifiers, not keywords."""
         ok = True
         for key in kwargs:
-            if not _IDENTIFIER.fullmatch(key) or keyword.iskeyword(key):
+            if not self.is_keyword_name(key):
                 what = "a Python keyword" if keyword.iskeyword(key) else "not an identifier"
                 self.error((*where, key), f"keyword argument {key!r} is {what}; a call cannot pass it by name",
                            key=True)  # fmt: skip
@@ -389,9 +392,7 @@ class _Checker:
             if type(kwargs) is not dict:
                 return False
             for key, value in kwargs.items():
-                if key not in self.keyword_names and not self.is_keyword_name(key):
-                    return False
-                if not plain_refs(value, refs):
+                if not self.is_keyword_name(key) or not plain_refs(value, refs):
                     return False
         if "default" in node:
             constant: list[str] = []  # a default may not refer to nodes at all
@@ -400,7 +401,10 @@ class _Checker:
         return all(name in defined for name in refs)
 
     def is_keyword_name(self, key: str) -> bool:
-        """``check_kwargs``'s test, remembered when it passes."""
+        """Usable as a keyword argument in generated code (an identifier, not a keyword);
+        remembered when it is, since models pass the same few names over and over."""
+        if key in self.keyword_names:
+            return True
         if _IDENTIFIER.fullmatch(key) and not keyword.iskeyword(key):
             self.keyword_names.add(key)
             return True
@@ -441,7 +445,7 @@ class _Checker:
                 continue
             try:
                 (decode_kwargs if field == "kwargs" else decode)(node[field], _any_ref)
-            except (RuntimeError, ValueError, TypeError, OverflowError) as exc:
+            except _DECODE_ERRORS as exc:
                 self.error((*where, field), f"invalid value: {exc}")
 
     def check_placeholder(self, node: dict[str, Any], where: JsonPath) -> None:
