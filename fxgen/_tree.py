@@ -54,21 +54,21 @@ class ModelTree:
                     child = node.children[part] = Container()
                 node = child
             node.children[leaf] = item
-        stack = [self.root]
-        while stack:  # a kind depends on the children's types only, so any order does
-            container = stack.pop()
-            container.settle()
-            stack.extend(c for c in container.children.values() if isinstance(c, Container))
-        self._paths = self._index()
+        self._paths = self._settle_and_index()
 
-    def _index(self) -> dict[str, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]]:
-        """``path -> (steps, container prefixes)`` for every path in the tree, in one walk: a
-        render asks about each path it writes, and walking per question was a fifth of it."""
+    def _settle_and_index(self) -> dict[str, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]]:
+        """Settle every container's kind, and return ``path -> (steps, container prefixes)`` for
+        every path in the tree, in one walk: a render asks about each path it writes, and
+        walking per question was a fifth of it."""
         out: dict[str, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = {}
         stack: list[tuple[Container, str, tuple[tuple[str, str], ...], tuple[str, ...]]] = [(self.root, "", (), ())]
         while stack:
             node, path, steps, prefixes = stack.pop()
-            kind = "attr" if node is self.root else node.kind  # the model itself is never a list
+            if node is self.root:
+                kind = "attr"  # the model itself is never a list
+            else:
+                node.settle()  # its children are all known: the tree is complete
+                kind = node.kind
             for key, child in node.children.items():
                 child_path = f"{path}.{key}" if path else key
                 child_steps = (*steps, (key, kind))
