@@ -6,8 +6,8 @@
 
 ``bench/run.py`` times a stage and then its reference, each as a median. On workloads of a few
 milliseconds that ratio moves by up to ±25% between runs (docs/performance.md); alternating the
-two calls in one loop cancels the drift. Each call follows a ``gc.collect()``, and objects alive
-after the warm-up are frozen, as in ``bench/run.py``.
+two calls in one loop (``measure.interleaved``) cancels the drift. Each call follows a
+``gc.collect()``, and objects alive after the warm-up are frozen, as in ``bench/run.py``.
 
 - ``load``: ``fxgen.load(path)`` against the direct torch.fx build (``stages.build_direct``);
 - ``export``: ``fxgen.export`` of a zoo model against its ``symbolic_trace`` (``stages._zoo_trace``);
@@ -17,11 +17,8 @@ after the warm-up are frozen, as in ``bench/run.py``.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,27 +27,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # as bench/run.py's workers
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch
+from measure import interleaved
 
 import fxgen
 from fxgen import _format
-
-
-def alternate(a: Callable[[], Any], b: Callable[[], Any], rounds: int, setup_a: Callable[[], Any] | None = None) -> tuple[float, float]:
-    """Medians of ``a`` and ``b``, called alternately (the order flips every round)."""
-    for _ in range(3):
-        a(), b()
-    gc.collect()
-    gc.freeze()  # as bench/run.py: torch's and fxgen's own objects are not rescanned by each run
-    times: dict[int, list[float]] = {0: [], 1: []}
-    for i in range(rounds):
-        for which in ((0, 1) if i % 2 == 0 else (1, 0)):
-            if which == 0 and setup_a is not None:
-                setup_a()
-            gc.collect()
-            start = time.perf_counter()
-            (a if which == 0 else b)()
-            times[which].append(time.perf_counter() - start)
-    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def pairs(kind: str, workload: str, allow: tuple[str, ...] = ()) -> tuple[Callable[[], Any], Callable[[], Any], Callable[[], Any] | None]:
@@ -88,7 +68,8 @@ def main() -> None:
     print(f"{'workload':40s} {'fxgen':>10s} {'reference':>10s}  ratio")
     for workload in args.workloads:
         a, b, setup = pairs(args.kind, workload, tuple(args.allow))
-        ta, tb = alternate(a, b, args.rounds, setup)
+        stats = interleaved(a, b, budget=0.0, min_rounds=args.rounds, max_rounds=args.rounds, setup_a=setup, collect=True)
+        ta, tb = stats["a_median"], stats["b_median"]
         print(f"{workload:40s} {ta * 1e3:8.2f} ms {tb * 1e3:8.2f} ms  {ta / tb:.2f}x")
 
 
