@@ -26,9 +26,9 @@ def _ok_name(name: str) -> bool:
         and name not in RESERVED and name not in _MODULE_ATTRS  # fmt: skip
 
 
-def words(first: str, rest: str, max_size: int) -> st.SearchStrategy[str]:
-    """``[first][rest]{0,max_size}``: what ``st.from_regex`` draws, many times faster."""
-    return st.tuples(st.sampled_from(first), st.text(rest, max_size=max_size)).map("".join)
+def words(first: str, rest: str, max_size: int, min_size: int = 0) -> st.SearchStrategy[str]:
+    """``[first][rest]{min_size,max_size}``: what ``st.from_regex`` draws, many times faster."""
+    return st.tuples(st.sampled_from(first), st.text(rest, min_size=min_size, max_size=max_size)).map("".join)
 
 
 _LOWER, _UPPER, _DIGITS = "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789"

@@ -19,6 +19,7 @@ import black
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from strategies import words
 
 from fxgen import _format, _render, _split, _split_def, _statement
 
@@ -38,10 +39,8 @@ def black_lines(statement: str, depth: int) -> tuple[str, ...]:
 
 # -- strategies -------------------------------------------------------------------------------
 def _identifier(min_size: int = 1, max_size: int = 14) -> st.SearchStrategy[str]:
-    # (st.from_regex draws the same names about 20 times slower)
     first, rest = "abcdefghijklmnopqrstuvwxyz_", "abcdefghijklmnopqrstuvwxyz0123456789_"
-    tail = st.text(rest, min_size=min_size - 1, max_size=max_size - 1)
-    return st.tuples(st.sampled_from(first), tail).map("".join).filter(
+    return words(first, rest, max_size - 1, min_size - 1).filter(
         lambda n: not keyword.iskeyword(n) and not keyword.issoftkeyword(n)
     )
 
