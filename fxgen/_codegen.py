@@ -19,7 +19,7 @@ from fxgen import _format
 from fxgen._files import label_of
 from fxgen._header import VERSION, Header, body_digest, safe_label, spec_digest
 from fxgen._policy import Policy
-from fxgen._render import Imports, forward_lines, init_lines, signature, string
+from fxgen._render import FORWARD_DEPTH, Imports, forward_lines, init_lines, signature, string
 from fxgen._spec import Spec
 from fxgen._tree import ModelTree
 
@@ -88,7 +88,7 @@ def render_spec(spec: Spec, *, label: str, digest: str) -> str:
         doc_lines=_docstring(spec.doc),
         init_lines=_format.block(init, 2),
         def_lines=def_lines,
-        forward_lines=_format.block(forward, 2),
+        forward_lines=_format.block(forward, FORWARD_DEPTH),
     )
     header = Header(VERSION, safe_label(label), digest, body_digest(body))
     return header.render() + body

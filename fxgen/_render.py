@@ -396,7 +396,7 @@ def _annotation(text: str, imports: Imports, module_of: Any) -> str:
 _DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 
-FORWARD_DEPTH = 2  # indentation levels of forward's body (class, def)
+FORWARD_DEPTH = 2  # indentation levels of forward's body (class, def): where fxgen._codegen formats it
 
 
 def forward_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any) -> list[str]:
