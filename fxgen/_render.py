@@ -22,7 +22,7 @@ from fxgen._tensors import init_call
 from fxgen._tree import Container, ModelTree, shared_containers
 from fxgen._values import parse_ref
 
-__all__ = ["Imports", "access", "forward_lines", "init_lines", "literal", "signature"]
+__all__ = ["FORWARD_DEPTH", "Imports", "access", "forward_lines", "init_lines", "literal", "signature"]
 
 _BINARY = {
     "add": "+", "sub": "-", "mul": "*", "floordiv": "//", "truediv": "/", "mod": "%",
