@@ -217,29 +217,35 @@ def interleaved(
     min_rounds: int = 20,
     max_rounds: int = 5000,
     setup_a: Callable[[], Any] | None = None,
+    setup_b: Callable[[], Any] | None = None,
     collect: bool = False,
+    warmup: int = 3,
 ) -> dict[str, float]:
     """Time ``a`` and ``b`` alternately (order flipped every round) to cancel drift.
 
-    Runs at least ``min_rounds`` rounds and then until ``budget`` seconds have passed. Returns
-    the medians of each and the median of the per-round ratios b/a. ``setup_a`` runs, untimed,
-    before each call of ``a``; ``collect`` freezes the objects alive after the warm-up and runs
-    ``gc.collect()`` before every call, as :func:`measure` does for a stage.
+    Runs ``warmup`` untimed rounds, at least ``min_rounds`` timed ones and then more until
+    ``budget`` seconds have passed. Returns the medians of each and the median of the per-round
+    ratios b/a. ``setup_a`` and ``setup_b`` run, untimed, before each call of ``a`` and ``b``;
+    ``collect`` freezes the objects alive after the warm-up and runs ``gc.collect()`` before
+    every call, as :func:`measure` does for a stage.
     """
-    for _ in range(3):
-        a(), b()
     ta: list[float] = []
     tb: list[float] = []
+    calls = ((a, setup_a, ta), (b, setup_b, tb))
+    for _ in range(warmup):
+        for fn, setup, _out in calls:
+            if setup is not None:
+                setup()
+            fn()
     gc.collect()
     if collect:
         gc.freeze()
     start = time.perf_counter()
     i = 0
     while i < max_rounds and (i < min_rounds or time.perf_counter() - start < budget):
-        order = ((a, ta), (b, tb)) if i % 2 == 0 else ((b, tb), (a, ta))
-        for fn, out in order:
-            if fn is a and setup_a is not None:
-                setup_a()
+        for fn, setup, out in calls if i % 2 == 0 else calls[::-1]:
+            if setup is not None:
+                setup()
             if collect:
                 gc.collect()
             t0 = time.perf_counter()

@@ -18,6 +18,13 @@ export         both
 load_weights   fxgen.load(spec,  safetensors     safetensors.torch.load_file
                weights=path)     torch_load      torch.load of the same state dict
 forward        generated class   (original)      interleaved, eval mode, no_grad
+
+The four target pairs (``TARGETS``: load, generate, export, weights) are also timed
+*alternately* (``measure.interleaved``) at the end of a workload, when the configuration gives
+them a ``pair_budget``: one record per pair, stage ``paired:<fxgen stage>``, whose
+``extra["median_ratio"]`` (the median of per-round fxgen / reference ratios) survives a noisy
+machine better than the ratio of the two sequential medians. ``bench/pair.py`` builds the same
+pairs (:func:`load_pair` and its siblings) for one workload at a time.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.fx
@@ -43,7 +50,7 @@ from measure import Result, StageTimeout, interleaved, measure, time_limit  # ty
 import fxgen
 from fxgen._build import set_attr_path
 
-__all__ = ["Workload", "run_workload"]
+__all__ = ["TARGETS", "Pair", "Workload", "export_pair", "generate_pair", "load_pair", "run_workload", "weights_pair"]
 
 _INPUT = re.compile(r"^# input: (?P<name>\w+) (?P<dtype>\w+)\[(?P<shape>[\d, ]*)\]\s*$", re.M)
 
@@ -137,6 +144,96 @@ class Runner:
 
     def info(self, **fields: Any) -> None:
         self.emit({"event": "info", **fields})
+
+
+    def pair(self, kind: str, pair: Pair) -> None:
+        """Time target ``kind``'s fxgen call and its reference alternately (``measure.interleaved``)
+        as stage ``paired:<fxgen stage>``, once both were measured by :meth:`stage`."""
+        num, den = TARGETS[kind]
+        name = f"paired:{num}"
+        budget = self.cfg.get("pair_budget")
+        if not budget or name in self.done or name in self.failed or num in self.failed or den in self.failed:
+            return
+        if den not in self.last and den not in self.done:
+            return
+        self.emit({"event": "start", "stage": name})
+        try:
+            with time_limit(self.limit):
+                # a = the reference, b = fxgen: median_ratio is fxgen / reference per round
+                stats = interleaved(pair.reference, pair.fxgen, budget=budget, min_rounds=self.cfg["pair_rounds"],
+                                    max_rounds=1000, setup_b=pair.setup, collect=True, warmup=1)  # fmt: skip
+        except StageTimeout:
+            self.failed.add(name)
+            self.emit(Result(name, status="timeout", note=f"> {self.limit:.0f} s").as_dict())
+            return
+        except Exception as exc:
+            self.failed.add(name)
+            self.emit(Result(name, status="error", note=f"{type(exc).__name__}: {str(exc)[:300]}").as_dict())
+            return
+        self.emit(Result(name, median=stats["b_median"], reps=int(stats["rounds"]),
+                         extra={"reference": den, "median_ratio": stats["median_ratio"],
+                                "ratio_of_medians": stats["ratio_of_medians"], "fxgen_median": stats["b_median"],
+                                "reference_median": stats["a_median"], "rounds": int(stats["rounds"])}).as_dict())  # fmt: skip
+
+
+# -- the target pairs --------------------------------------------------------------------------
+# target -> (fxgen stage, reference stage); the keys are bench/pair.py's kinds
+TARGETS = {
+    "load": ("read_validate+load", "fx_direct"),  # target 1
+    "generate": ("generate", "python_code"),  # target 2
+    "export": ("export", "symbolic_trace"),  # target 4
+    "weights": ("load_weights", "safetensors"),  # target 6
+}
+
+
+class Pair(NamedTuple):
+    """One target's fxgen call and its reference on the same graph; ``setup`` runs, untimed,
+    before each fxgen call."""
+
+    fxgen: Callable[[], Any]
+    reference: Callable[[], Any]
+    setup: Callable[[], Any] | None = None
+
+
+def load_pair(path: Path, spec: Any, allow: tuple[str, ...]) -> Pair:
+    """``fxgen.load(path)`` against the direct torch.fx build (its inputs decoded here, untimed)."""
+    prepared = prepare_direct(spec, fxgen._api.policy_for(allow))
+    return Pair(lambda: fxgen.load(path, allow=allow), lambda: build_direct(prepared))
+
+
+def generate_pair(spec: Any, graph: torch.fx.Graph, allow: tuple[str, ...], label: str | None = None) -> Pair:
+    """``fxgen.generate`` with every formatting cache cleared against ``Graph.python_code``."""
+    return Pair(lambda: fxgen.generate(spec, allow=allow, label=label), lambda: graph.python_code(root_module="self"),
+                clear_format_caches)  # fmt: skip
+
+
+def export_pair(module: torch.nn.Module, trace_kw: dict[str, Any], tracer: Callable[[], Any]) -> Pair:
+    """``fxgen.export`` (trace + GraphModule→spec) against torch.fx's own tracing of ``module``."""
+    return Pair(lambda: fxgen.export(module, **trace_kw), tracer)
+
+
+def weights_pair(spec: Any, weights: Path, allow: tuple[str, ...]) -> Pair:
+    """``fxgen.load`` with weights against ``safetensors.torch.load_file`` of the same file."""
+    from safetensors.torch import load_file
+
+    return Pair(lambda: fxgen.load(spec, weights=weights, allow=allow), lambda: load_file(str(weights)))
+
+
+def zoo_trace_kw(zm: Any) -> dict[str, Any]:
+    """How fxgen traces a zoo model: its concrete args and leaf modules."""
+    return {"concrete_args": zm.concrete_args, "leaf_modules": zm.leaf_module_types()}
+
+
+def clear_format_caches() -> None:
+    """Cold formatting caches, as in a fresh ``fxgen generate`` process: every memo in _format
+    and the split port's (statements and per-skeleton plans), which a bench that only cleared
+    _format's own would carry warm from one run to the next."""
+    import fxgen._format
+
+    fxgen._format.clear_caches()
+    for obj in list(vars(fxgen._format).values()):
+        if callable(getattr(obj, "cache_clear", None)):
+            obj.cache_clear()
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -312,8 +409,17 @@ class _BlackClock:
 
 # -- the workload ----------------------------------------------------------------------------
 def run_workload(w: Workload, cfg: dict[str, Any], out: Any, tmp: Path) -> None:
+    """Every stage of one workload, then its target pairs timed alternately. The pairs come last
+    because ``interleaved`` freezes the objects alive (the workload's graphs among them), which
+    would make the sequential stages' collections cheaper than before."""
     r = Runner(w, cfg, out)
-    import fxgen._api
+    pairs: dict[str, Pair] = {}
+    _run_stages(r, w, cfg, tmp, pairs)
+    for kind, pair in pairs.items():
+        r.pair(kind, pair)
+
+
+def _run_stages(r: Runner, w: Workload, cfg: dict[str, Any], tmp: Path, pairs: dict[str, Pair]) -> None:
     import fxgen._format
 
     allow = tuple(w.allow)
@@ -329,8 +435,9 @@ def run_workload(w: Workload, cfg: dict[str, Any], out: Any, tmp: Path) -> None:
         # build() records leaf modules' constructor calls where the catalogue supports it
         original = zm.build() if hasattr(zm, "build") else zm.factory().eval()
         inputs = zm.inputs()
-        trace_kw = {"concrete_args": zm.concrete_args, "leaf_modules": zm.leaf_module_types()}
-        _export_stages(r, original, trace_kw, tracer=lambda: _zoo_trace(zm, original))
+        trace_kw = zoo_trace_kw(zm)
+        model = original
+        pairs["export"] = _export_stages(r, original, trace_kw, tracer=lambda: _zoo_trace(zm, model))
         if "export_trace" in r.failed or "export_spec" in r.failed:
             return
         spec0 = fxgen.export(original, **trace_kw)
@@ -340,7 +447,6 @@ def run_workload(w: Workload, cfg: dict[str, Any], out: Any, tmp: Path) -> None:
         allow = tuple(fxgen._export._outside_default_policy(spec0))
         r.info(allow=list(allow))
 
-    policy = fxgen._api.policy_for(allow)
     path = Path(w.path)
     spec = r.stage("read_validate", lambda: fxgen.load_spec(path, allow=allow), value_only=True)
     if spec is None:
@@ -348,37 +454,37 @@ def run_workload(w: Workload, cfg: dict[str, Any], out: Any, tmp: Path) -> None:
     r.info(nodes=len(spec.nodes), modules=len(spec.modules), parameters=len(spec.parameters),
            buffers=len(spec.buffers), spec_bytes=path.stat().st_size)  # fmt: skip
     gm = r.stage("load", lambda: fxgen.load(spec, allow=allow), needs=("read_validate",), value_only=True)
+    try:
+        pairs["load"] = load_pair(path, spec, allow)
+    except Exception as exc:
+        r.emit(Result("fx_direct", status="error", note=f"prepare: {type(exc).__name__}: {exc}"[:300]).as_dict())
     # What a user calls: one load(path), which may share work between validating and building.
-    r.stage("read_validate+load", lambda: fxgen.load(path, allow=allow), needs=("load",))
-    _direct_stage(r, spec, policy)
+    lp = pairs.get("load") or Pair(lambda: fxgen.load(path, allow=allow), lambda: None)
+    r.stage("read_validate+load", lp.fxgen, needs=("load",))
+    if "load" in pairs:
+        r.stage("fx_direct", lp.reference)
 
     # generate = render (everything but black) + format (black)
     clock_runs: list[tuple[float, float, int, float, float]] = []
+    gen = generate_pair(spec, gm.graph if gm is not None else torch.fx.Graph(), allow, label=path.name)
+    if gm is not None:
+        pairs["generate"] = gen
 
     def generate() -> str:
         with _BlackClock() as clock:
             c0 = time.process_time()
             t0 = time.perf_counter()
-            src = fxgen.generate(spec, allow=allow, label=path.name)
+            src = gen.fxgen()
             total = time.perf_counter() - t0
             cpu = time.process_time() - c0
         clock_runs.append((total, clock.spent, clock.calls, cpu, clock.cpu))
         return src
 
-    def clear() -> None:
-        """Cold formatting caches, as in a fresh ``fxgen generate`` process: every memo in _format
-        and the split port's (statements and per-skeleton plans), which a bench that only
-        cleared _format's own would carry warm from one run to the next."""
-        fxgen._format.clear_caches()
-        for obj in list(vars(fxgen._format).values()):
-            if callable(getattr(obj, "cache_clear", None)):
-                obj.cache_clear()
-
-    src = r.stage("generate", generate, needs=("read_validate",), setup=clear, value_only=True)
+    src = r.stage("generate", generate, needs=("read_validate",), setup=gen.setup, value_only=True)
     if src is not None and "generate" in r.last:
         _split_generate(r, clock_runs, src)
     if gm is not None:
-        r.stage("python_code", lambda: gm.graph.python_code(root_module="self"))
+        r.stage("python_code", gen.reference)
     if src is not None:
         mode = fxgen._format.MODE
         r.stage("black_file", lambda: fxgen._format.black.format_str(src, mode=mode))
@@ -390,8 +496,8 @@ def run_workload(w: Workload, cfg: dict[str, Any], out: Any, tmp: Path) -> None:
         elif not hasattr(fxgen, "export") and not _has_export():
             r.emit(Result("export", status="n/a", note="fxgen.export does not exist yet").as_dict())
         else:
-            original = plain_module(gm, spec.name)
-            _export_stages(r, original, {}, tracer=lambda: torch.fx.symbolic_trace(original))
+            original = module = plain_module(gm, spec.name)
+            pairs["export"] = _export_stages(r, module, {}, tracer=lambda: torch.fx.symbolic_trace(module))
 
     # weights
     if gm is not None and (spec.parameters or spec.buffers or spec.modules):
@@ -401,11 +507,7 @@ def run_workload(w: Workload, cfg: dict[str, Any], out: Any, tmp: Path) -> None:
         state = _write_weights(source, trace_kw, wpath)
         torch.save(state, ptpath)
         r.info(weights_bytes=wpath.stat().st_size, tensors=len(state))
-        r.stage("load_weights", lambda: fxgen.load(spec, weights=wpath, allow=allow))
-        from safetensors.torch import load_file
-
-        r.stage("safetensors", lambda: load_file(str(wpath)))
-        r.stage("torch_load", lambda: torch.load(ptpath))
+        pairs["weights"] = _weights_stages(r, spec, wpath, ptpath, allow)
     else:
         state = None
 
@@ -417,13 +519,13 @@ def run_workload(w: Workload, cfg: dict[str, Any], out: Any, tmp: Path) -> None:
         _forward_stage(r, w, spec, src, original, inputs, state, tmp, cfg)
 
 
-def _direct_stage(r: Runner, spec: Any, policy: Any) -> None:
-    try:
-        prepared = prepare_direct(spec, policy)
-    except Exception as exc:
-        r.emit(Result("fx_direct", status="error", note=f"prepare: {type(exc).__name__}: {exc}"[:300]).as_dict())
-        return
-    r.stage("fx_direct", lambda: build_direct(prepared))
+def _weights_stages(r: Runner, spec: Any, wpath: Path, ptpath: Path, allow: tuple[str, ...] = ()) -> Pair:
+    """Load with weights, its reference ``safetensors.load_file`` and ``torch.load`` of the same state."""
+    pair = weights_pair(spec, wpath, allow)
+    r.stage("load_weights", pair.fxgen)
+    r.stage("safetensors", pair.reference)
+    r.stage("torch_load", lambda: torch.load(ptpath))
+    return pair
 
 
 def _has_export() -> bool:
@@ -436,11 +538,12 @@ def _zoo_trace(zm: Any, model: torch.nn.Module) -> torch.fx.GraphModule:
     return torch.fx.GraphModule(tracer.root, graph)
 
 
-def _export_stages(r: Runner, module: torch.nn.Module, trace_kw: dict[str, Any], tracer: Callable[[], Any]) -> None:
+def _export_stages(r: Runner, module: torch.nn.Module, trace_kw: dict[str, Any], tracer: Callable[[], Any]) -> Pair:
+    pair = export_pair(module, trace_kw, tracer)
     if not _has_export():
         r.emit(Result("export", status="n/a", note="fxgen.export does not exist yet").as_dict())
         r.failed.add("export")
-        return
+        return pair
     from fxgen._export import trace
 
     traced = r.stage("export_trace", lambda: trace(module, **trace_kw), value_only=True)
@@ -454,7 +557,8 @@ def _export_stages(r: Runner, module: torch.nn.Module, trace_kw: dict[str, Any],
                       cpu=(a.cpu or 0) + (b.cpu or 0), note="export_trace + export_spec").as_dict())  # fmt: skip
     elif "export_trace" in r.failed or "export_spec" in r.failed:
         r.failed.add("export")
-    r.stage("symbolic_trace", tracer)
+    r.stage("symbolic_trace", pair.reference)
+    return pair
 
 
 def _split_generate(r: Runner, runs: list[tuple[float, float, int, float, float]], src: str) -> None:
@@ -498,11 +602,7 @@ def _weights_workload(w: Workload, cfg: dict[str, Any], out: Any, tmp: Path) -> 
     torch.save(state, ptpath)
     r.info(nodes=len(spec.nodes), modules=len(spec.modules), parameters=sum(t.numel() for t in state.values()),
            tensors=len(state), weights_bytes=wpath.stat().st_size)  # fmt: skip
-    r.stage("load_weights", lambda: fxgen.load(spec, weights=wpath))
-    from safetensors.torch import load_file
-
-    r.stage("safetensors", lambda: load_file(str(wpath)))
-    r.stage("torch_load", lambda: torch.load(ptpath))
+    _weights_stages(r, spec, wpath, ptpath)
     wpath.unlink()
     ptpath.unlink()
 

@@ -5,6 +5,7 @@ Benchmarks are not tests: nothing here asserts on a timing, only that the suite 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,17 @@ def test_quick_benchmark_writes_a_table(tmp_path: Path) -> None:
     assert "| read+validate (`load_spec`) | " in text
     assert "## `fxgen generate --check` with nothing to do" in text
     assert raw.is_file()
+    # the target pairs timed alternately: one record per pair, whose ratio the report prints
+    records = json.loads(raw.read_text(encoding="utf-8"))["records"]
+    paired = {(r["workload"], r["stage"]): r for r in records if str(r.get("stage", "")).startswith("paired:")}
+    stages = {stage for _, stage in paired}
+    assert {"paired:read_validate+load", "paired:generate", "paired:export", "paired:load_weights"} <= stages, stages
+    rec = paired["example/mlp", "paired:read_validate+load"]
+    assert rec["status"] == "ok" and rec["extra"]["reference"] == "fx_direct", rec
+    assert rec["extra"]["median_ratio"] > 0 and rec["extra"]["rounds"] >= 3, rec
+    mlp = next(line for line in text.splitlines() if line.startswith("| mlp |"))
+    assert f"{rec['extra']['median_ratio']:.2f}x" in mlp and "(seq " in mlp, mlp
+    assert "**Ratios to a reference are paired**" in text and "paired, on " in text
 
 
 def test_pair_times_a_stage_against_its_reference() -> None:
