@@ -121,6 +121,8 @@ def split(statement: str, depth: int) -> tuple[str, ...] | None:
     ):
         return None
     head, inner = statement[: start + 1], statement[start + 1 : -1]
+    if not inner and not fits(statement, depth):
+        return None  # ``f()`` too long: black splits elsewhere (a subscript in the target…)
     if callee is not None and fits(head, depth) and fits(inner, depth + 1) and _balanced(blank[start + 1 : -1]):
         # the commonest case, without the bracket tree
         return (statement,) if fits(statement, depth) else (head, INDENT + inner, ")")
@@ -172,7 +174,16 @@ def _wrapped(assign: str, body: tuple[str, ...], depth: int) -> tuple[str, ...] 
 def blank_strings(text: str) -> str:
     """``text`` with the contents of its plain string literals hidden (same length), so that the
     structure regexes see no bracket, comma or keyword inside a string."""
-    return _STRING.sub(_blanked, text) if '"' in text else text
+    if '"' not in text:
+        return text
+    if "\\" in text or "\n" in text:
+        return _STRING.sub(_blanked, text)
+    # no escapes or line breaks: quotes pair up from the left, as _STRING matches them, so the
+    # pieces between them alternate outside / inside (a last unpaired quote opens nothing)
+    pieces = text.split('"')
+    inside = slice(1, len(pieces) - 1, 2)
+    pieces[inside] = ["x" * len(piece) for piece in pieces[inside]]
+    return '"'.join(pieces)
 
 
 def _blanked(match: re.Match[str]) -> str:

@@ -248,3 +248,29 @@ def test_other_arguments_are_left_to_the_port(argument: str) -> None:
 )
 def test_other_statements_are_left_to_the_port(statement: str) -> None:
     assert _split_fast.split(statement, 2) is None
+
+
+def _blank_by_regex(text: str) -> str:
+    """blank_strings' reference: every ``_STRING`` match blanked, as it was written first."""
+    return _split_fast._STRING.sub(_split_fast._blanked, text)
+
+
+@settings(max_examples=MANY)
+@given(st.text(st.sampled_from('ab "\\\n(,漢'), max_size=16))
+def test_blank_strings_equals_the_regex(text: str) -> None:
+    # the split-at-quotes path (no backslash, no line break) and the regex path must agree
+    assert _split_fast.blank_strings(text) == _blank_by_regex(text)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        # found by test_format.test_split_equals_black: a long call with empty brackets used to
+        # come back as ``target = f(`` / an empty indented line / ``)``
+        'getattr(self, "0")[0].a00000000000000 = a.a0000.a00000000000000000000000000000000000000()',
+        'getattr(self, "0")[0].a00000000000000 = a.a0000.a000000000000000000000000000000000000000()',
+    ],
+)
+def test_long_empty_calls_are_left_to_the_port(statement: str) -> None:
+    assert _split_fast.split(statement, 0) is None
+    assert _split.split(statement, 0) == black_lines(statement, 0)
