@@ -15,7 +15,7 @@ from pathlib import Path
 
 import jinja2
 
-from fxgen import _format
+from fxgen import _format, _render
 from fxgen._files import label_of
 from fxgen._header import VERSION, Header, body_digest, safe_label, spec_digest
 from fxgen._policy import Policy
@@ -75,6 +75,7 @@ def _docstring(doc: str | None) -> list[str]:
 
 def render_spec(spec: Spec, *, label: str, digest: str) -> str:
     """The complete file text for ``spec`` (header included)."""
+    _render.new_render()  # each render checks its own names
     imports = Imports()
     tree = ModelTree(spec)
     init = init_lines(spec, tree, imports, _module_of)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 
 import black
+from black.strings import str_width  # black's own width rule, as fxgen._split_fast.fits uses it
 
 from fxgen import _split, _split_def
 from fxgen._split_fast import fits
@@ -125,8 +126,9 @@ def block(statements: list[str], depth: int) -> list[str]:
     prefix = _INDENT * depth
     formatted: dict[str, tuple[str, ...]] = {}
     missing: dict[str, None] = {}  # insertion-ordered set
+    width = LINE_LENGTH - len(prefix)  # fits(statement, depth), without a call per statement
     for statement in statements:
-        if statement in formatted or statement in missing or ("\n" not in statement and fits(statement, depth)):
+        if (str_width(statement) <= width and "\n" not in statement) or statement in formatted or statement in missing:
             continue
         result = _split.split(statement, depth) if "\n" not in statement else None
         if result is None:
@@ -140,6 +142,8 @@ def block(statements: list[str], depth: int) -> list[str]:
             _black_cache.clear()
         for statement, result in zip(missing, black_statements(list(missing), depth), strict=True):
             _black_cache[statement, depth] = formatted[statement] = result
+    if not formatted:
+        return [prefix + statement for statement in statements]
     out: list[str] = []
     for statement in statements:
         lines = formatted.get(statement)

@@ -22,7 +22,7 @@ from fxgen._tensors import init_call
 from fxgen._tree import Container, ModelTree, shared_containers
 from fxgen._values import parse_ref
 
-__all__ = ["FORWARD_DEPTH", "Imports", "access", "forward_lines", "init_lines", "literal", "signature"]
+__all__ = ["FORWARD_DEPTH", "Imports", "access", "forward_lines", "init_lines", "literal", "new_render", "signature"]
 
 _BINARY = {
     "add": "+", "sub": "-", "mul": "*", "floordiv": "//", "truediv": "/", "mod": "%",
@@ -35,9 +35,26 @@ _STDLIB_ROOTS = frozenset({"operator", "math", "typing", "builtins"})
 _SHADOW_FREE = frozenset({"self", "torch", "nn", *_STDLIB_ROOTS, *dir(builtins), *keyword.kwlist, *keyword.softkwlist})
 
 
+# Strings this render has already found to be identifiers. A model names the same few keys,
+# classes and keywords hundreds of times; each distinct string is still checked, once per
+# render (``new_render`` empties the set). Only checked names go in, so a set shared by
+# concurrent renders can lose answers, never give a wrong one.
+_IDENTIFIERS: set[str] = set()
+
+
+def new_render() -> None:
+    """Forget the identifiers checked so far: each render checks its own names."""
+    _IDENTIFIERS.clear()
+
+
 def is_identifier(name: str) -> bool:
     """An ASCII identifier that is not a keyword: the only names fxgen writes into source."""
-    return name.isascii() and name.isidentifier() and not keyword.iskeyword(name)
+    if name in _IDENTIFIERS:
+        return True
+    if name.isascii() and name.isidentifier() and not keyword.iskeyword(name):
+        _IDENTIFIERS.add(name)
+        return True
+    return False
 
 
 class UnsafeName(ValueError):
@@ -45,7 +62,7 @@ class UnsafeName(ValueError):
 
 
 def checked(name: str) -> str:
-    if not is_identifier(name):
+    if name not in _IDENTIFIERS and not is_identifier(name):
         raise UnsafeName(f"{name!r} is not a valid identifier")
     return name
 
@@ -110,6 +127,13 @@ def _tag(value: Any) -> str | None:
 
 def literal(value: Any, imports: Imports) -> str:
     """Source text of an encoded spec value."""
+    kind = type(value)  # the exact types first: most values are names and ints
+    if kind is str:
+        ref = parse_ref(value)
+        if ref is not None:
+            return ref if ref in _IDENTIFIERS else checked(ref)
+    elif kind is int:
+        return repr(value)
     if value is None or isinstance(value, bool):
         return repr(value)
     if isinstance(value, (int, float)):

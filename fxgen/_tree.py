@@ -32,7 +32,7 @@ class Container:
         renderer's largest cost after that."""
         keys = list(self.children)
         values = self.children.values()
-        if keys and all(k.isdigit() for k in keys) and all(isinstance(c, (ModuleSpec, Container)) for c in values):
+        if keys and all(map(str.isdigit, keys)) and all(isinstance(c, (ModuleSpec, Container)) for c in values):
             self.kind = "list" if [int(k) for k in keys] == list(range(len(keys))) else "dict"
 
 
@@ -44,8 +44,8 @@ class ModelTree:
         declared: list[tuple[str, Any]] = [*spec.modules.items(), *spec.parameters.items(), *spec.buffers.items()]
         first: dict[str, int] = {}  # top-level attribute -> index of its first declaration
         for i, (path, _) in enumerate(declared):
-            first.setdefault(path.split(".", 1)[0], i)
-        for path, item in sorted(declared, key=lambda kv: first[kv[0].split(".", 1)[0]]):
+            first.setdefault(path.partition(".")[0], i)
+        for path, item in sorted(declared, key=lambda kv: first[kv[0].partition(".")[0]]):
             node = self.root
             *parents, leaf = path.split(".")
             for part in parents:

@@ -1027,3 +1027,24 @@ def test_allowed_types_outside_torch_are_imported() -> None:
     assert hints["table"] == collections.OrderedDict | None
     x = torch.randn(3)
     assert torch.equal(namespace["Typed"]()(x, None), torch.relu(x))
+
+
+@settings(max_examples=200)
+@given(st.lists(st.text(st.sampled_from("ab_1 .é"), max_size=4) | st.sampled_from(sorted(keyword.kwlist)), max_size=8))
+def test_identifier_checks_are_memoised_not_skipped(texts: list[str]) -> None:
+    """is_identifier and checked remember only valid names, per render: every answer, asked
+    twice, in a new render or not, is the one the plain rule gives."""
+    _render.new_render()
+    for text in [*texts, *texts]:
+        expected = text.isascii() and text.isidentifier() and not keyword.iskeyword(text)
+        assert _render.is_identifier(text) == expected
+        if expected:
+            assert _render.checked(text) == text
+            assert _render.literal("%" + text, _render.Imports()) == text
+        else:
+            with pytest.raises(_render.UnsafeName):
+                _render.checked(text)
+            with pytest.raises(_render.UnsafeName):
+                _render.literal("%" + text, _render.Imports())
+    _render.new_render()
+    assert not _render._IDENTIFIERS
