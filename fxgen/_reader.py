@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from fxgen._errors import Diagnostic, Location, SpecError
 from fxgen._scalars import MAX_INT_DIGITS, ScalarError
@@ -41,6 +42,9 @@ class Document:
     data: Any
     path: str
     raw: bytes = b""
+    # ``data`` is what the reader built: exact JSON types, nested at most MAX_DEPTH deep (the
+    # schema check may then skip its own walk making sure of that)
+    plain_json: bool = field(default=False, compare=False)
     _locations: dict[JsonPath, tuple[int, int]] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -71,10 +75,20 @@ def read_document(path: str | Path, *, display_path: str | None = None) -> Docum
     shown = display_path if display_path is not None else str(path)
     try:
         with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
+            raw = _read_bounded(f)
     except OSError as exc:
         raise SpecError.at(Location(shown), f"cannot read spec: {exc.strerror or exc}") from None
     return parse_text(raw, shown, json_syntax=str(path).endswith(".json"))
+
+
+def _read_bounded(f: BinaryIO) -> bytes:
+    """``f.read(MAX_BYTES + 1)``, without first allocating that much (64 MiB: a third of a small
+    spec's read): a regular file is read at its size, plus one byte to notice that it grew."""
+    size = os.fstat(f.fileno()).st_size
+    raw = f.read(min(size, MAX_BYTES) + 1)
+    if size < len(raw) <= MAX_BYTES:  # it grew, or has no size (a pipe): read on as before
+        raw += f.read(MAX_BYTES + 1 - len(raw))
+    return raw
 
 
 def parse_text(raw: bytes | str, path: str = "<spec>", *, json_syntax: bool = False) -> Document:
@@ -103,19 +117,29 @@ def parse_text(raw: bytes | str, path: str = "<spec>", *, json_syntax: bool = Fa
             raise SpecError.at(
                 Location(path, line, col), f"invalid UTF-8 (byte 0x{raw[exc.start]:02x}); save the file as UTF-8"
             ) from None
-    if not text or text.isspace() or (not json_syntax and _only_comments(text)):
+    if not text or text.isspace():
         raise SpecError.at(where, _EMPTY_SPEC)
     doc = Document(data=None, path=path, raw=raw)
     if json_syntax:
         _parse_json(doc, text)
+        doc.plain_json = True
         return doc
     builder = Builder(path, construct=True)
-    data = builder.build(text)
-    if builder.errors:
-        raise SpecError(builder.errors)
+    # Only comments make an empty spec, whatever the parser refuses in them; that is checked
+    # after parsing, when the parser found no document or a problem (most files are neither).
+    try:
+        data = builder.build(text)
+    except SpecError:
+        if not _only_comments(text):
+            raise
+        data = None
+    else:
+        if builder.errors and not _only_comments(text):
+            raise SpecError(builder.errors)
     if data is None:
         raise SpecError.at(where, _EMPTY_SPEC)
     doc.data = data
+    doc.plain_json = True
     return doc
 
 

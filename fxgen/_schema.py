@@ -193,10 +193,11 @@ def _plain_json(data: Any) -> bool:
     return False
 
 
-def _fast_accepts(data: Any) -> bool:
-    """True only when the compiled validator says ``data`` is valid (never wrongly: see above)."""
+def _fast_accepts(data: Any, *, plain: bool = False) -> bool:
+    """True only when the compiled validator says ``data`` is valid (never wrongly: see above);
+    ``plain`` when ``data`` is known to pass ``_plain_json`` (the reader built it)."""
     fast = _fast_validator()
-    if fast is None or not _plain_json(data):
+    if fast is None or not (plain or _plain_json(data)):
         return False
     try:
         return fast.is_valid(data) is True
@@ -206,7 +207,7 @@ def _fast_accepts(data: Any) -> bool:
 
 def check_schema(doc: Document) -> list[Diagnostic]:
     """Every schema violation in ``doc``, located; empty when the shape is right."""
-    if _fast_accepts(doc.data):
+    if _fast_accepts(doc.data, plain=doc.plain_json):
         return []
     return [_diagnostic(doc, error) for error in _validator().iter_errors(doc.data)]
 

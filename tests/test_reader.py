@@ -529,3 +529,94 @@ def test_json_reads_what_json_wrote_and_locates_it_lazily(value: Any, indent: in
         return
     assert doc.data == {"v": value} and _reader._depth(doc.data) == depth_of(doc.data)
     assert doc._locations is None and doc.locations == eager(text)[1]
+
+
+# -- fast paths (each compared with the slow path it skips) ----------------------------------------
+def _same_value(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and repr(a) == repr(b)
+
+
+def test_resolve_plain_shortcut_agrees_with_the_yaml_1_1_check() -> None:
+    """Every short string of number-ish characters, and the edge cases, resolve as the full check
+    (YAML 1.2, compared with YAML 1.1) resolves them."""
+    from itertools import product
+
+    from fxgen._scalars import _checked_plain
+
+    alphabet = "019+-.eE_:x"
+    samples = ["".join(chars) for size in range(5) for chars in product(alphabet, repeat=size)]
+    samples += ["1" * 400, "1" * 401, "-" + "1" * 400, "1" * 500 + ".0", "1.0e+999", "-1.0e+999", "1.0e-999",
+                "-0.0", "+0", "-0", "00", "1.", "1.5e+3", "1e5", "1.0E-5", "0.3535533905932738", "Null", "~",
+                "true", "True", "TRUE", "tRue", "yes", "no", "on", "off", "null", "NULL", "nan", "inf", "0x1F"]  # fmt: skip
+    for value in samples:
+        assert _same_value(resolve_plain(value), _checked_plain(value)), value
+
+
+@given(st.text(alphabet="0123456789+-.eE_:", max_size=12))
+def test_resolve_plain_shortcut_agrees_on_generated_numbers(value: str) -> None:
+    from fxgen._scalars import _checked_plain
+
+    assert _same_value(resolve_plain(value), _checked_plain(value))
+
+
+@pytest.mark.parametrize(
+    "text, json_syntax",
+    [("a: [1, {b: [2.5, null, true]}, 'x', &x [y], *x]\nc: !!float 3\nd: .inf\n", False),
+     ('{"a": [1, {"b": [2.5, null, true]}], "c": 1e999, "d": "%x"}', True)],
+)  # fmt: skip
+def test_documents_the_reader_builds_are_plain_json(text: str, json_syntax: bool) -> None:
+    """The schema check skips its own exact-types walk for what the reader built: it must pass."""
+    from fxgen._schema import _FAST_MAX_DEPTH, _plain_json
+
+    doc = parse_text(text, "f", json_syntax=json_syntax)
+    assert doc.plain_json and _plain_json(doc.data)
+    assert MAX_DEPTH < _FAST_MAX_DEPTH
+    assert not Document(data={}, path="p").plain_json  # built elsewhere: walked as before
+
+
+def test_plain_json_documents_get_the_schema_errors_of_walked_ones() -> None:
+    from fxgen._schema import check_schema
+
+    text = "fxgen: 1\nname: X\nnodes: [{op: placeholder, name: x}, {op: output, args: ['%x']}]\nextra: 1\n"
+    doc = parse_text(text, "f")
+    walked = Document(data=doc.data, path=doc.path, raw=doc.raw)
+    assert check_schema(doc) == check_schema(walked) != []
+
+
+@pytest.mark.parametrize("size", [0, 5, 9, 10, 11, 40])
+def test_read_bounded_reads_what_read_max_bytes_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int) -> None:
+    monkeypatch.setattr(_reader, "MAX_BYTES", 10)
+    path = tmp_path / "f.yaml"
+    path.write_bytes(bytes(range(65, 65 + size)))
+    with open(path, "rb") as f:
+        expected = f.read(11)
+    with open(path, "rb") as f:
+        assert _reader._read_bounded(f) == expected
+
+
+def _write_and_close(fd: int, payload: bytes) -> None:
+    import os
+
+    os.write(fd, payload)
+    os.close(fd)
+
+
+def test_read_bounded_reads_pipes_which_have_no_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import threading
+
+    monkeypatch.setattr(_reader, "MAX_BYTES", 10)
+    for payload in (b"", b"abc", b"0123456789", b"0123456789ABCDEF"):
+        read_end, write_end = os.pipe()
+        writer = threading.Thread(target=_write_and_close, args=(write_end, payload))
+        writer.start()
+        with os.fdopen(read_end, "rb") as f:
+            assert _reader._read_bounded(f) == payload[:11]
+        writer.join()
+
+
+@pytest.mark.parametrize("text", ["# a \x07 bell\n", "# c\n\t# tab\n", "# x\n---\n", "# \ufeff\n"])
+def test_comments_only_is_empty_whatever_the_parser_says(text: str) -> None:
+    """Only comments is an empty spec, checked after parsing now: also when the parser refuses
+    a character or an indentation inside the comments."""
+    assert one_error(text) == (1, 1, "spec is empty; it needs at least `fxgen: 1`, `name` and `nodes`")
