@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,13 @@ def policy_for(allow: Iterable[str] | Policy | None) -> Policy:
         return allow
     if isinstance(allow, str):
         allow = [allow]
+    allow = tuple(allow)
+    if all(isinstance(entry, str) and not entry.strip() for entry in allow):
+        # Nothing added (``allow=()``, as the CLI and bench pass): the default policy itself, and
+        # its memo of resolved targets, instead of a new Policy resolving every target again.
+        return DEFAULT_POLICY
+    # A new Policy per call otherwise: one shared across loads would keep the classes it resolved
+    # from the user's modules after an importlib.reload.
     return DEFAULT_POLICY.widened(allow)
 
 
@@ -90,7 +96,7 @@ def load(
     """
     policy = policy_for(allow)
     if weights is None:
-        with _random_state_kept_on_error():  # a refused spec draws nothing
+        with _RandomStateKeptOnError():  # a refused spec draws nothing
             spec, modules = _validated(spec, policy, _construct_for_real)
         return build_module(spec, policy, modules=modules)
     from fxgen._weights import assign_weights, has_meta_tensors, read_weights
@@ -126,7 +132,7 @@ def load(
 def _construct_for_real(path: str, entry: dict[str, Any], cls: type) -> torch.nn.Module:
     """Validation's constructor for a load without weights: the build's own call. A failing
     one draws nothing: the build tries it again and must draw what it always drew."""
-    with _random_state_kept_on_error():
+    with _RandomStateKeptOnError():
         return construct_call(cls, entry.get("args", []), entry.get("kwargs", {}), None)
 
 
@@ -159,16 +165,17 @@ class _ModulesForWeights:
         return module
 
 
-@contextlib.contextmanager
-def _random_state_kept_on_error() -> Iterator[None]:
+class _RandomStateKeptOnError:
     """Put the global generator back if the block fails (validation constructing modules for
-    real draws from it; a spec it refuses must leave no trace)."""
-    state = torch.random.get_rng_state()
-    try:
-        yield
-    except BaseException:
-        torch.random.set_rng_state(state)
-        raise
+    real draws from it; a spec it refuses must leave no trace). A class, not a generator-based
+    context manager: it is entered once per declared module."""
+
+    def __enter__(self) -> None:
+        self.state = torch.random.get_rng_state()
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is not None:
+            torch.random.set_rng_state(self.state)
 
 
 def to_spec(graph_module: torch.fx.GraphModule, *, name: str | None = None) -> Spec:

@@ -134,6 +134,7 @@ class _Checker:
         self.constructed: dict[str, Any] = {}
         # constructor call -> its meta instance or why it fails: models repeat the same block
         self.meta_builds: dict[tuple[type, str], tuple[Any, str | None]] = {}
+        self.bindings: dict[tuple[type, str], str | None] = {}  # the same, for signature binding
         self.keyword_names: set[str] = set()  # keyword argument names already found usable
         self.arities: dict[str, Any] = {}  # call_function target -> its operator arity, or None
 
@@ -205,12 +206,10 @@ class _Checker:
             kwargs = self.decode_constant(entry.get("kwargs", {}), (*where, "kwargs"), mapping=True)
             if args is None or kwargs is None:
                 continue
-            signature = _signature(cls)
-            try:
-                signature.bind(*args, **kwargs)
-            except TypeError as exc:
-                self.error(where, f"module {path!r}: arguments do not fit {entry['class']}: {exc}; "
-                           f"its signature is {cls.__name__}{_plain_signature(signature)}")  # fmt: skip
+            unfit = self.bind_problem(cls, entry, args, kwargs)
+            if unfit is not None:
+                self.error(where, f"module {path!r}: arguments do not fit {entry['class']}: {unfit}; "
+                           f"its signature is {cls.__name__}{_plain_signature(_signature(cls))}")  # fmt: skip
                 continue
             module, problem = self.build(path, entry, cls)
             if problem:  # the constructor itself refuses them (types, ranges, devices): say so now, not at load
@@ -218,6 +217,19 @@ class _Checker:
                 continue
             self.module_classes[path] = cls
             self.instances[path] = module
+
+    def bind_problem(self, cls: type, entry: dict[str, Any], args: list[Any], kwargs: dict[str, Any]) -> str | None:
+        """Why ``cls``'s signature refuses the (decoded) arguments, or None: bound once per
+        distinct call, as models repeat the same block (binding costs about 10 us)."""
+        call = _call_key(cls, entry)
+        if call not in self.bindings:
+            try:
+                _signature(cls).bind(*args, **kwargs)
+            except TypeError as exc:
+                self.bindings[call] = str(exc)
+            else:
+                self.bindings[call] = None
+        return self.bindings[call]
 
     def build(self, path: str, entry: dict[str, Any], cls: type) -> tuple[Any, str | None]:
         """The module (for attribute checks) and why its constructor refuses the call, or None.
@@ -234,7 +246,7 @@ class _Checker:
             else:
                 self.constructed[path] = module
                 return module, None
-        call = (cls, repr((entry.get("args", []), entry.get("kwargs", {}))))
+        call = _call_key(cls, entry)
         if call not in self.meta_builds:
             self.meta_builds[call] = _meta_build(entry, cls)
         return self.meta_builds[call]
@@ -376,10 +388,11 @@ class _Checker:
         roots |= {n["target"].split(".")[0] for n in self.data["nodes"] if n["op"] == "call_function"}
         return frozenset(r for r in roots if "." in r or r not in self.builtin_names)
 
-    @functools.cached_property
-    def builtin_names(self) -> frozenset[str]:
-        """``dir(builtins)``, read once per validation (the REPL adds ``_`` to it at run time)."""
-        return frozenset(dir(builtins))
+    @property
+    def builtin_names(self) -> dict[str, Any]:
+        """The names ``dir(builtins)`` lists, read live (the REPL adds ``_`` at run time): the
+        namespace itself, since a set of its 160 names built per validation cost more than the checks."""
+        return vars(builtins)
 
     def clean_values(self, node: dict[str, Any], op: str, defined: dict[str, int]) -> bool:
         """Whether ``check_refs`` and ``check_values`` would find nothing to report in ``node``,
@@ -648,6 +661,11 @@ def _any_ref(name: str) -> Any:
 
 def _no_ref(name: str) -> Any:
     raise AssertionError(f"unexpected reference %{name}")  # refs were checked before decoding
+
+
+def _call_key(cls: type, entry: dict[str, Any]) -> tuple[type, str]:
+    """What makes two declarations the same constructor call (its arguments as the spec encodes them)."""
+    return cls, repr((entry.get("args", []), entry.get("kwargs", {})))
 
 
 @functools.cache

@@ -514,3 +514,20 @@ def test_get_attr_cannot_reach_module_internals(target: str) -> None:
     for ok in ("lin.weight", "lin.in_features"):
         spec["nodes"][1]["target"] = ok
         validate_data(spec)
+
+
+def test_policy_for_an_empty_allow_list_is_the_default_policy() -> None:
+    """``allow=()`` (what the CLI and bench pass) shares the default policy and its memo of
+    resolved targets; a real allow list gets a Policy of its own each time, with fresh answers."""
+    from fxgen._api import policy_for
+
+    assert policy_for(()) is DEFAULT_POLICY and policy_for([" ", ""]) is DEFAULT_POLICY
+    assert policy_for(None) is DEFAULT_POLICY and policy_for(iter(())) is DEFAULT_POLICY
+    first = policy_for(("json", "collections"))
+    assert first == policy_for(["collections", "json"]) and first is not policy_for(("json", "collections"))
+    assert policy_for("json").resolve_function("json.dumps") is json.dumps
+    with pytest.raises(TargetError):
+        DEFAULT_POLICY.resolve_function("json.dumps")
+    for bad in ([["json"]], ["not a name"], [3], ["", 3]):
+        with pytest.raises(FxgenError):
+            policy_for(bad)

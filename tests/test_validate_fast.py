@@ -3,6 +3,7 @@ full checks it lets validation skip: the same diagnostics, in the same order, fo
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -10,6 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fxgen._errors import SpecError
+from fxgen._policy import DEFAULT_POLICY
+from fxgen._reader import parse_text
 from fxgen._validate import _Checker, _size_paths, _tagged, validate_data
 from fxgen._values import DTYPES, decode, iter_refs, plain_refs
 
@@ -110,3 +113,43 @@ def test_same_diagnostics_with_and_without_the_one_walk_check(nodes: list[dict[s
     finally:
         _Checker.clean_values = original  # type: ignore[method-assign]
     assert fast == full
+
+
+def _messages(spec: dict[str, Any]) -> list[str]:
+    with pytest.raises(SpecError) as info:
+        validate_data(spec)
+    return [d.message for d in info.value.diagnostics]
+
+
+def test_repeated_constructor_calls_are_bound_once_and_each_reported() -> None:
+    """Signature binding is remembered per distinct call within a validation: every declaration
+    repeating a call that does not fit still gets its own diagnostic, worded with its own spelling
+    of the class, as when each is validated alone."""
+    modules = {
+        "a": {"class": "torch.nn.Linear", "args": [4], "kwargs": {"bogus": 1}},
+        "b": {"class": "torch.nn.Linear", "args": [4, 4]},
+        "c": {"class": "torch.nn.modules.linear.Linear", "args": [4], "kwargs": {"bogus": 1}},
+        "d": {"class": "torch.nn.Linear", "args": [4], "kwargs": {"bogus": 1}},
+        "e": {"class": "torch.nn.Linear", "args": [4.0], "kwargs": {"bogus": 1}},
+    }
+    nodes = [{"op": "placeholder", "name": "x"}, {"op": "output", "args": ["%x"]}]
+    together = _messages({"fxgen": 1, "name": "M", "modules": modules, "nodes": nodes})
+    alone = [
+        message
+        for path, entry in modules.items()
+        if path != "b"
+        for message in _messages({"fxgen": 1, "name": "M", "modules": {path: entry}, "nodes": nodes})
+    ]
+    assert together == alone and len(together) == 4
+    assert "torch.nn.modules.linear.Linear" in together[1]
+    calls: list[tuple[Any, ...]] = []
+
+    class Counting(_Checker):
+        def bind_problem(self, cls: type, entry: dict[str, Any], args: list[Any], kwargs: dict[str, Any]) -> str | None:
+            calls.append((cls, repr(entry)))
+            return super().bind_problem(cls, entry, args, kwargs)
+
+    doc = parse_text(json.dumps({"fxgen": 1, "name": "M", "modules": modules, "nodes": nodes}), json_syntax=True)
+    checker = Counting(doc, DEFAULT_POLICY)
+    checker.run()
+    assert len(calls) == 5 and len(checker.bindings) == 3  # a/c/d share one call; b and e are others
