@@ -60,3 +60,25 @@ def test_pair_times_a_stage_against_its_reference() -> None:
         assert proc.returncode == 0, proc.stderr[-3000:]
         row = proc.stdout.splitlines()[-1].split()
         assert row[0] == workload and row[-1].endswith("x") and float(row[-1][:-1]) > 0, proc.stdout
+
+
+def test_load_parts_splits_a_load_into_its_steps() -> None:
+    """``bench/load_parts.py`` (read / validate / build with the collector on and off) runs and
+    prints a line per step, with a time for each collector setting."""
+    script = str(ROOT / "bench" / "load_parts.py")
+    proc = subprocess.run(
+        [sys.executable, script, "model_specs/mlp.yaml", "--synthetic", "chain:100", "--runs", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines if not line.startswith(" ")] == ["mlp.yaml", "chain_100.yaml"]
+    steps = [line.split("  ")[1].strip() for line in lines if line.startswith("  ")]
+    assert steps.count("load(path)") == 2 and steps.count("build after read+validate") == 2, proc.stdout
+    for line in lines:
+        if line.startswith("  "):
+            on, off = (float(x) for x in line.split()[-4::2])
+            assert on > 0 and off > 0, line

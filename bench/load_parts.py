@@ -1,0 +1,110 @@
+"""Where ``fxgen.load(path)`` spends its time: read, validate and build, with the collector on and off.
+
+    python bench/load_parts.py /tmp/specs/fan_10000.yaml model_specs/mlp.yaml
+    python bench/load_parts.py --synthetic fan:10000 --synthetic chain:1000
+
+Target 1 compares ``load(path)`` with the direct torch.fx build (``stages.build_direct``). This
+splits the load into its three steps — ``read_document``, ``validate_for_load`` (which builds the
+declared modules the way the load keeps them) and ``build_module`` — and times each, the whole
+call and the reference, as the median of ``--runs`` runs after a ``gc.collect()``, once with the
+collector enabled (as users run) and once with it disabled. The difference between the two
+columns is what garbage collection costs each step; docs/performance.md uses it to show that at
+10,000 nodes the build after a fresh read pays for collections the reference does not.
+Objects alive after the warm-up are frozen, as in ``bench/run.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # as bench/run.py's workers
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torch
+from stages import build_direct, prepare_direct
+from workloads import write_spec
+
+import fxgen
+from fxgen._api import _construct_for_real, build_module, policy_for, validate_for_load
+from fxgen._reader import read_document
+
+
+def _median(fn: Callable[[Any], Any], runs: int, collector: bool, setup: Callable[[], Any] = lambda: None) -> float:
+    """Median seconds of ``fn(setup())``; ``setup`` runs untimed, after the ``gc.collect()`` and
+    with the collector as ``fn`` has it, so that what it allocates ages as it would in a load."""
+    times = []
+    for _ in range(runs):
+        gc.collect()
+        if not collector:
+            gc.disable()
+        try:
+            arg = setup()
+            t0 = time.perf_counter()
+            fn(arg)
+            times.append(time.perf_counter() - t0)
+        finally:
+            gc.enable()
+    return statistics.median(times)
+
+
+def parts(path: Path, runs: int) -> dict[str, tuple[float, float]]:
+    """Median seconds per step, ``(collector on, collector off)``."""
+    policy = policy_for(None)
+    prepared = prepare_direct(fxgen.load_spec(path), policy)
+    fxgen.load(path)  # warm-up: imports, the policy's memos
+    build_direct(prepared)
+    gc.collect()
+    gc.freeze()
+
+    def validated() -> Any:
+        return validate_for_load(read_document(path), policy, _construct_for_real)
+
+    old = validated()
+    # (setup, timed step): "build after read+validate" is the build inside one load(path), whose
+    # spec was just allocated; "build, older spec" builds one that has been alive a while.
+    steps: dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]] = {
+        "read": (lambda: None, lambda _: read_document(path)),
+        "validate": (lambda: read_document(path), lambda doc: validate_for_load(doc, policy, _construct_for_real)),
+        "build after read+validate": (validated, lambda v: build_module(v[0], policy, modules=v[1])),
+        "build, older spec": (lambda: old, lambda v: build_module(v[0], policy)),
+        "load(path)": (lambda: None, lambda _: fxgen.load(path)),
+        "fx direct": (lambda: None, lambda _: build_direct(prepared)),
+    }
+    out = {}
+    for name, (setup, fn) in steps.items():
+        on, off = (_median(fn, runs, collector, setup) for collector in (True, False))
+        out[name] = (on, off)
+    gc.unfreeze()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("specs", nargs="*", type=Path, help="spec files")
+    parser.add_argument("--synthetic", action="append", default=[], metavar="SHAPE:N",
+                        help="a bench synthetic spec, e.g. fan:10000 (written to a temporary directory)")  # fmt: skip
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = list(args.specs)
+        for item in args.synthetic:
+            shape, _, n = item.partition(":")
+            paths.append(write_spec(Path(tmp), shape, int(n)))
+        for path in paths:
+            print(f"{path.name}: median of {args.runs} runs, collector on / off")
+            for name, (on, off) in parts(path, args.runs).items():
+                print(f"  {name:28s} {on * 1e3:9.2f} ms {off * 1e3:9.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
