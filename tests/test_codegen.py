@@ -47,10 +47,11 @@ from strategies import spec_dicts as _spec_dicts
 import fxgen
 from fxgen import _codegen, _format, _header, _render
 from fxgen._api import as_spec
+from fxgen._check_nodes import _is_number_literal
 from fxgen._policy import DEFAULT_POLICY
 from fxgen._spec import NO_DEFAULT, Spec
 from fxgen._tensors import INIT_SCHEMES, check_init
-from fxgen._validate import RESERVED_NAMES, _is_number_literal
+from fxgen._validate import RESERVED_NAMES
 from fxgen._values import decode, encode
 
 

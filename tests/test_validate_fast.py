@@ -10,10 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fxgen._check_nodes import _size_paths
+from fxgen._checker import _tagged
 from fxgen._errors import SpecError
 from fxgen._policy import DEFAULT_POLICY
 from fxgen._reader import parse_text
-from fxgen._validate import _Checker, _size_paths, _tagged, validate_data
+from fxgen._validate import _Checker, validate_data
 from fxgen._values import DTYPES, decode, iter_refs, plain_refs
 
 _STRINGS = st.sampled_from(["%x", "%y", "%later", "%undefined", "%%x", "%", "%%", "plain", "", "%x\n", "size"])
