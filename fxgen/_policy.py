@@ -30,6 +30,9 @@ Users widen the policy only from trusted code: ``Policy(allow=...)``, ``allow=``
 object *defined* in ``monai`` or its submodules, which may then be imported), or a qualified
 name (``mypkg.layers.Swish``: exactly that object; its parent modules may be imported to reach
 it), or ``torch.Tensor.NAME`` for a method or attribute name (a bare ``numpy`` would be the package).
+
+The namespaces, deny lists, torch-derived tables and the introspection helpers that never run
+a looked-up object's code are in ``fxgen._policy_tables``; this module decides with them.
 """
 
 from __future__ import annotations
@@ -49,6 +52,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fxgen._errors import FxgenError
+from fxgen._policy_tables import (
+    DEFAULT_NAMESPACES,
+    GENERIC_BUILTINS,
+    PRIVATE_OK,
+    SAFE_BUILTINS,
+    TYPE_BUILTINS,
+    TYPE_MODULE,
+    TYPE_NAMESPACES,
+    class_attr,
+    default_function,
+    default_module_class,
+    default_namespace,
+    is_class,
+    is_module,
+    module_name,
+    object_home,
+    torch_tables,
+    under,
+)
 
 __all__ = [
     "DEFAULT_NAMESPACES",
@@ -69,63 +91,6 @@ class TargetError(Exception):
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Canonical type text: what ``type_repr`` writes for types the policy accepts.
 _TYPE_TEXT = re.compile(r"[A-Za-z_][A-Za-z0-9_.\[\], ]*")
-
-# Modules whose names a spec may look up by default. fxgen imports them itself (``import
-# torch`` loads them all); resolution never imports anything for the default policy.
-DEFAULT_NAMESPACES = (
-    "torch", "torch.nn", "torch.nn.functional", "torch.fft", "torch.linalg", "torch.special",
-    "torch.functional", "torch._C._nn", "torch._C._fft", "torch._C._linalg", "torch._C._special",
-    "operator", "math",
-)  # fmt: skip
-_CLASS_NAMESPACE = "torch.nn.modules"  # nn.Module classes live in its (already imported) submodules
-_TYPE_NAMESPACES = ("typing",)  # annotations only: nothing in typing is callable from a graph
-
-# ATen bindings that are not tensor operations.
-_DENIED_ATEN = frozenset({"from_file"})
-# operator builtins that call or look up arbitrary things (attrgetter/methodcaller are classes,
-# refused anyway as they are not value classes).
-_DENIED_OPERATOR = frozenset({"call", "delitem", "attrgetter", "methodcaller", "itemgetter"})
-# Python-level functions defined in ``torch/__init__.py`` that are tensor helpers (the rest of
-# that module's functions set process-wide state: set_default_*, compile, manual_seed…).
-_TORCH_PY_FUNCTIONS = frozenset({
-    "is_tensor", "is_storage", "typename", "_assert", "sym_float", "sym_int", "sym_max",
-    "sym_min", "sym_not", "sym_ite", "sym_sum", "sym_sqrt",
-})  # fmt: skip
-# Modules whose Python functions are all tensor operations.
-_FUNCTION_MODULES = frozenset({"torch.functional", "torch.nn.functional", "torch._lowrank", "torch._lobpcg"})
-# Private names a spec may spell outside the default namespaces (torch.fx writes it for asserts).
-_PRIVATE_OK = frozenset({"torch._assert"})
-
-# Builtins torch.fx emits (or a spec may reasonably use) that cannot do harm given the values a
-# graph can hold (no node value is a dangerous callable, see the method/attribute tables).
-SAFE_BUILTINS: dict[str, Any] = {
-    name: getattr(builtins, name)
-    for name in [
-        "getattr", "hasattr", "len", "abs", "all", "any", "bool", "complex", "divmod", "float",
-        "int", "isinstance", "list", "max", "min", "pow", "range", "round", "slice", "sorted",
-        "str", "sum", "tuple", "zip", "enumerate", "reversed", "dict",
-    ]
-}  # fmt: skip
-_TYPE_BUILTINS = {name: getattr(builtins, name) for name in ["int", "float", "bool", "str", "complex", "bytes", "tuple", "list", "dict"]}
-_GENERIC_BUILTINS = (tuple, list, dict, type)
-
-# Tensor methods a spec may never call: hooks and callables, raw storage and shared memory,
-# escapes to other object types (numpy arrays have tofile/dump), aliasing and autograd entry.
-_DENIED_TENSOR_METHODS = frozenset({
-    "apply_", "map_", "map2_", "register_hook", "register_post_accumulate_grad_hook",
-    "backward", "storage", "untyped_storage", "storage_type", "share_memory_", "set_",
-    "record_stream", "numpy", "data_ptr", "module_load", "as_subclass",
-})  # fmt: skip
-# Tensor attributes a spec may not read with getattr (the autograd graph has hook registration).
-_DENIED_TENSOR_ATTRS = frozenset({"grad_fn"})
-# str methods that evaluate a format string's attribute paths ("{0.__class__}").
-_DENIED_STR_METHODS = frozenset({"format", "format_map"})
-# Data attributes of the other values a graph computes (dtype, device, finfo, slice…).
-_EXTRA_ATTRS = frozenset({
-    "eps", "max", "min", "tiny", "bits", "resolution", "smallest_normal", "is_floating_point",
-    "is_complex", "is_signed", "itemsize", "to_real", "to_complex", "type", "index", "start",
-    "stop", "step", "real", "imag",
-})  # fmt: skip
 
 _HOW_TO_ALLOW = (
     "allow it from trusted code with --allow {0}, allow=[{0!r}] or `allow = [{0!r}]` under "
@@ -149,120 +114,6 @@ def allow_entry_problem(entry: object) -> str | None:
 
 def _refusal(target: str, what: str = "target") -> str:
     return f"{what} {target!r} is not allowed by the target policy; " + _HOW_TO_ALLOW.format(target)
-
-
-# -- tables built from torch on first use (importing this module does not import torch) -------
-@dataclass(frozen=True)
-class _Tables:
-    aten: tuple[dict[str, Any], ...]
-    math: dict[str, Any]
-    operator: dict[str, Any]
-    value_classes: tuple[type, ...]
-    methods: frozenset[str]
-    attributes: frozenset[str]
-    tensor: type
-    module_base: type
-    namespaces: dict[str, types.ModuleType] = field(default_factory=dict)
-
-
-@functools.cache
-def _tables() -> _Tables:
-    import inspect
-    import math
-    import operator
-
-    import torch
-    import torch.fft
-    import torch.linalg
-    import torch.nn.functional
-    import torch.special
-
-    def static_dict(ns: Any) -> dict[str, Any]:
-        if isinstance(ns, types.ModuleType):
-            return dict(vars(ns))
-        return {k: v.__func__ if isinstance(v, staticmethod) else v for k, v in vars(type(ns)).items()}
-
-    c_namespaces = [getattr(torch._C, name) for name in ("_VariableFunctions", "_nn", "_fft", "_linalg", "_special")]
-    aten = tuple(static_dict(ns) for ns in c_namespaces)
-    tensor_methods: set[str] = set()
-    tensor_attrs: set[str] = set()
-    for name in dir(torch.Tensor):
-        if name.startswith("_"):
-            continue
-        raw = inspect.getattr_static(torch.Tensor, name)
-        (tensor_methods if callable(raw) else tensor_attrs).add(name)
-    container: set[str] = set()
-    for owner in (torch.Size, tuple, list, dict, int, float, complex, bool):
-        container.update(n for n in dir(owner) if not n.startswith("_"))
-    strings = {n for n in dir(str) if not n.startswith("_")} - _DENIED_STR_METHODS
-    methods = frozenset((tensor_methods - _DENIED_TENSOR_METHODS) | container | strings)
-    attributes = frozenset(methods | (tensor_attrs - _DENIED_TENSOR_ATTRS) | _EXTRA_ATTRS)
-    namespaces = {name: sys.modules[name] for name in DEFAULT_NAMESPACES}
-    return _Tables(
-        aten=aten,
-        math=dict(vars(math)),
-        operator=dict(vars(operator)),
-        value_classes=(torch.Size, torch.device, torch.finfo, torch.iinfo),
-        methods=methods,
-        attributes=attributes,
-        tensor=torch.Tensor,
-        module_base=torch.nn.Module,
-        namespaces=namespaces,
-    )
-
-
-# -- safe introspection --------------------------------------------------------------------------
-_INTROSPECTABLE = (
-    types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
-    types.WrapperDescriptorType, types.ClassMethodDescriptorType,
-)  # fmt: skip
-_TYPE_MODULE = type.__dict__["__module__"]
-_TYPE_QUALNAME = type.__dict__["__qualname__"]
-
-
-def _is_class(obj: Any) -> bool:
-    return issubclass(type(obj), type)  # never consults obj.__class__
-
-
-def _is_module(obj: Any) -> bool:
-    return issubclass(type(obj), types.ModuleType)
-
-
-def _home(obj: Any) -> tuple[str | None, str | None]:
-    """``(__module__, __qualname__)`` of a function or class, read without running its code."""
-    try:
-        if _is_class(obj):
-            module, qualname = _TYPE_MODULE.__get__(obj), _TYPE_QUALNAME.__get__(obj)
-        elif type(obj) in _INTROSPECTABLE:
-            module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
-        else:
-            return None, None
-    except Exception:
-        return None, None
-    module = "operator" if module == "_operator" else module
-    return (module if isinstance(module, str) else None, qualname if isinstance(qualname, str) else None)
-
-
-def _class_attr(cls: type, name: str) -> Any:
-    """``cls.name`` looked up in the MRO's ``__dict__`` (only static/class methods are unwrapped)."""
-    for klass in type.__dict__["__mro__"].__get__(cls):
-        if name in vars(klass):
-            value = vars(klass)[name]
-            if type(value) is staticmethod:
-                return value.__func__
-            if type(value) is classmethod:
-                return types.MethodType(value.__func__, cls)
-            return value
-    raise KeyError(name)
-
-
-def _module_name(module: types.ModuleType) -> str | None:
-    name = vars(module).get("__name__")
-    return name if isinstance(name, str) and sys.modules.get(name) is module else None
-
-
-def _under(name: str, prefix: str) -> bool:
-    return name == prefix or name.startswith(prefix + ".")
 
 
 @dataclass(frozen=True)
@@ -305,30 +156,30 @@ class Policy:
     # -- user entries --------------------------------------------------------------------------
     def _user_covers(self, name: str) -> bool:
         """``name`` is an allow entry or inside one (a module entry's submodule or member)."""
-        return any(_under(name, entry) for entry in self.allow)
+        return any(under(name, entry) for entry in self.allow)
 
     def _user_leads_to(self, name: str) -> bool:
         """``name`` is an allow entry, inside one, or a parent on the way to one."""
-        return any(_under(name, entry) or entry.startswith(name + ".") for entry in self.allow)
+        return any(under(name, entry) or entry.startswith(name + ".") for entry in self.allow)
 
     def _user_allows_object(self, obj: Any, spelled: str) -> bool:
         if spelled in self.allow:
             return True  # exactly the object the user named
-        module, qualname = _home(obj)
+        module, qualname = object_home(obj)
         if module is None:
             return False
-        if any(_under(module, entry) for entry in self.allow):
+        if any(under(module, entry) for entry in self.allow):
             return True  # defined in an allowed module
         return qualname is not None and f"{module}.{qualname}" in self.allow
 
     # -- namespaces ----------------------------------------------------------------------------
     def may_import(self, module: str) -> bool:
         """May names be looked up in ``module`` (imported if the user allowed it)?"""
-        return _default_namespace(module) is not None or self._user_leads_to(module)
+        return default_namespace(module) is not None or self._user_leads_to(module)
 
     def _namespace(self, name: str) -> types.ModuleType | None:
         """The module ``name`` if resolution may start there (importing only user-allowed ones)."""
-        module = _default_namespace(name)
+        module = default_namespace(name)
         if module is not None or not self._user_leads_to(name):
             return module
         try:
@@ -373,7 +224,7 @@ class Policy:
             except TargetError:
                 raise TargetError(_refusal(target)) from None
             return typing.cast(Callable[..., Any], obj)
-        if self._user_allows_object(obj, target) or _default_function(obj):
+        if self._user_allows_object(obj, target) or default_function(obj):
             return typing.cast(Callable[..., Any], obj)
         raise TargetError(_refusal(target))
 
@@ -389,10 +240,10 @@ class Policy:
 
     def _resolve_module_class(self, target: str) -> type:
         obj = self._resolve(target, "class").obj
-        tables = _tables()
-        if not (_is_class(obj) and issubclass(obj, tables.module_base)):
+        tables = torch_tables()
+        if not (is_class(obj) and issubclass(obj, tables.module_base)):
             raise TargetError(f"{target!r} is not an nn.Module class")
-        if self._user_allows_object(obj, target) or _default_module_class(obj):
+        if self._user_allows_object(obj, target) or default_module_class(obj):
             return typing.cast(type, obj)
         raise TargetError(_refusal(target, "module class"))
 
@@ -411,7 +262,7 @@ class Policy:
             raise TargetError(f"method name {name!r} is not an identifier")
         if name.startswith("_"):
             raise TargetError(f"method {name!r} is private; a spec may call public tensor methods only")
-        if name in _tables().methods or f"torch.Tensor.{name}" in self.allow:
+        if name in torch_tables().methods or f"torch.Tensor.{name}" in self.allow:
             return
         raise TargetError(
             f"method {name!r} is not a tensor or container method fxgen allows; "
@@ -422,7 +273,7 @@ class Policy:
         """Literal attribute names given to ``getattr``/``hasattr``: public tensor attributes."""
         if not is_identifier(name) or name.startswith("_"):
             raise TargetError(f"getattr of {name!r} is not allowed; a spec may read public attributes only")
-        if name in _tables().attributes or f"torch.Tensor.{name}" in self.allow:
+        if name in torch_tables().attributes or f"torch.Tensor.{name}" in self.allow:
             return
         raise TargetError(
             f"getattr of {name!r} is not allowed: not a tensor attribute or method fxgen allows; "
@@ -487,15 +338,15 @@ class Policy:
         if isinstance(node, ast.Constant) and node.value is Ellipsis and in_subscript:
             return Ellipsis
         if isinstance(node, ast.Name):
-            if node.id in _TYPE_BUILTINS:
-                return _TYPE_BUILTINS[node.id]
+            if node.id in TYPE_BUILTINS:
+                return TYPE_BUILTINS[node.id]
             raise TargetError(f"unknown type {node.id!r} in {expr!r}; qualify it, e.g. 'torch.Tensor'")
         if isinstance(node, ast.Attribute):
             dotted = _dotted(node)
             if dotted is None:
                 raise TargetError(f"type {expr!r} uses syntax a spec does not allow")
             obj = self._resolve(dotted, "type").obj
-            if not (_is_class(obj) or _is_typing_form(obj)):
+            if not (is_class(obj) or _is_typing_form(obj)):
                 raise TargetError(f"{dotted!r} is not a type")
             return obj
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
@@ -504,7 +355,7 @@ class Policy:
             return _subscript(typing.Union, (left, right), expr)
         if isinstance(node, ast.Subscript):
             base = self._eval_type(node.value, expr, depth + 1)
-            if not (base in _GENERIC_BUILTINS or _is_typing_form(base)):
+            if not (base in GENERIC_BUILTINS or _is_typing_form(base)):
                 raise TargetError(f"type {expr!r}: {type_repr(base)} cannot be subscripted in a spec")
             items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             args = tuple(self._eval_type(i, expr, depth + 1, in_subscript=True) for i in items)
@@ -537,9 +388,9 @@ def _subscript(base: Any, args: tuple[Any, ...], expr: str) -> Any:
 def _is_typing_form(obj: Any) -> bool:
     """A typing construct usable in annotations (``typing.Optional``, ``typing.List[int]``…)."""
     kind = type(obj)
-    if kind in (types.FunctionType, types.BuiltinFunctionType) or _is_class(obj):
+    if kind in (types.FunctionType, types.BuiltinFunctionType) or is_class(obj):
         return False
-    return _TYPE_MODULE.__get__(kind) == "typing" or kind is types.GenericAlias
+    return TYPE_MODULE.__get__(kind) == "typing" or kind is types.GenericAlias
 
 
 def _plain_value(value: Any) -> bool:
@@ -554,48 +405,6 @@ def _plain_value(value: Any) -> bool:
     return False
 
 
-def _default_namespace(name: str) -> types.ModuleType | None:
-    """The already-imported module ``name`` if it is a default namespace, else None."""
-    tables = _tables()
-    if name in tables.namespaces:
-        return tables.namespaces[name]
-    if _under(name, _CLASS_NAMESPACE) or name in _TYPE_NAMESPACES:
-        module = sys.modules.get(name)
-        return module if module is not None and _is_module(module) else None
-    return None
-
-
-def _default_function(obj: Any) -> bool:
-    """Is ``obj`` a tensor operation the default policy lets a graph call?"""
-    tables = _tables()
-    kind = type(obj)
-    if kind is types.BuiltinFunctionType:
-        name = obj.__name__
-        if any(ns.get(name) is obj for ns in tables.aten):
-            return name not in _DENIED_ATEN
-        if tables.math.get(name) is obj:
-            return True
-        return tables.operator.get(name) is obj and name not in _DENIED_OPERATOR
-    if kind is types.FunctionType:
-        module, name = obj.__module__, obj.__name__
-        home = sys.modules.get(module) if isinstance(module, str) else None
-        if home is None or vars(home).get(name) is not obj:
-            return False
-        if module in _FUNCTION_MODULES:
-            return True
-        return module == "torch" and name in _TORCH_PY_FUNCTIONS
-    if _is_class(obj):
-        return any(obj is c for c in tables.value_classes) or any(obj is b for b in SAFE_BUILTINS.values())
-    return False
-
-
-def _default_module_class(cls: type) -> bool:
-    module, _ = _home(cls)
-    if module is None or not module.startswith(_CLASS_NAMESPACE + "."):
-        return False
-    home = sys.modules.get(module)
-    return home is not None and vars(home).get(_TYPE_QUALNAME.__get__(cls)) is cls
-
 
 def type_repr(value: Any) -> str:
     """Canonical spelling of an annotation, the inverse of ``Policy.resolve_type``."""
@@ -607,8 +416,8 @@ def type_repr(value: Any) -> str:
         return "[" + ", ".join(type_repr(v) for v in value) + "]"
     if isinstance(value, types.UnionType):
         value = typing.Union.__getitem__(value.__args__)  # int | None -> typing.Optional[int]
-    if _is_class(value) and not typing.get_args(value):
-        module, qualname = _home(value)
+    if is_class(value) and not typing.get_args(value):
+        module, qualname = object_home(value)
         if module == "builtins":
             return str(qualname)
         return f"{module}.{qualname}"
@@ -636,7 +445,7 @@ def _resolve(policy: Policy, target: str, kind: str) -> _Resolved:
             raise TargetError(_refusal(target) if kind != "type" else _refusal(target, "type"))
         raise TargetError(f"cannot resolve {target!r}: no module {root!r} (is it installed?)")
     i, obj = start
-    private_ok = user or target in _PRIVATE_OK
+    private_ok = user or target in PRIVATE_OK
     for p in parts[i:]:
         if p.startswith("_") and not private_ok:
             raise TargetError(f"{target!r} names something private; " + _HOW_TO_ALLOW.format(target))
@@ -645,16 +454,16 @@ def _resolve(policy: Policy, target: str, kind: str) -> _Resolved:
     via_tensor = False
     for j in range(i, len(parts)):
         part, so_far = parts[j], ".".join(parts[: j + 1])
-        if _is_module(obj):
+        if is_module(obj):
             obj = _module_attr(policy, obj, part, so_far, target)
-            if _is_module(obj):
-                name = _module_name(obj)
+            if is_module(obj):
+                name = module_name(obj)
                 if name is None or not policy.may_import(name):
                     raise TargetError(_refusal(target))
-        elif _is_class(obj) and (obj is _tables().tensor or policy._user_leads_to(so_far)):
-            via_tensor = obj is _tables().tensor and not user
+        elif is_class(obj) and (obj is torch_tables().tensor or policy._user_leads_to(so_far)):
+            via_tensor = obj is torch_tables().tensor and not user
             try:
-                obj = _class_attr(typing.cast(type, obj), part)
+                obj = class_attr(typing.cast(type, obj), part)
             except KeyError:
                 raise TargetError(f"cannot resolve {target!r}: no attribute {part!r}") from None
         else:
@@ -663,15 +472,15 @@ def _resolve(policy: Policy, target: str, kind: str) -> _Resolved:
 
 
 def _type_namespace_ok(module: str) -> bool:
-    return _under(module, "torch") or module in _TYPE_NAMESPACES
+    return under(module, "torch") or module in TYPE_NAMESPACES
 
 
 def _module_attr(policy: Policy, module: types.ModuleType, part: str, so_far: str, target: str) -> Any:
     """``module.part`` without running code, unless the user trusts the module (then import/getattr)."""
     namespace = vars(module)
-    name = _module_name(module)
-    trusted = name is not None and _default_namespace(name) is None and policy._user_leads_to(so_far)
-    if name is not None and _default_namespace(name) is None and not policy._user_leads_to(so_far):
+    name = module_name(module)
+    trusted = name is not None and default_namespace(name) is None and policy._user_leads_to(so_far)
+    if name is not None and default_namespace(name) is None and not policy._user_leads_to(so_far):
         raise TargetError(_refusal(target))  # a parent of an allowed name: only the way to it
     if part in namespace:
         return namespace[part]
