@@ -34,7 +34,13 @@ from stages import build_direct, prepare_direct
 from workloads import write_spec
 
 import fxgen
-from fxgen._api import _construct_for_real, build_module, policy_for, validate_for_load
+from fxgen._api import (
+    _construct_for_real,
+    _tensor_for_real,
+    build_module,
+    policy_for,
+    validate_for_load,
+)
 from fxgen._reader import read_document
 
 
@@ -66,15 +72,16 @@ def parts(path: Path, runs: int) -> dict[str, tuple[float, float]]:
     gc.freeze()
 
     def validated() -> Any:
-        return validate_for_load(read_document(path), policy, _construct_for_real)
+        return validate_for_load(read_document(path), policy, _construct_for_real, _tensor_for_real)
 
     old = validated()
     # (setup, timed step): "build after read+validate" is the build inside one load(path), whose
     # spec was just allocated; "build, older spec" builds one that has been alive a while.
     steps: dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]] = {
         "read": (lambda: None, lambda _: read_document(path)),
-        "validate": (lambda: read_document(path), lambda doc: validate_for_load(doc, policy, _construct_for_real)),
-        "build after read+validate": (validated, lambda v: build_module(v[0], policy, modules=v[1])),
+        "validate": (lambda: read_document(path),
+                     lambda doc: validate_for_load(doc, policy, _construct_for_real, _tensor_for_real)),
+        "build after read+validate": (validated, lambda v: build_module(v[0], policy, made=v[1])),
         "build, older spec": (lambda: old, lambda v: build_module(v[0], policy)),
         "load(path)": (lambda: None, lambda _: fxgen.load(path)),
         "fx direct": (lambda: None, lambda _: build_direct(prepared)),

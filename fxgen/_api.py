@@ -20,10 +20,12 @@ from fxgen._build import (
 from fxgen._errors import Location, WeightsError
 from fxgen._policy import DEFAULT_POLICY, Policy
 from fxgen._reader import read_document
-from fxgen._spec import ModuleSpec, Spec
+from fxgen._spec import BufferSpec, ModuleSpec, ParameterSpec, Spec
+from fxgen._tensors import make_tensor
 from fxgen._to_spec import graph_module_to_spec
 from fxgen._validate import (
     Construct,
+    MakeTensor,
     parse_data,
     validate_data,
     validate_document,
@@ -66,14 +68,16 @@ def as_spec(spec: SpecLike, policy: Policy) -> Spec:
     return validate_document(read_document(spec), policy)
 
 
-def _validated(spec: SpecLike, policy: Policy, construct: Construct) -> tuple[Spec, dict[str, torch.nn.Module]]:
+def _validated(
+    spec: SpecLike, policy: Policy, construct: Construct, make_tensor: MakeTensor | None = None
+) -> tuple[Spec, dict[str, Any] | None]:
     """``as_spec`` for a load: a path or dict is validated with the load's own module
-    constructor, and the modules it built come back with the Spec (an already validated Spec
-    comes back alone, to be built as it is)."""
+    constructor, and the modules (and tensors) it made come back with the Spec (an already
+    validated Spec comes back with None: the build makes everything)."""
     if isinstance(spec, Spec):
-        return spec, {}
+        return spec, None
     doc = parse_data(spec) if isinstance(spec, dict) else read_document(spec)
-    return validate_for_load(doc, policy, construct)
+    return validate_for_load(doc, policy, construct, make_tensor)
 
 
 def load(
@@ -90,20 +94,23 @@ def load(
     file cannot provide is built for real: non-persistent buffers (and the few modules that
     hold them or plain tensor attributes). The global random generator is left as it was.
 
-    A path or dict is validated by constructing each module the way this load builds it, and
-    the build keeps those modules: each is constructed once, in declaration order, so the
-    parameters drawn after ``torch.manual_seed`` are those of loading the validated Spec.
+    Modules, parameters and buffers draw from the random generator in the order the generated
+    class's ``__init__`` creates them, so after ``torch.manual_seed`` a load, a load of the
+    validated Spec and the generated class hold the same values. A path or dict is validated by
+    constructing each module the way this load builds it (and, where that order puts a random
+    tensor between modules, creating that tensor there too); the build keeps what validation
+    made, so each module is constructed once.
     """
     policy = policy_for(allow)
     if weights is None:
         with _RandomStateKeptOnError():  # a refused spec draws nothing
-            spec, modules = _validated(spec, policy, _construct_for_real)
-        return build_module(spec, policy, modules=modules)
+            spec, made = _validated(spec, policy, _construct_for_real, _tensor_for_real)
+        return build_module(spec, policy, made=made)
     from fxgen._weights import assign_weights, has_meta_tensors, read_weights
 
     builder = _ModulesForWeights(policy)
     with same_random_state():
-        spec, modules = _validated(spec, policy, builder.construct)
+        spec, made = _validated(spec, policy, builder.construct)
     state = read_weights(weights)
 
     def placement(table: str, path: str) -> str | None:
@@ -111,7 +118,7 @@ def load(
         return None if table == "buffers" and not spec.buffers[path].persistent else "meta"
 
     with same_random_state():  # loading weights leaves the global generator as it was
-        gm = build_module(spec, policy, placement=placement, make_module=builder, modules=modules)
+        gm = build_module(spec, policy, placement=placement, make_module=builder, made=made)
     left = assign_weights(gm, state, weights)  # checks the whole file first
     for path in builder.on_meta:
         if has_meta_tensors(gm.get_submodule(path), saved=False):
@@ -134,6 +141,11 @@ def _construct_for_real(path: str, entry: dict[str, Any], cls: type) -> torch.nn
     one draws nothing: the build tries it again and must draw what it always drew."""
     with _RandomStateKeptOnError():
         return construct_call(cls, entry.get("args", []), entry.get("kwargs", {}), None)
+
+
+def _tensor_for_real(table: str, entry: dict[str, Any]) -> torch.Tensor:
+    """Validation's tensor maker for a load without weights: the build's own ``make_tensor``."""
+    return make_tensor(ParameterSpec(**entry) if table == "parameters" else BufferSpec(**entry))
 
 
 def _still_meta(root: torch.nn.Module, path: str) -> bool:

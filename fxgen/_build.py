@@ -9,7 +9,7 @@ exactly those paths). The GraphModule remembers the declarations it was built fr
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -20,6 +20,7 @@ from fxgen._errors import SpecError
 from fxgen._policy import DEFAULT_POLICY, Policy
 from fxgen._spec import NO_DEFAULT, BufferSpec, ModuleSpec, ParameterSpec, Spec
 from fxgen._tensors import make_tensor
+from fxgen._tree import construction_order
 from fxgen._values import decode, decode_kwargs
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "construct",
     "construct_call",
     "construct_declared",
+    "construction_plan",
     "meta_device",
     "same_random_state",
     "set_attr_path",
@@ -88,41 +90,68 @@ def build_module(
     device: torch.device | str | None = None,
     placement: Placement | None = None,
     make_module: ModuleMaker | None = None,
-    modules: Mapping[str, torch.nn.Module] | None = None,
+    made: Mapping[str, Any] | None = None,
 ) -> torch.fx.GraphModule:
     """The runnable GraphModule of a validated spec; ``device="meta"`` skips initialisation.
 
     Loading weights chooses per declaration instead: ``placement`` the device of each
     parameter and buffer (``table`` is ``"parameters"`` or ``"buffers"``), ``make_module`` the
     construction of each module (failures are reported at the declaration either way).
-    ``modules`` are instances already constructed for some paths (validation for a load
-    constructs each module once, as the load would): those are used as they are.
+    ``made`` holds modules and tensors already made for some paths (validation for a load
+    constructs each module once, as the load would, and creates the tensors whose random
+    initialisation comes between them): those are used as they are, and the rest is created in
+    declaration order, which then draws in the generated ``__init__``'s order. Without it,
+    everything is created in that order (``construction_plan``).
     """
     graph = build_graph(spec, policy)
-    # The attributes go on a plain module first, in declaration order; the GraphModule is then
-    # made with the real graph (one code generation, not one for an empty graph and another).
-    root = torch.nn.Module()
     where = placement or (lambda table, path: device)
-    built = modules or {}
-    for path, entry in spec.modules.items():
-        module = built.get(path)
-        if module is None:
+    if made is None:
+        order = construction_plan(spec.modules, spec.parameters, spec.buffers)
+    else:
+        order = [("modules", p) for p in spec.modules] + [("parameters", p) for p in spec.parameters]
+        order += [("buffers", p) for p in spec.buffers]
+    made = dict(made or {})  # path -> module or tensor (a path is declared in one table only)
+    # Created in the generated __init__'s order of what draws from the random generator, ...
+    for table, path in order:
+        if path in made:
+            continue
+        if table == "modules":
             with _located(spec, "modules", path, "cannot build module"):
-                module = make_module(path, entry) if make_module else construct(entry, policy, device)
-        set_attr_path(root, path, module)
+                entry = spec.modules[path]
+                made[path] = make_module(path, entry) if make_module else construct(entry, policy, device)
+        else:
+            declared = spec.parameters[path] if table == "parameters" else spec.buffers[path]
+            with _located(spec, table, path, f"cannot create {table[:-1]}"):
+                made[path] = make_tensor(declared, device=where(table, path))
+    # ... then set on a plain module in declaration order (the state_dict's order); the
+    # GraphModule is made with the real graph (one code generation, not one for an empty graph
+    # and another).
+    root = torch.nn.Module()
+    for path in spec.modules:
+        set_attr_path(root, path, made[path])
     for path, param in spec.parameters.items():
-        with _located(spec, "parameters", path, "cannot create parameter"):
-            tensor = make_tensor(param, device=where("parameters", path))
-        set_attr_path(root, path, torch.nn.Parameter(tensor, requires_grad=param.requires_grad))
+        set_attr_path(root, path, torch.nn.Parameter(made[path], requires_grad=param.requires_grad))
     for path, buffer in spec.buffers.items():
-        with _located(spec, "buffers", path, "cannot create buffer"):
-            tensor = make_tensor(buffer, device=where("buffers", path))
-        set_attr_path(root, path, tensor, persistent=buffer.persistent)
+        set_attr_path(root, path, made[path], persistent=buffer.persistent)
     gm = _graph_module(spec, root, graph)
     if spec.doc is not None:
         type(gm).__doc__ = spec.doc
     gm.meta[META_KEY] = _Declarations(dict(spec.modules), dict(spec.parameters), dict(spec.buffers))
     return gm
+
+
+def construction_plan(
+    modules: Iterable[str], parameters: Iterable[str], buffers: Iterable[str]
+) -> list[tuple[str, str]]:
+    """``(table, path)`` in the order the generated class's ``__init__`` creates them
+    (``_tree.construction_order``); a spec without dotted paths keeps its declaration order,
+    which is that order too."""
+    modules, parameters, buffers = list(modules), list(parameters), list(buffers)
+    if any("." in path for paths in (modules, parameters, buffers) for path in paths):
+        order = construction_order(modules, parameters, buffers)
+        if order is not None:
+            return order
+    return [("modules", p) for p in modules] + [("parameters", p) for p in parameters] + [("buffers", p) for p in buffers]
 
 
 _STATE = ("_parameters", "_buffers", "_non_persistent_buffers_set", "_modules")

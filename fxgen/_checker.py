@@ -21,7 +21,7 @@ from fxgen._policy import Policy
 from fxgen._reader import Document, JsonPath
 from fxgen._values import decode, decode_kwargs, iter_refs
 
-__all__ = ["DECODE_ERRORS", "IDENTIFIER", "RESERVED_NAMES", "CheckerBase", "Construct"]
+__all__ = ["DECODE_ERRORS", "IDENTIFIER", "RESERVED_NAMES", "CheckerBase", "Construct", "MakeTensor"]
 
 # Names the generated module and torch.fx's own code use as globals; a node may not shadow them.
 RESERVED_NAMES = frozenset({"self", "torch", "nn", "F", "operator", "math", "typing", "builtins",
@@ -38,23 +38,37 @@ Construct = Callable[[str, dict[str, Any], type], Any]
 """``(path, declaration, class) -> module``: how ``validate_for_load`` constructs a declared
 module (the declaration as data; the class already resolved and its arguments checked)."""
 
+MakeTensor = Callable[[str, dict[str, Any]], Any]
+"""``(table, declaration) -> tensor``: how ``validate_for_load`` creates a checked parameter
+or buffer whose random initialisation must come between two module constructions."""
+
 
 class CheckerBase:
     """What every check shares: the document, the policy, the diagnostics, and memos that
     models with repeated blocks hit again and again."""
 
-    def __init__(self, doc: Document, policy: Policy, construct: Construct | None = None) -> None:
+    def __init__(
+        self,
+        doc: Document,
+        policy: Policy,
+        construct: Construct | None = None,
+        make_tensor: MakeTensor | None = None,
+    ) -> None:
         self.doc = doc
         self.data: dict[str, Any] = doc.data
         self.policy = policy
         self.construct = construct
+        self.make_tensor = make_tensor
         self.errors: list[Diagnostic] = []
         self.canonical_types: list[str | None] = []
         self.module_classes: dict[str, type] = {}
         # path -> an instance of the declared module, for get_attr checks
         self.instances: dict[str, Any] = {}
-        # path -> the module ``construct`` built (validating for a load): the build keeps it
+        # path -> the module ``construct`` built, or the tensor ``make_tensor`` created
+        # (validating for a load): the build keeps it
         self.constructed: dict[str, Any] = {}
+        self.refused: set[str] = set()  # declaration paths with a problem reported
+        self.unfinished = False  # a module failed for real while validating for a load
         # constructor call -> its meta instance or why it fails: models repeat the same block
         self.meta_builds: dict[tuple[type, str], tuple[Any, str | None]] = {}
         self.bindings: dict[tuple[type, str], str | None] = {}  # the same, for signature binding

@@ -7,16 +7,22 @@ it. Reaching a submodule costs one Python call per step (``nn.Module.__getattr__
 ``ModuleList.__getitem__``), so a forward that reaches twenty convolutions five containers deep
 pays for a hundred lookups the original module never made; :func:`shared_containers` picks the
 containers worth binding to a local variable once per call.
+
+The same tree fixes the order in which the generated ``__init__`` constructs modules and creates
+parameters and buffers; :func:`construction_order` gives that order, so that ``fxgen.load``
+draws from the random generator in it too and, after ``torch.manual_seed``, a loaded spec and
+its generated class hold the same values.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from fxgen._spec import ModuleSpec, Spec
 
-__all__ = ["Container", "ModelTree", "shared_containers"]
+__all__ = ["Container", "ModelTree", "construction_order", "shared_containers"]
 
 
 @dataclass
@@ -30,10 +36,26 @@ class Container:
         """Work out ``kind`` once the children are all known. It is read thousands of times per
         render: as a property it made rendering quadratic, and as a cached_property it was the
         renderer's largest cost after that."""
-        keys = list(self.children)
-        values = self.children.values()
-        if keys and all(map(str.isdigit, keys)) and all(isinstance(c, (ModuleSpec, Container)) for c in values):
-            self.kind = "list" if [int(k) for k in keys] == list(range(len(keys))) else "dict"
+        holds_modules = all(isinstance(c, (ModuleSpec, Container)) for c in self.children.values())
+        self.kind = _container_kind(list(self.children), holds_modules)
+
+
+def _container_kind(keys: list[str], holds_modules: bool) -> str:
+    """``nn.ModuleList`` for modules at 0..n-1, ``nn.ModuleDict`` for other digit keys, else a
+    plain ``nn.Module`` (which also holds parameters and buffers)."""
+    if keys and holds_modules and all(map(str.isdigit, keys)):
+        return "list" if [int(k) for k in keys] == list(range(len(keys))) else "dict"
+    return "attr"
+
+
+def _in_tree_order(declared: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """``(path, item)`` grouped by top-level attribute, in order of each attribute's first
+    declaration (stable within a group)."""
+    first: dict[str, int] = {}  # top-level attribute -> index of its first declaration
+    keys = [first.setdefault(path.partition(".")[0], i) for i, (path, _) in enumerate(declared)]
+    if keys == sorted(keys):
+        return declared  # already grouped (the common case)
+    return [declared[i] for i in sorted(range(len(declared)), key=keys.__getitem__)]
 
 
 class ModelTree:
@@ -42,10 +64,7 @@ class ModelTree:
     def __init__(self, spec: Spec) -> None:
         self.root = Container()
         declared: list[tuple[str, Any]] = [*spec.modules.items(), *spec.parameters.items(), *spec.buffers.items()]
-        first: dict[str, int] = {}  # top-level attribute -> index of its first declaration
-        for i, (path, _) in enumerate(declared):
-            first.setdefault(path.partition(".")[0], i)
-        for path, item in sorted(declared, key=lambda kv: first[kv[0].partition(".")[0]]):
+        for path, item in _in_tree_order(declared):
             node = self.root
             *parents, leaf = path.split(".")
             for part in parents:
@@ -129,3 +148,78 @@ def shared_containers(tree: ModelTree, paths: list[str]) -> list[str]:
             if parent and uses.get(parent) == uses[prefix]:
                 covered.add(parent)
     return sorted(bound, key=lambda p: (p.count("."), p))
+
+
+# -- construction order ----------------------------------------------------------------------
+_Branch = dict[str, Any]  # segment -> a deeper _Branch, or a declaration's (table, path)
+
+
+def construction_order(
+    modules: Iterable[str], parameters: Iterable[str], buffers: Iterable[str]
+) -> list[tuple[str, str]] | None:
+    """``(table, path)`` of every declaration, in the order the generated ``__init__`` creates
+    them (``fxgen._render.init_lines``): a top-level attribute at a time; a ``ModuleList`` or
+    ``ModuleDict`` constructs its modules inside its own creation expression, before anything
+    its plain-module children hold. ``table`` is ``modules``, ``parameters`` or ``buffers``.
+
+    None when the paths do not form a tree (a path inside another declaration, or declared
+    twice): validation reports those. Paths only, so it serves raw spec data and Specs alike.
+    """
+    declared = [(path, (table, path)) for table, paths in
+                (("modules", modules), ("parameters", parameters), ("buffers", buffers)) for path in paths]  # fmt: skip
+    root: _Branch = {}
+    for path, leaf in _in_tree_order(declared):
+        node = root
+        *parents, last = path.split(".")
+        for part in parents:
+            child = node.setdefault(part, {})
+            if type(child) is not dict:
+                return None
+            node = child
+        if last in node:
+            return None
+        node[last] = leaf
+    out: list[tuple[str, str]] = []
+    _children_order(root, out, {})
+    return out
+
+
+def _kind(branch: _Branch, kinds: dict[int, str]) -> str:
+    """The container kind of ``branch`` (as ``Container.settle`` finds it), worked out once."""
+    kind = kinds.get(id(branch))
+    if kind is None:
+        holds_modules = all(type(c) is dict or c[0] == "modules" for c in branch.values())
+        kind = kinds[id(branch)] = _container_kind(list(branch), holds_modules)
+    return kind
+
+
+def _children_order(branch: _Branch, out: list[tuple[str, str]], kinds: dict[int, str]) -> None:
+    """``_render._emit_children``: each child in turn; a container's creation, then its contents."""
+    for item in branch.values():
+        if type(item) is dict:
+            _creation_order(item, out, kinds)
+            _nested_order(item, out, kinds)
+        else:
+            out.append(item)
+
+
+def _creation_order(branch: _Branch, out: list[tuple[str, str]], kinds: dict[int, str]) -> None:
+    """``_render._container_expr``: a list or dict container constructs its modules, and its
+    list or dict children theirs, inside one expression; a plain container is ``nn.Module()``."""
+    if _kind(branch, kinds) == "attr":
+        return
+    for item in branch.values():
+        if type(item) is dict:
+            _creation_order(item, out, kinds)
+        else:
+            out.append(item)
+
+
+def _nested_order(branch: _Branch, out: list[tuple[str, str]], kinds: dict[int, str]) -> None:
+    """``_render._emit_nested``: what a container's creation did not hold."""
+    if _kind(branch, kinds) == "attr":
+        _children_order(branch, out, kinds)
+        return
+    for item in branch.values():
+        if type(item) is dict:
+            _nested_order(item, out, kinds)

@@ -14,6 +14,7 @@ This module runs the stage and checks the declarations (modules, parameters, buf
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import inspect
 import keyword
@@ -24,16 +25,24 @@ from typing import Any
 import torch
 
 from fxgen._check_nodes import NodeChecks
-from fxgen._checker import IDENTIFIER, RESERVED_NAMES, Construct
+from fxgen._checker import IDENTIFIER, RESERVED_NAMES, Construct, MakeTensor
 from fxgen._errors import Location, SpecError
 from fxgen._policy import DEFAULT_POLICY, Policy, TargetError
 from fxgen._reader import Document, JsonPath, parse_text
 from fxgen._schema import check_schema
 from fxgen._spec import FORMAT_VERSION, Spec
-from fxgen._tensors import check_init
+from fxgen._tensors import check_init, init_call
 from fxgen._values import DTYPES
 
-__all__ = ["RESERVED_NAMES", "Construct", "parse_data", "validate_data", "validate_document", "validate_for_load"]
+__all__ = [
+    "RESERVED_NAMES",
+    "Construct",
+    "MakeTensor",
+    "parse_data",
+    "validate_data",
+    "validate_document",
+    "validate_for_load",
+]
 
 
 _SEGMENT = re.compile(r"(?!__)[A-Za-z_][A-Za-z0-9_]*|0|[1-9][0-9]*")
@@ -45,28 +54,46 @@ def validate_document(doc: Document, policy: Policy = DEFAULT_POLICY) -> Spec:
 
 
 def validate_for_load(
-    doc: Document, policy: Policy, construct: Construct
-) -> tuple[Spec, dict[str, Any]]:
+    doc: Document, policy: Policy, construct: Construct, make_tensor: MakeTensor | None = None
+) -> tuple[Spec, dict[str, Any] | None]:
     """``validate_document``, constructing each declared module with ``construct`` (the load's
     own constructor) instead of on the meta device; returns the Spec and those modules by path.
 
     Errors are the same as ``validate_document``'s: a constructor that fails is tried again on
     the meta device, and only a failure there is a spec problem. One that fails only for real
-    (memory, devices) leaves the module out, so the build constructs it and reports that at
-    the declaration, as it does for a validated Spec.
+    (memory, devices) makes validation stop making anything for real: the random generator
+    goes back to where it was and the build makes everything (returned as None), reporting the
+    failure at the declaration, as it does for a validated Spec.
+
+    Modules are constructed here in declaration order, and the build creates the parameters
+    and buffers after them. With ``make_tensor`` (a load that initialises for real), a spec
+    whose generated ``__init__`` draws from the random generator in another order
+    (``_build.construction_plan``) is made here in that order, tensors included, so that a
+    seeded load and the generated class hold the same values. Returns the Spec and what was
+    made, by path.
     """
-    return _validate(doc, policy, construct)
+    return _validate(doc, policy, construct, make_tensor)
 
 
-def _validate(doc: Document, policy: Policy, construct: Construct | None) -> tuple[Spec, dict[str, Any]]:
+def _validate(
+    doc: Document, policy: Policy, construct: Construct | None, make_tensor: MakeTensor | None = None
+) -> tuple[Spec, dict[str, Any] | None]:
     _check_version(doc)
     errors = check_schema(doc)
     if errors:
         raise SpecError(errors)
-    checker = _Checker(doc, policy, construct)
+    checker = _Checker(doc, policy, construct, make_tensor)
+    if construct is not None and make_tensor is not None:
+        checker.plan = _draw_plan(doc.data)
+    state = torch.random.get_rng_state() if make_tensor is not None else None
     checker.run()
     if checker.errors:
         raise SpecError(checker.errors)
+    made: dict[str, Any] | None = checker.constructed
+    if checker.unfinished:  # a module builds on meta only: the build makes everything, and says why
+        if state is not None:
+            torch.random.set_rng_state(state)
+        made = None
     spec = Spec.from_dict(doc.data, document=doc)
     for node, canonical in zip(spec.nodes, checker.canonical_types, strict=True):
         node.type = canonical
@@ -78,7 +105,7 @@ def _validate(doc: Document, policy: Policy, construct: Construct | None) -> tup
         from fxgen._build import build_graph
 
         build_graph(spec, policy)
-    return spec, checker.constructed
+    return spec, made
 
 
 def validate_data(data: dict[str, Any], policy: Policy = DEFAULT_POLICY, *, path: str = "<spec>") -> Spec:
@@ -114,12 +141,15 @@ def _check_version(doc: Document) -> None:
 class _Checker(NodeChecks):
     """Every check of a document: the declarations here, the nodes in ``NodeChecks``."""
 
+    # What a load makes during validation, in order, when that is not the declarations' order.
+    plan: list[tuple[str, str]] | None = None
+
     def run(self) -> None:
         self.check_class_name()
         self.check_paths()
-        self.check_modules()
-        self.check_tensors("parameters")
+        self.check_tensors("parameters")  # before the modules: a plan may create tensors among them
         self.check_tensors("buffers")
+        self.check_modules()
         self.check_nodes()
 
     # -- declarations ------------------------------------------------------------------------
@@ -165,29 +195,39 @@ class _Checker(NodeChecks):
                     break
 
     def check_modules(self) -> None:
-        for path, entry in self.data.get("modules", {}).items():
-            where: JsonPath = ("modules", path)
-            try:
-                cls = self.policy.resolve_module_class(entry["class"])
-            except TargetError as exc:
-                hint = "; call functions with a call_function node" if "not an nn.Module" in str(exc) else ""
-                self.error((*where, "class"), f"module {path!r}: {exc}{hint}")
-                continue
-            args = self.decode_constant(entry.get("args", []), (*where, "args"))
-            kwargs = self.decode_constant(entry.get("kwargs", {}), (*where, "kwargs"), mapping=True)
-            if args is None or kwargs is None:
-                continue
-            unfit = self.bind_problem(cls, entry, args, kwargs)
-            if unfit is not None:
-                self.error(where, f"module {path!r}: arguments do not fit {entry['class']}: {unfit}; "
-                           f"its signature is {cls.__name__}{_plain_signature(_signature(cls))}")  # fmt: skip
-                continue
-            module, problem = self.build(path, entry, cls)
-            if problem:  # the constructor itself refuses them (types, ranges, devices): say so now, not at load
-                self.error(where, f"module {path!r}: {entry['class']} cannot be built with these arguments: {problem}")
-                continue
-            self.module_classes[path] = cls
-            self.instances[path] = module
+        modules = self.data.get("modules", {})
+        for table, path in self.plan or [("modules", path) for path in modules]:
+            if table == "modules":
+                self.check_module(path, modules[path])
+            elif self.make_tensor is not None and path not in self.refused:
+                # A checked tensor whose initialisation comes between module constructions;
+                # one that fails here is left to the build, which reports it.
+                with contextlib.suppress(Exception):
+                    self.constructed[path] = self.make_tensor(table, self.data[table][path])
+
+    def check_module(self, path: str, entry: dict[str, Any]) -> None:
+        where: JsonPath = ("modules", path)
+        try:
+            cls = self.policy.resolve_module_class(entry["class"])
+        except TargetError as exc:
+            hint = "; call functions with a call_function node" if "not an nn.Module" in str(exc) else ""
+            self.error((*where, "class"), f"module {path!r}: {exc}{hint}")
+            return
+        args = self.decode_constant(entry.get("args", []), (*where, "args"))
+        kwargs = self.decode_constant(entry.get("kwargs", {}), (*where, "kwargs"), mapping=True)
+        if args is None or kwargs is None:
+            return
+        unfit = self.bind_problem(cls, entry, args, kwargs)
+        if unfit is not None:
+            self.error(where, f"module {path!r}: arguments do not fit {entry['class']}: {unfit}; "
+                       f"its signature is {cls.__name__}{_plain_signature(_signature(cls))}")  # fmt: skip
+            return
+        module, problem = self.build(path, entry, cls)
+        if problem:  # the constructor itself refuses them (types, ranges, devices): say so now, not at load
+            self.error(where, f"module {path!r}: {entry['class']} cannot be built with these arguments: {problem}")
+            return
+        self.module_classes[path] = cls
+        self.instances[path] = module
 
     def bind_problem(self, cls: type, entry: dict[str, Any], args: list[Any], kwargs: dict[str, Any]) -> str | None:
         """Why ``cls``'s signature refuses the (decoded) arguments, or None: bound once per
@@ -213,7 +253,10 @@ class _Checker(NodeChecks):
             try:
                 module = self.construct(path, entry, cls)
             except Exception:
-                pass
+                # Only the real build fails (memory, devices): make nothing more here; the load
+                # starts over from the same random state, as for a validated Spec (_validate).
+                self.construct = self.make_tensor = None
+                self.unfinished = True
             else:
                 self.constructed[path] = module
                 return module, None
@@ -224,31 +267,37 @@ class _Checker(NodeChecks):
 
     def check_tensors(self, table: str) -> None:
         for path, entry in self.data.get(table, {}).items():
-            where: JsonPath = (table, path)
-            dtype = entry.get("dtype", "float32")
-            if "value" in entry:
-                try:
-                    torch.tensor(entry["value"], dtype=getattr(torch, dtype))
-                except (TypeError, ValueError, RuntimeError) as exc:
-                    self.error((*where, "value"), f"{path!r}: value is not a valid {dtype} tensor ({exc}); "
-                               "nested lists must be rectangular: every row the same length")  # fmt: skip
-                continue
-            shape = entry["shape"]
-            floats = [i for i, d in enumerate(shape) if not isinstance(d, int)]
-            for i in floats:
-                self.error((*where, "shape", i), f"{path!r}: shape entries are integers; write {int(shape[i])}, "
-                           f"not {shape[i]}")  # fmt: skip
-            init = entry.get("init", "zeros")
-            groups = init.get("dirac", {}).get("groups") if isinstance(init, dict) else None
-            if groups is not None and not isinstance(groups, int):
-                self.error((*where, "init", "dirac", "groups"), f"{path!r}: groups is an integer; write {int(groups)}")
-                continue
-            problem = None if floats else check_init(init, shape, dtype)
-            if problem:
-                self.error((*where, "init") if "init" in entry else where, f"{path!r}: {problem}")
-            if table == "parameters" and entry.get("requires_grad", True) and not _differentiable(dtype):
-                self.error(where, f"parameter {path!r} has dtype {dtype}, which cannot require gradients; "
-                           "add `requires_grad: false` or declare it as a buffer", key=True)  # fmt: skip
+            reported = len(self.errors)
+            self.check_tensor(table, path, entry)
+            if len(self.errors) > reported:
+                self.refused.add(path)
+
+    def check_tensor(self, table: str, path: str, entry: dict[str, Any]) -> None:
+        where: JsonPath = (table, path)
+        dtype = entry.get("dtype", "float32")
+        if "value" in entry:
+            try:
+                torch.tensor(entry["value"], dtype=getattr(torch, dtype))
+            except (TypeError, ValueError, RuntimeError) as exc:
+                self.error((*where, "value"), f"{path!r}: value is not a valid {dtype} tensor ({exc}); "
+                           "nested lists must be rectangular: every row the same length")  # fmt: skip
+            return
+        shape = entry["shape"]
+        floats = [i for i, d in enumerate(shape) if not isinstance(d, int)]
+        for i in floats:
+            self.error((*where, "shape", i), f"{path!r}: shape entries are integers; write {int(shape[i])}, "
+                       f"not {shape[i]}")  # fmt: skip
+        init = entry.get("init", "zeros")
+        groups = init.get("dirac", {}).get("groups") if isinstance(init, dict) else None
+        if groups is not None and not isinstance(groups, int):
+            self.error((*where, "init", "dirac", "groups"), f"{path!r}: groups is an integer; write {int(groups)}")
+            return
+        problem = None if floats else check_init(init, shape, dtype)
+        if problem:
+            self.error((*where, "init") if "init" in entry else where, f"{path!r}: {problem}")
+        if table == "parameters" and entry.get("requires_grad", True) and not _differentiable(dtype):
+            self.error(where, f"parameter {path!r} has dtype {dtype}, which cannot require gradients; "
+                       "add `requires_grad: false` or declare it as a buffer", key=True)  # fmt: skip
 
 
 @functools.cache
@@ -313,6 +362,31 @@ def _meta_build(entry: dict[str, Any], cls: type) -> tuple[Any, str | None]:
         except Exception as exc:
             text = str(exc).strip().splitlines()
             return None, f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+_NO_DRAW_INITS = frozenset({"zeros", "ones", "constant", "eye", "dirac"})
+
+
+def _draw_plan(data: dict[str, Any]) -> list[tuple[str, str]] | None:
+    """The generated ``__init__``'s order of the declarations (``_build.construction_plan``)
+    when the ones that may draw from the random generator (every module; tensors with a random
+    ``init``) come in another order there than in the spec; else None, and a load constructs the
+    modules in validation and the tensors in the build, as declared. ``data`` is schema-valid."""
+    from fxgen._build import construction_plan
+
+    modules, parameters, buffers = (data.get(table, {}) for table in ("modules", "parameters", "buffers"))
+    drawing = [("modules", path) for path in modules]
+    drawing += [("parameters", path) for path, entry in parameters.items() if _random_init(entry)]
+    drawing += [("buffers", path) for path, entry in buffers.items() if _random_init(entry)]
+    if len(drawing) == len(modules) and not any("." in path for path in modules):
+        return None  # the modules alone draw, none inside a container: as declared
+    plan = construction_plan(modules, parameters, buffers)
+    wanted = set(drawing)
+    return plan if [item for item in plan if item in wanted] != drawing else None
+
+
+def _random_init(entry: dict[str, Any]) -> bool:
+    return "value" not in entry and init_call(entry.get("init", "zeros"))[0] not in _NO_DRAW_INITS
 
 
 def iter_node_targets(spec: Spec) -> Iterator[str]:

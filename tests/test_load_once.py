@@ -1,7 +1,8 @@
 """Loading a path or dict validates it by constructing each module the way the load builds it,
 and the build keeps those modules: each is constructed once. These tests pin what must not
-change with that: the parameters drawn after a seed, every error's text and place, the
-global random generator after a refused spec, and the GraphModule's attribute tree.
+change with that: the parameters drawn after a seed (in the generated ``__init__``'s order),
+every error's text and place, the global random generator after a refused spec, and the
+GraphModule's attribute tree.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import torch
 import torch.fx
 
 import fxgen
-from fxgen import _api, _build, _validate
+from fxgen import _api, _build, _reader, _validate
 from fxgen._build import build_graph, set_attr_path
 from fxgen._spec import Spec
+from fxgen._tree import construction_order
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "model_specs").glob("*.yaml"))
@@ -108,13 +110,18 @@ def test_the_graph_module_holds_exactly_the_declared_tree() -> None:
     gm, _ = _drawn(lambda: fxgen.load(spec))
     torch.manual_seed(7)
     expected = torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph(), class_name=spec.name)
-    for path, entry in spec.modules.items():
-        set_attr_path(expected, path, _build.construct(entry, _api.policy_for(None), None))
+    made: dict[str, Any] = {}  # made in the generated __init__'s order, attached as declared
+    for table, path in _build.construction_plan(spec.modules, spec.parameters, spec.buffers):
+        if table == "modules":
+            made[path] = _build.construct(spec.modules[path], _api.policy_for(None), None)
+        else:
+            made[path] = _build.make_tensor(spec.parameters[path] if table == "parameters" else spec.buffers[path])
+    for path in spec.modules:
+        set_attr_path(expected, path, made[path])
     for path, param in spec.parameters.items():
-        tensor = _build.make_tensor(param)
-        set_attr_path(expected, path, torch.nn.Parameter(tensor, requires_grad=param.requires_grad))
+        set_attr_path(expected, path, torch.nn.Parameter(made[path], requires_grad=param.requires_grad))
     for path, buffer in spec.buffers.items():
-        set_attr_path(expected, path, _build.make_tensor(buffer), persistent=buffer.persistent)
+        set_attr_path(expected, path, made[path], persistent=buffer.persistent)
     expected.graph = build_graph(spec)
     _assert_identical(gm, expected)
     assert gm.code == expected.code and type(gm).__name__ == "Tree"
@@ -153,6 +160,30 @@ def test_loading_a_path_constructs_each_module_once(monkeypatch: pytest.MonkeyPa
     calls = _spy(monkeypatch)
     fxgen.load(copy.deepcopy(TREE))
     assert len(calls["real"]) == len(TREE["modules"]) and not calls["meta"] and not calls["build"]
+    # TREE's generated __init__ draws enc.extra between enc.1 and unused: validation made it there
+    assert _validate._draw_plan(TREE) is not None
+
+
+def test_construction_order_follows_the_generated_init() -> None:
+    """A ModuleList constructs the modules it holds directly inside its creation, before the
+    contents of its plain-module children; top-level attributes come one at a time."""
+    order = construction_order(["l.0.x", "l.1", "head"], ["l.0.p", "w"], ["l.0.b"])
+    assert order == [("modules", "l.1"), ("modules", "l.0.x"), ("parameters", "l.0.p"), ("buffers", "l.0.b"),
+                     ("modules", "head"), ("parameters", "w")]  # fmt: skip
+    assert construction_order(["b.x", "a", "b.y"], [], []) == [("modules", "b.x"), ("modules", "b.y"), ("modules", "a")]
+    assert construction_order(["a", "b"], ["c"], ["d"]) == [("modules", "a"), ("modules", "b"), ("parameters", "c"),
+                                                          ("buffers", "d")]  # fmt: skip
+    assert construction_order(["a"], ["a.b"], []) is None  # inside a module: validation says so
+    assert construction_order(["a"], ["a"], []) is None
+
+
+def test_a_spec_whose_draws_keep_their_order_is_made_as_declared() -> None:
+    """No plan when the modules and randomly initialised tensors come in the generated order
+    already (zeros and literal values do not draw)."""
+    data = copy.deepcopy(TREE)
+    data["parameters"]["enc.extra"]["init"] = "zeros"
+    assert _validate._draw_plan(data) is None
+    assert all(_validate._draw_plan(_reader.read_document(path).data) is None for path in EXAMPLES)
 
 
 def test_validating_alone_still_builds_on_meta_once_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
