@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import torch
 import torch.fx
+from helpers import import_source
 
 import fxgen
 from fxgen import _api, _build, _reader, _validate
@@ -101,6 +102,23 @@ def test_a_dict_draws_the_parameters_its_validated_spec_draws() -> None:
     old, after_old = _drawn(lambda: fxgen.load(_validate.validate_data(TREE)))
     _assert_identical(new, old)
     assert torch.equal(after_new, after_old)
+
+
+def test_a_seeded_load_holds_what_the_generated_class_holds(tmp_path: Path) -> None:
+    """TREE's generated ``__init__`` creates enc.extra (a random parameter) between enc.1 and
+    unused, not where it is declared: a load of the dict and of the validated Spec draw in that
+    order too, so after the same seed they hold what the generated class holds."""
+    generated_module = import_source(fxgen.generate(_validate.validate_data(TREE)), "tree_seeded", tmp_path)
+    for load in (lambda: fxgen.load(copy.deepcopy(TREE)), lambda: fxgen.load(_validate.validate_data(TREE))):
+        torch.manual_seed(7)
+        generated = generated_module.Tree()
+        torch.manual_seed(7)
+        loaded = load()
+        expected = dict(generated.named_parameters()) | dict(generated.named_buffers())
+        actual = dict(loaded.named_parameters()) | dict(loaded.named_buffers())
+        assert list(actual) == list(expected)
+        for key, tensor in actual.items():
+            assert torch.equal(tensor, expected[key]), key
 
 
 def test_the_graph_module_holds_exactly_the_declared_tree() -> None:
