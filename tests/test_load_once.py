@@ -15,6 +15,8 @@ import pytest
 import torch
 import torch.fx
 from helpers import import_source
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fxgen
 from fxgen import _api, _build, _reader, _validate
@@ -280,3 +282,55 @@ def test_validating_draws_nothing_even_for_a_module_given_a_device() -> None:
     before = torch.random.get_rng_state()
     fxgen.load_spec(path)
     assert torch.equal(torch.random.get_rng_state(), before)
+
+
+_TOP = ["a", "b", "c"]
+_SEGMENTS = ["0", "1", "2", "d"]
+_DECLARATIONS = {
+    "modules": [{"class": "torch.nn.Linear", "args": [2, 2]}, {"class": "torch.nn.Linear", "args": [2, 2]},
+                {"class": "torch.nn.ReLU"}],
+    "parameters": [{"shape": [2], "init": {"normal": {"std": 1.0}}}, {"shape": [2, 2], "init": "xavier_uniform"},
+                   {"shape": [2]}],
+    "buffers": [{"shape": [2], "init": {"uniform": {"a": 0, "b": 1}}}, {"shape": [2], "init": "ones"}],
+}
+
+
+@st.composite
+def _trees(draw: st.DrawFn) -> dict[str, Any]:
+    """Specs whose declarations share containers in every way the generated ``__init__`` can
+    order them: ModuleLists (keys 0..n-1), ModuleDicts (other digits), plain modules, and random
+    or deterministic tensors among modules."""
+    tables: dict[str, dict[str, Any]] = {"modules": {}, "parameters": {}, "buffers": {}}
+    taken: list[str] = []
+    for _ in range(draw(st.integers(2, 10))):
+        path = ".".join([draw(st.sampled_from(_TOP)), *draw(st.lists(st.sampled_from(_SEGMENTS), max_size=2))])
+        if any(path == q or path.startswith(q + ".") or q.startswith(path + ".") for q in taken):
+            continue
+        taken.append(path)
+        table = draw(st.sampled_from(sorted(tables)))
+        tables[table][path] = copy.deepcopy(draw(st.sampled_from(_DECLARATIONS[table])))
+    spec: dict[str, Any] = {"fxgen": 1, "name": "Tree", "nodes": [{"op": "placeholder", "name": "x"},
+                                                               {"op": "output", "args": ["%x"]}]}  # fmt: skip
+    spec.update({table: entries for table, entries in tables.items() if entries})
+    return spec
+
+
+@settings(deadline=None, max_examples=max(200, settings.default.max_examples))  # ~10 ms each; 1 in 10 reorders
+@given(_trees())
+def test_seeded_loads_of_any_tree_hold_what_the_generated_class_holds(spec: dict[str, Any]) -> None:
+    """``construction_order`` (the load's order) against the renderer's ``__init__``, on random
+    trees: a load of the dict (validation's plan) and of the validated Spec (the build's plan)."""
+    validated = _validate.validate_data(spec)
+    namespace: dict[str, Any] = {}
+    exec(compile(fxgen.generate(validated), "<generated Tree>", "exec"), namespace)  # fxgen's own output
+    for load in (lambda: fxgen.load(copy.deepcopy(spec)), lambda: fxgen.load(validated)):
+        torch.manual_seed(3)
+        generated = namespace["Tree"]()
+        torch.manual_seed(3)
+        loaded = load()
+        expected = dict(generated.named_parameters()) | dict(generated.named_buffers())
+        actual = dict(loaded.named_parameters()) | dict(loaded.named_buffers())
+        assert sorted(actual) == sorted(expected)
+        for key, tensor in actual.items():
+            assert torch.equal(tensor, expected[key]), (key, construction_order(
+                spec.get("modules", {}), spec.get("parameters", {}), spec.get("buffers", {})))
