@@ -20,7 +20,7 @@ from fxgen._errors import SpecError
 from fxgen._policy import DEFAULT_POLICY, Policy
 from fxgen._spec import NO_DEFAULT, BufferSpec, ModuleSpec, ParameterSpec, Spec
 from fxgen._tensors import make_tensor
-from fxgen._tree import construction_order
+from fxgen._tree import construction_order, declaration_order
 from fxgen._values import decode, decode_kwargs
 
 __all__ = [
@@ -105,11 +105,8 @@ def build_module(
     """
     graph = build_graph(spec, policy)
     where = placement or (lambda table, path: device)
-    if made is None:
-        order = construction_plan(spec.modules, spec.parameters, spec.buffers)
-    else:
-        order = [("modules", p) for p in spec.modules] + [("parameters", p) for p in spec.parameters]
-        order += [("buffers", p) for p in spec.buffers]
+    tables = (spec.modules, spec.parameters, spec.buffers)
+    order = construction_plan(*tables) if made is None else declaration_order(*tables)
     made = dict(made or {})  # path -> module or tensor (a path is declared in one table only)
     # Created in the generated __init__'s order of what draws from the random generator, ...
     for table, path in order:
@@ -151,7 +148,7 @@ def construction_plan(
         order = construction_order(modules, parameters, buffers)
         if order is not None:
             return order
-    return [("modules", p) for p in modules] + [("parameters", p) for p in parameters] + [("buffers", p) for p in buffers]
+    return declaration_order(modules, parameters, buffers)
 
 
 _STATE = ("_parameters", "_buffers", "_non_persistent_buffers_set", "_modules")

@@ -22,7 +22,7 @@ from typing import Any
 
 from fxgen._spec import ModuleSpec, Spec
 
-__all__ = ["Container", "ModelTree", "construction_order", "shared_containers"]
+__all__ = ["Container", "ModelTree", "construction_order", "declaration_order", "shared_containers"]
 
 
 @dataclass
@@ -165,8 +165,7 @@ def construction_order(
     None when the paths do not form a tree (a path inside another declaration, or declared
     twice): validation reports those. Paths only, so it serves raw spec data and Specs alike.
     """
-    declared = [(path, (table, path)) for table, paths in
-                (("modules", modules), ("parameters", parameters), ("buffers", buffers)) for path in paths]  # fmt: skip
+    declared = [(item[1], item) for item in declaration_order(modules, parameters, buffers)]
     root: _Branch = {}
     for path, leaf in _in_tree_order(declared):
         node = root
@@ -182,6 +181,14 @@ def construction_order(
     out: list[tuple[str, str]] = []
     _children_order(root, out, {})
     return out
+
+
+def declaration_order(
+    modules: Iterable[str], parameters: Iterable[str], buffers: Iterable[str]
+) -> list[tuple[str, str]]:
+    """``(table, path)`` as a spec declares them: modules, then parameters, then buffers."""
+    return [(table, path) for table, paths in
+            (("modules", modules), ("parameters", parameters), ("buffers", buffers)) for path in paths]  # fmt: skip
 
 
 def _kind(branch: _Branch, kinds: dict[int, str]) -> str:
