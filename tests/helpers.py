@@ -1,4 +1,4 @@
-"""Helpers shared by tests: example inputs from specs' `# input:` lines, output comparison."""
+"""Helpers shared by tests: example inputs from specs' `# input:` lines, output and state comparison."""
 
 from __future__ import annotations
 
@@ -80,3 +80,15 @@ def counting_rebuilds(monkeypatch: Any) -> list[tuple[str, bool]]:
 
     monkeypatch.setattr(fxgen._rebuild, "_build", counting)
     return built
+
+
+def assert_same_state(a: torch.nn.Module, b: torch.nn.Module, *, ordered: bool = True) -> None:
+    """Bit-identical parameters and buffers (NaNs included), key by key; ``ordered`` also asks
+    for the same key order."""
+    expected = dict(b.named_parameters()) | dict(b.named_buffers())
+    actual = dict(a.named_parameters()) | dict(a.named_buffers())
+    assert (list(actual) == list(expected)) if ordered else (sorted(actual) == sorted(expected))
+    for key, tensor in actual.items():
+        other = expected[key]
+        assert tensor.dtype == other.dtype and tensor.shape == other.shape, key
+        assert torch.equal(tensor.reshape(-1).view(torch.uint8), other.reshape(-1).view(torch.uint8)), key

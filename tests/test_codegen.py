@@ -39,7 +39,7 @@ import pytest
 import torch
 import torch.fx
 from conftest import EXAMPLES, ROOT
-from helpers import assert_same, example_inputs
+from helpers import assert_same, assert_same_state, example_inputs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import inputs_for, names, words
@@ -541,17 +541,6 @@ def _built_after_seed(source: str, name: str, load: Any, seed: int = 11) -> tupl
         generated = load_class(source, name)()
         torch.manual_seed(seed)
         return generated, load()
-
-
-def assert_same_state(a: torch.nn.Module, b: torch.nn.Module) -> None:
-    """Bit-identical parameters and buffers (NaNs included), key by key."""
-    expected = dict(b.named_parameters()) | dict(b.named_buffers())
-    actual = dict(a.named_parameters()) | dict(a.named_buffers())
-    assert list(actual) == list(expected)
-    for key, tensor in actual.items():
-        other = expected[key]
-        assert tensor.dtype == other.dtype and tensor.shape == other.shape, key
-        assert torch.equal(tensor.reshape(-1).view(torch.uint8), other.reshape(-1).view(torch.uint8)), key
 
 
 @settings(max_examples=FEW, **_SETTINGS)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import torch
 import torch.fx
-from helpers import import_source
+from helpers import assert_same_state, import_source
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -112,15 +112,15 @@ def test_a_seeded_load_holds_what_the_generated_class_holds(tmp_path: Path) -> N
     order too, so after the same seed they hold what the generated class holds."""
     generated_module = import_source(fxgen.generate(_validate.validate_data(TREE)), "tree_seeded", tmp_path)
     for load in (lambda: fxgen.load(copy.deepcopy(TREE)), lambda: fxgen.load(_validate.validate_data(TREE))):
-        torch.manual_seed(7)
-        generated = generated_module.Tree()
-        torch.manual_seed(7)
-        loaded = load()
-        expected = dict(generated.named_parameters()) | dict(generated.named_buffers())
-        actual = dict(loaded.named_parameters()) | dict(loaded.named_buffers())
-        assert list(actual) == list(expected)
-        for key, tensor in actual.items():
-            assert torch.equal(tensor, expected[key]), key
+        _assert_seeded_alike(generated_module.Tree, load, seed=7)
+
+
+def _assert_seeded_alike(generated_class: Any, load: Any, *, seed: int, ordered: bool = True) -> None:
+    """After the same seed, ``load()`` holds what ``generated_class()`` holds."""
+    torch.manual_seed(seed)
+    generated = generated_class()
+    torch.manual_seed(seed)
+    assert_same_state(load(), generated, ordered=ordered)
 
 
 def test_the_graph_module_holds_exactly_the_declared_tree() -> None:
@@ -324,13 +324,5 @@ def test_seeded_loads_of_any_tree_hold_what_the_generated_class_holds(spec: dict
     namespace: dict[str, Any] = {}
     exec(compile(fxgen.generate(validated), "<generated Tree>", "exec"), namespace)  # fxgen's own output
     for load in (lambda: fxgen.load(copy.deepcopy(spec)), lambda: fxgen.load(validated)):
-        torch.manual_seed(3)
-        generated = namespace["Tree"]()
-        torch.manual_seed(3)
-        loaded = load()
-        expected = dict(generated.named_parameters()) | dict(generated.named_buffers())
-        actual = dict(loaded.named_parameters()) | dict(loaded.named_buffers())
-        assert sorted(actual) == sorted(expected)
-        for key, tensor in actual.items():
-            assert torch.equal(tensor, expected[key]), (key, construction_order(
-                spec.get("modules", {}), spec.get("parameters", {}), spec.get("buffers", {})))
+        # the generated class sets attributes in tree order, a load in declaration order
+        _assert_seeded_alike(namespace["Tree"], load, seed=3, ordered=False)
