@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import keyword
+import operator
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +18,7 @@ import torch
 from fxgen._checker import DECODE_ERRORS, IDENTIFIER, RESERVED_NAMES, CheckerBase
 from fxgen._policy import TargetError
 from fxgen._reader import JsonPath
-from fxgen._values import decode, decode_kwargs, iter_refs, plain_refs
+from fxgen._values import decode, decode_kwargs, iter_refs, parse_ref, plain_refs
 
 __all__ = ["NodeChecks"]
 
@@ -218,6 +219,9 @@ class NodeChecks(CheckerBase):
             self.error((*where, "args"), _node_prefix(node) + f"{target} takes exactly {arity} positional "
                        f"argument{'s' * (arity != 1)} and no keywords (torch.fx writes it as an operator)")  # fmt: skip
             return
+        if function is operator.getitem:
+            self.check_constant_subscript(node, where)
+            return
         if target in ("getattr", "hasattr"):
             args = node.get("args", [])
             attr = args[1] if len(args) > 1 else None
@@ -233,6 +237,24 @@ class NodeChecks(CheckerBase):
                 self.policy.check_attribute(attr.removeprefix("%"))
             except TargetError as exc:
                 self.error((*where, "args", 1), _node_prefix(node) + str(exc))
+
+    def check_constant_subscript(self, node: dict[str, Any], where: JsonPath) -> None:
+        """``operator.getitem`` of a constant by a constant, which torch.fx writes as ``value[index]``:
+        if it fails, it fails on every run, and on some (``'abc'[None]``, ``5[0]``) Python's compiler
+        prints a SyntaxWarning when the GraphModule or the generated file is compiled."""
+        value, index = node["args"]
+        if (isinstance(value, str) and parse_ref(value) is not None) or any(True for _ in iter_refs(index)):
+            return  # depends on a node's value: known only when the graph runs
+        try:
+            value, index = decode(value, _any_ref), decode(index, _any_ref)
+        except DECODE_ERRORS:
+            return  # reported by check_values
+        try:
+            operator.getitem(value, index)  # plain decoded data: runs no code the spec names
+        except Exception as exc:
+            self.error((*where, "args"), _node_prefix(node) + f"indexing the constant in args[0] with args[1] "
+                       f"always fails ({type(exc).__name__}: {exc}); index a node (such as '%x') or fix the "
+                       "index")  # fmt: skip
 
 
 _UNSET: Any = object()
@@ -286,8 +308,6 @@ def _fx_operator_arity() -> dict[str, int]:
 
 
 def _is_operator(function: Any) -> bool:
-    import operator
-
     name = getattr(function, "__name__", None)
     return isinstance(name, str) and getattr(operator, name, None) is function
 

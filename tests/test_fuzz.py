@@ -23,6 +23,7 @@ import io
 import json
 import os
 import tempfile
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -184,18 +185,22 @@ def _yaml(data: Any) -> str:
 
 # -- the pipeline --------------------------------------------------------------------------------------
 def run_pipeline(data: Any) -> fxgen.Spec | None:
-    """validate_data -> load -> generate; only FxgenErrors may come out, generated code must parse."""
-    try:
-        spec = validate_data(data)
-    except SpecError:
-        return None
-    with contextlib.suppress(FxgenError):
-        fxgen.load(spec)
-    try:
-        source = fxgen.generate(spec)
-    except FxgenError:
-        return spec
-    ast.parse(source)
+    """validate_data -> load -> generate; only FxgenErrors may come out, and the GraphModule's code
+    and the generated file compile without a SyntaxWarning (Python's compiler warns on a
+    subscript it knows fails, such as ``'abc'[None]``: validation refuses those)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SyntaxWarning)  # compile() then raises SyntaxError
+        try:
+            spec = validate_data(data)
+        except SpecError:
+            return None
+        with contextlib.suppress(FxgenError):
+            fxgen.load(spec)
+        try:
+            source = fxgen.generate(spec)
+        except FxgenError:
+            return spec
+        compile(source, "<generated>", "exec")
     return spec
 
 

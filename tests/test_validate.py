@@ -348,3 +348,27 @@ def test_identical_constructor_calls_are_tried_once(monkeypatch: pytest.MonkeyPa
     assert info.value.diagnostics[-1].message == "module 'ok.0' (Linear) has no attribute 'nope'; it has weight, bias"
     info.value.diagnostics.pop()
     assert [d.message.split(":")[0] for d in info.value.diagnostics] == [f"module 'bad.{i}'" for i in range(3)]
+
+
+@pytest.mark.parametrize(
+    ("args", "refused"),
+    [
+        (["%x", None], None),  # x[None] on a tensor: known only when it runs
+        (["abc", "%x"], None),
+        ([["%x", 1], 0], None),
+        (["abc", {"slice": [0, 2, None]}], None),
+        ([{"dict": {"a": 1}}, "a"], None),
+        ([5, 0], "TypeError: 'int' object is not subscriptable"),
+        (["abc", 5], "IndexError: string index out of range"),
+        ([["%x"], 3], "IndexError: list index out of range"),
+        ([{"dict": {"a": 1}}, "b"], "KeyError: 'b'"),
+        ([{"tuple": [1, 2]}, "a"], "TypeError: tuple indices must be integers or slices, not str"),
+    ],
+)
+def test_a_constant_subscript_must_succeed(args: list[Any], refused: str | None) -> None:
+    data = with_node({"op": "call_function", "name": "g", "target": "operator.getitem", "args": args})
+    if refused is None:
+        validate_data(data)
+    else:
+        assert messages(data) == [f"node 'g': indexing the constant in args[0] with args[1] always fails "
+                                  f"({refused}); index a node (such as '%x') or fix the index"]  # fmt: skip
