@@ -49,7 +49,7 @@ import types
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from fxgen._errors import FxgenError
 from fxgen._policy_tables import (
@@ -116,6 +116,18 @@ def _refusal(target: str, what: str = "target") -> str:
     return f"{what} {target!r} is not allowed by the target policy; " + _HOW_TO_ALLOW.format(target)
 
 
+_T = TypeVar("_T")
+MEMO_LIMIT = 4096  # entries per Policy memo; far more than any real set of specs names
+
+
+def _remember(memo: dict[str, _T], key: str, value: _T) -> _T:
+    """``memo[key] = value``, emptying a full memo first (see ``Policy``)."""
+    if len(memo) >= MEMO_LIMIT:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
 @dataclass(frozen=True)
 class _Resolved:
     obj: Any
@@ -129,7 +141,9 @@ class Policy:
     allow: tuple[str, ...] = ()
     # Memo of resolve_function/resolve_module_class successes, per instance: an instance's
     # answers depend only on its ``allow`` (widened() makes a new Policy with an empty memo).
-    # Refusals are not kept (they are rare and re-derived, with the same message).
+    # Refusals are not kept (they are rare and re-derived, with the same message). Each memo
+    # holds at most MEMO_LIMIT entries: a long-lived process validating untrusted specs (whose
+    # type expressions alone can be spelled in countless ways) must not grow without bound.
     _functions: dict[str, Callable[..., Any]] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
@@ -202,7 +216,7 @@ class Policy:
         except TypeError:  # not a string: the checks below refuse it
             return self._resolve_function(target)
         if function is None:
-            function = self._functions[target] = self._resolve_function(target)
+            function = _remember(self._functions, target, self._resolve_function(target))
         return function
 
     def _resolve_function(self, target: str) -> Callable[..., Any]:
@@ -235,7 +249,7 @@ class Policy:
         except TypeError:
             return self._resolve_module_class(target)
         if cls is None:
-            cls = self._classes[target] = self._resolve_module_class(target)
+            cls = _remember(self._classes, target, self._resolve_module_class(target))
         return cls
 
     def _resolve_module_class(self, target: str) -> type:
@@ -255,6 +269,8 @@ class Policy:
         except TypeError:  # not a string: refused below
             pass
         self._check_method(name)
+        if len(self._methods) >= MEMO_LIMIT:
+            self._methods.clear()
         self._methods.add(name)
 
     def _check_method(self, name: str) -> None:
@@ -301,7 +317,7 @@ class Policy:
         except TypeError:  # not a string: refused by _parse_type
             return self._resolve_type(expr)
         if known is None:
-            known = self._types[expr] = self._resolve_type(expr)
+            known = _remember(self._types, expr, self._resolve_type(expr))
         return known
 
     def _resolve_type(self, expr: str) -> tuple[Any, str]:

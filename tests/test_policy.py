@@ -531,3 +531,30 @@ def test_policy_for_an_empty_allow_list_is_the_default_policy() -> None:
     for bad in ([["json"]], ["not a name"], [3], ["", 3]):
         with pytest.raises(FxgenError):
             policy_for(bad)
+
+
+def test_the_memos_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long-lived process that validates many distinct specs keeps at most MEMO_LIMIT answers
+    per memo, and still answers right after a memo is emptied."""
+    import fxgen._policy
+
+    monkeypatch.setattr(fxgen._policy, "MEMO_LIMIT", 4)
+    policy = Policy()
+    kinds = ["int", "float", "bool", "str"]
+    expressions = [f"typing.Tuple[{a}, {b}]" for a in kinds for b in kinds]  # 16 distinct types
+    for expr in expressions * 2:
+        assert policy.resolve_type(expr)[1] == expr
+        assert len(policy._types) <= 4
+    functions = ["torch.relu", "torch.add", "torch.cat", "torch.sigmoid", "torch.tanh", "operator.add"]
+    for target in functions * 2:
+        assert policy.resolve_function(target) is DEFAULT_POLICY.resolve_function(target)
+        assert len(policy._functions) <= 4
+    classes = ["torch.nn.Linear", "torch.nn.ReLU", "torch.nn.Conv2d", "torch.nn.Identity", "torch.nn.GELU"]
+    for target in classes * 2:
+        assert policy.resolve_module_class(target) is getattr(torch.nn, target.rsplit(".", 1)[1])
+        assert len(policy._classes) <= 4
+    for method in ["view", "reshape", "add", "mul", "size", "flatten"] * 2:
+        policy.check_method(method)
+        assert len(policy._methods) <= 4
+    with pytest.raises(TargetError):
+        policy.check_method("register_hook")
