@@ -17,7 +17,7 @@ import yaml
 from yaml.resolver import Resolver
 
 __all__ = ["MAX_INT_DIGITS", "MAYBE_TYPED", "SCALAR_TAGS", "STR", "TAG", "Refusal", "ScalarError",
-           "resolve_plain", "resolve_tagged", "shown_tag"]  # fmt: skip
+           "int_digits", "resolve_plain", "resolve_tagged", "shown_tag"]  # fmt: skip
 
 MAX_INT_DIGITS = 400  # far beyond any real size; Python refuses to parse > 4300 digits anyway
 TAG = "tag:yaml.org,2002:"
@@ -62,6 +62,12 @@ _SAME_WORDS: dict[str, Any] = {**dict.fromkeys(_NULL_12), **_BOOL_12}
 _SIGN_OR_DIGIT = frozenset("-+0123456789")
 _SAME_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _SAME_FLOAT = re.compile(r"[-+]?[0-9]+\.[0-9]*(?:[eE][-+][0-9]+)?")
+
+
+def int_digits(text: str) -> int:
+    """The digits of an integer literal: its sign and ``0o``/``0x`` prefix do not count."""
+    body = text.lstrip("+-")
+    return len(body) - 2 if body[:2] in ("0o", "0x") else len(body)
 
 
 def resolve_plain(value: str) -> Any:
@@ -130,8 +136,8 @@ def _resolve_12(value: str) -> Any:
     if value[:1] not in _NUMBER_FIRST:
         return value
     if _INT_12.fullmatch(value):
-        if len(value) > MAX_INT_DIGITS:
-            raise ScalarError(f"integer with {len(value)} digits is too long for a spec")
+        if int_digits(value) > MAX_INT_DIGITS:
+            raise ScalarError(f"integer with {int_digits(value)} digits is too long for a spec")
         if value.startswith(("0o", "0x")):
             return int(value[2:], 8 if value[1] == "o" else 16)
         return int(value)

@@ -496,6 +496,23 @@ def test_json_checks_keep_their_order(text: str, expected: tuple[int, int, str] 
     assert (line, col) == expected[:2] and expected[2] in message
 
 
+@pytest.mark.parametrize(
+    ("sign", "prefix", "json_syntax"),
+    [("", "", False), ("-", "", False), ("+", "", False), ("", "0x", False), ("", "0o", False),
+     ("", "", True), ("-", "", True)],  # JSON has neither + nor 0x
+)  # fmt: skip
+def test_the_integer_limit_counts_digits_not_signs_or_prefixes(sign: str, prefix: str, json_syntax: bool) -> None:
+    """400 digits read, 401 are refused at the number, whatever its sign or base."""
+    digit = "7" if prefix else "9"
+    text = "[1, {}]" if json_syntax else "a: [1, {}]\n"
+    ok = sign + prefix + digit * 400
+    assert data(text.format(ok), json_syntax=json_syntax) == (
+        [1, int(ok, 0)] if json_syntax else {"a": [1, int(ok, 0)]}
+    )
+    line, col, message = one_error(text.format(sign + prefix + digit * 401), json_syntax=json_syntax)
+    assert (line, col, message) == (1, 5 if json_syntax else 8, "integer with 401 digits is too long for a spec")
+
+
 def test_json_duplicates_and_literals_are_all_reported() -> None:
     assert errors('{"b": 1,\n "b": NaN, "c": [Infinity]}', json_syntax=True) == [
         (2, 2, "duplicate key 'b'; each key may appear once per mapping, delete one"),
