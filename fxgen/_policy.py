@@ -57,6 +57,7 @@ from fxgen._policy_tables import (
     GENERIC_BUILTINS,
     PRIVATE_OK,
     SAFE_BUILTINS,
+    TORCH_FX_HELPERS,
     TYPE_BUILTINS,
     TYPE_MODULE,
     TYPE_NAMESPACES,
@@ -220,6 +221,9 @@ class Policy:
         return function
 
     def _resolve_function(self, target: str) -> Callable[..., Any]:
+        if target in TORCH_FX_HELPERS:  # by exact name: the module holding it is not a namespace
+            module, _, name = target.rpartition(".")
+            return typing.cast(Callable[..., Any], getattr(importlib.import_module(module), name))
         if "." not in target:
             if is_identifier(target) and SAFE_BUILTINS.get(target) is not None:
                 return typing.cast(Callable[..., Any], SAFE_BUILTINS[target])

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
-    "DEFAULT_NAMESPACES", "GENERIC_BUILTINS", "PRIVATE_OK", "SAFE_BUILTINS", "TYPE_BUILTINS", "TYPE_MODULE",
-    "TYPE_NAMESPACES", "class_attr", "default_function", "default_module_class", "default_namespace", "is_class",
+    "DEFAULT_NAMESPACES", "GENERIC_BUILTINS", "PRIVATE_OK", "SAFE_BUILTINS", "TORCH_FX_HELPERS", "TYPE_BUILTINS",
+    "TYPE_MODULE", "TYPE_NAMESPACES", "class_attr", "default_function", "default_module_class", "default_namespace", "is_class",
     "is_module", "module_name", "object_home", "torch_tables", "under",
 ]  # fmt: skip
 
@@ -45,6 +45,10 @@ TORCH_PY_FUNCTIONS = frozenset({
 FUNCTION_MODULES = frozenset({"torch.functional", "torch.nn.functional", "torch._lowrank", "torch._lobpcg"})
 # Private names a spec may spell outside the default namespaces (torch.fx writes it for asserts).
 PRIVATE_OK = frozenset({"torch._assert"})
+# Functions torch.fx itself writes into traced graphs outside the default namespaces, allowed by
+# their exact names only: symbolic_trace's check that an argument fixed to None by concrete_args
+# stays None (``assert value is None, message``).
+TORCH_FX_HELPERS = ("torch.fx._symbolic_trace._assert_is_none",)
 
 # Builtins torch.fx emits (or a spec may reasonably use) that cannot do harm given the values a
 # graph can hold (no node value is a dangerous callable, see the method/attribute tables).

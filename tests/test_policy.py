@@ -177,6 +177,10 @@ DANGEROUS_FUNCTIONS = [
     "torch.nn.Module.apply", "torch.nn.Linear.forward", "torch.nn.functional.handle_torch_function",
     "torch.nn.functional.boolean_dispatch", "torch.nn.functional.has_torch_function", "torch.Generator",
     "torch.Tensor", "torch.autograd.Function.apply", "torch.distributions.Normal",
+    # torch.fx's helpers are allowed by exact name: not its namespace, other spellings or neighbours
+    "torch.fx.symbolic_trace", "torch.fx._symbolic_trace.symbolic_trace", "torch.fx._symbolic_trace.wrap",
+    "torch.fx._symbolic_trace._assert_is_none.x", "torch.fx._symbolic_trace.torch.load",
+    "torch.fx._symbolic_trace._assert_is_none ",
 ]  # fmt: skip
 
 
@@ -211,6 +215,8 @@ ALLOWED_FUNCTIONS = {
     "torch.nn.functional.scaled_dot_product_attention": torch.nn.functional.scaled_dot_product_attention,
     "torch.nn.functional.interpolate": torch.nn.functional.interpolate, "torch.where": torch.where,
     "torch.nn.functional.torch.relu": torch.relu,  # a harmless alias is still the same harmless object
+    # what symbolic_trace writes for concrete_args={"mask": None}, allowed by this exact name only
+    "torch.fx._symbolic_trace._assert_is_none": torch.fx._symbolic_trace._assert_is_none,
 }  # fmt: skip
 
 
