@@ -51,7 +51,12 @@ def graph_module_to_spec(gm: torch.fx.GraphModule, *, name: str | None = None, d
     parameters, buffers = _tensors(gm, modules, declared)
     for path in (*modules, *parameters, *buffers):
         _check_path(path)
-    nodes = [_node(n) for n in gm.graph.nodes]
+    # torch.fx puts the checks of a concrete argument (`torch._assert`) right after its
+    # placeholder, before the next placeholder; a spec lists its placeholders first. Moving them
+    # up changes nothing: they read no node, and the code takes them all in its signature.
+    graph_nodes = list(gm.graph.nodes)
+    placeholders = [n for n in graph_nodes if n.op == "placeholder"]
+    nodes = [_node(n) for n in (*placeholders, *(n for n in graph_nodes if n.op != "placeholder"))]
     cls_name = name or type(gm).__name__
     if doc is None and declared is not None:
         doc = type(gm).__doc__

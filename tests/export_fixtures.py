@@ -61,6 +61,20 @@ class Branchy(nn.Module):
         return x - 1
 
 
+class OptionalInputs(nn.Module):
+    """Arguments fixed with concrete_args ahead of one that is not: torch.fx puts each one's
+    check (``torch._assert``, ``_assert_is_none``) before the next placeholder."""
+
+    def forward(
+        self, x: torch.Tensor, flag: bool = False, mask: torch.Tensor | None = None, bias: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        if flag:
+            x = x * 2
+        if mask is not None:
+            x = x * mask
+        return x if bias is None else x + bias
+
+
 class DataDependent(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.sum() > 0:

@@ -12,6 +12,7 @@ from export_fixtures import (
     Branchy,
     DataDependent,
     Everything,
+    OptionalInputs,
     Swish,
     UsesTriple,
     WithLeaf,
@@ -122,6 +123,22 @@ def test_record_constructors_covers_classes_that_keep_no_arguments(tmp_path: Pat
 def test_concrete_args_make_static_control_flow_traceable(tmp_path: Path) -> None:
     spec = _round_trip(Branchy(), (torch.randn(2, 2),), tmp_path, concrete_args={"flag": True})
     assert any(n.target == "operator.add" for n in spec.nodes)
+
+
+def test_concrete_args_ahead_of_other_inputs(tmp_path: Path) -> None:
+    """torch.fx interleaves the checks of fixed arguments with the placeholders; the spec lists
+    the placeholders first, and the checks torch.fx writes need no --allow."""
+    x, bias = torch.randn(2, 3), torch.randn(3)
+    concrete = {"flag": True, "mask": None}
+    spec = _round_trip(OptionalInputs(), (x, True, None, bias), tmp_path, concrete_args=concrete)
+    ops = [n.op for n in spec.nodes]
+    assert ops[:4] == ["placeholder"] * 4 and "placeholder" not in ops[4:]
+    assert {"torch._assert", "torch.fx._symbolic_trace._assert_is_none"} <= {n.target for n in spec.nodes}
+    assert as_spec(spec.to_dict(), policy_for(None)) == spec  # the default policy accepts it
+    loaded = fxgen.load(spec)
+    assert_same(loaded(x, True, None, bias), OptionalInputs()(x, True, None, bias))
+    with pytest.raises(AssertionError, match="mask has been specialized"):
+        loaded(x, True, torch.ones(3), bias)
 
 
 def test_custom_tracer_class_is_honoured() -> None:
