@@ -13,6 +13,7 @@ import json
 import linecache
 import sys
 import traceback
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -165,7 +166,24 @@ def export(
         tracer_class=tracer_class,
     )
     _avoid_reserved_names(gm.graph)
+    for message in tied_notes(gm):
+        warnings.warn(message, UserWarning, stacklevel=2)
     return graph_module_to_spec(gm, name=name or _class_name(module))
+
+
+def tied_notes(module: torch.nn.Module) -> list[str]:
+    """One note per tensor that is the same tensor as an earlier one (tied weights): the spec
+    format declares each path's tensor on its own, so the tie is not kept."""
+    first: dict[int, str] = {}
+    notes = []
+    named = (*module.named_parameters(remove_duplicate=False), *module.named_buffers(remove_duplicate=False))
+    for path, tensor in named:
+        earlier = first.setdefault(id(tensor), path)
+        if earlier != path:
+            notes.append(f"{path} is the same tensor as {earlier} (tied weights); a spec declares each "
+                         "tensor on its own, so what is loaded or generated from it holds two equal copies: "
+                         "tie them again after loading if the model is trained")  # fmt: skip
+    return notes
 
 
 def save_weights(module: torch.nn.Module, path: str | Path, **trace_options: Any) -> None:
@@ -339,6 +357,8 @@ def export_command(ns: argparse.Namespace) -> None:
     if payload is not None:
         write_atomic(ns.weights, payload)
         print(f"fxgen: wrote {ns.weights}", file=sys.stderr)
+    for note in tied_notes(gm):
+        print(f"fxgen: note: {note}", file=sys.stderr)
     outside = _outside_default_policy(spec)
     if outside:
         names = " ".join(f"--allow {m}" for m in outside)

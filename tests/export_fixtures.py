@@ -75,6 +75,19 @@ class OptionalInputs(nn.Module):
         return x if bias is None else x + bias
 
 
+class TiedLM(nn.Module):
+    """A language-model head sharing the embedding's weight (weight tying)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(20, 8)
+        self.head = nn.Linear(8, 20, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.tanh(self.emb(tokens)))
+
+
 class DataDependent(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.sum() > 0:

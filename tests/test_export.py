@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from export_fixtures import (
     Everything,
     OptionalInputs,
     Swish,
+    TiedLM,
     UsesTriple,
     WithLeaf,
     make_with_leaf,
@@ -141,6 +143,20 @@ def test_concrete_args_ahead_of_other_inputs(tmp_path: Path) -> None:
         loaded(x, True, torch.ones(3), bias)
 
 
+def test_tied_weights_round_trip_as_equal_copies_with_a_warning(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    with pytest.warns(UserWarning, match=r"head\.weight is the same tensor as emb\.weight \(tied weights\)"):
+        spec = _round_trip(TiedLM(), (torch.randint(0, 20, (2, 5)),), tmp_path)
+    assert set(spec.modules) == {"emb", "head"}
+    assert sorted(load_file(str(tmp_path / "w.safetensors"))) == ["emb.weight", "head.weight"]
+
+
+def test_untied_models_export_without_warnings() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fxgen.export(Everything())
+
+
 def test_custom_tracer_class_is_honoured() -> None:
     class NoLinearLeaves(torch.fx.Tracer):
         def is_leaf_module(self, m: torch.nn.Module, qualname: str) -> bool:
@@ -214,6 +230,9 @@ def test_cli_export_then_generate(tmp_path: Path) -> None:
                   "--weights", "everything.safetensors", cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "export_fixtures" in done.stderr  # the note on widening the policy
+    assert "tied" not in done.stderr
+    done = _fxgen("export", "export_fixtures:TiedLM", "--out", "tied.yaml", cwd=tmp_path)
+    assert done.returncode == 0 and "fxgen: note: head.weight is the same tensor as emb.weight" in done.stderr
     done = _fxgen("generate", "specs", "--out-dir", "gen", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     gm = fxgen.load(tmp_path / "specs/everything.yaml", weights=tmp_path / "everything.safetensors", allow=ALLOW)
