@@ -12,6 +12,7 @@ editors and CI annotators understand; the CLI prints ``str(error)`` and exits 1.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ __all__ = [
     "GenerateError",
     "Location",
     "SpecError",
+    "Suggestions",
     "WeightsError",
 ]
 
@@ -87,3 +89,28 @@ class WeightsError(FxgenError):
 
 class GenerateError(FxgenError):
     """Generated output cannot be written: a hand-edited file, or an I/O failure."""
+
+
+
+
+class Suggestions:
+    """The name a misspelt one was probably meant to be, among a fixed set of names. Only names
+    with the same first letter are compared: a typo keeps it nearly always, and it keeps each
+    lookup to tens of microseconds against torch's thousand names. For error messages only."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self._by_letter: dict[str, list[str]] = {}
+        for name in sorted({n for n in names if isinstance(n, str) and n}):
+            self._by_letter.setdefault(name[0].lower(), []).append(name)
+
+    def closest(self, word: str) -> str | None:
+        if not isinstance(word, str) or not word or len(word) > 100:
+            return None
+        same_letter = self._by_letter.get(word[0].lower(), ())
+        longer = [n for n in same_letter if n.startswith(word)]
+        if len(longer) == 1:  # a shortened name: `kernel` for `kernel_size`
+            return longer[0]
+        # a similarity of 0.75 needs the shorter word to be at least 0.6 times the longer one
+        near = [n for n in same_letter if 0.6 * len(word) <= len(n) <= len(word) / 0.6]
+        found = difflib.get_close_matches(word, near, n=1, cutoff=0.75)
+        return found[0] if found else None

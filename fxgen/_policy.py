@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from fxgen._errors import FxgenError
+from fxgen._errors import FxgenError, Suggestions
 from fxgen._policy_tables import (
     DEFAULT_NAMESPACES,
     GENERIC_BUILTINS,
@@ -118,6 +118,8 @@ def _refusal(target: str, what: str = "target") -> str:
 
 
 _T = TypeVar("_T")
+# What Python code imports under short names, which a spec writes in full.
+ALIASES = {"nn": "torch.nn", "F": "torch.nn.functional", "fx": "torch.fx"}
 MEMO_LIMIT = 4096  # entries per Policy memo; far more than any real set of specs names
 
 
@@ -284,6 +286,9 @@ class Policy:
             raise TargetError(f"method {name!r} is private; a spec may call public tensor methods only")
         if name in torch_tables().methods or f"torch.Tensor.{name}" in self.allow:
             return
+        close = None if _tensor_has(name) else _method_suggestions().closest(name)
+        if close:  # a typo, not a method to allow
+            raise TargetError(f"method {name!r} is not a tensor or container method; did you mean {close!r}?")
         raise TargetError(
             f"method {name!r} is not a tensor or container method fxgen allows; "
             + _HOW_TO_ALLOW.format(f"torch.Tensor.{name}")
@@ -463,6 +468,9 @@ def _resolve(policy: Policy, target: str, kind: str) -> _Resolved:
         root = parts[0]
         if root in sys.modules or importlib.util.find_spec(root) is not None:
             raise TargetError(_refusal(target) if kind != "type" else _refusal(target, "type"))
+        if root in ALIASES:  # `nn.ReLU`, `F.relu`: the import aliases of Python code
+            full = ALIASES[root] + target[len(root) :]
+            raise TargetError(f"cannot resolve {target!r}: a spec names things in full; write {full!r}")
         raise TargetError(f"cannot resolve {target!r}: no module {root!r} (is it installed?)")
     i, obj = start
     private_ok = user or target in PRIVATE_OK
@@ -512,7 +520,29 @@ def _module_attr(policy: Policy, module: types.ModuleType, part: str, so_far: st
             return getattr(module, part)  # the user's package, its own lazy attributes
         except Exception:
             pass
+    close = _namespace_suggestions(name).closest(part) if name else None
     raise TargetError(
         f"cannot resolve {target!r}: {name or 'module'} has no attribute {part!r} "
         "(fxgen looks names up without importing anything)"
+        + (f"; did you mean {so_far[: -len(part)] + close!r}?" if close else "")
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _namespace_suggestions(module: str) -> Suggestions:
+    """The public names of an (imported) module, for misspelt targets."""
+    found = sys.modules.get(module)
+    return Suggestions(key for key in (vars(found) if found else ()) if not key.startswith("_"))
+
+
+def _tensor_has(name: str) -> bool:
+    try:
+        class_attr(torch_tables().tensor, name)
+    except KeyError:
+        return False
+    return True
+
+
+@functools.cache
+def _method_suggestions() -> Suggestions:
+    return Suggestions(torch_tables().methods)

@@ -26,7 +26,7 @@ import torch
 
 from fxgen._check_nodes import NodeChecks
 from fxgen._checker import IDENTIFIER, RESERVED_NAMES, Construct, MakeTensor
-from fxgen._errors import Location, SpecError
+from fxgen._errors import Location, SpecError, Suggestions
 from fxgen._policy import DEFAULT_POLICY, Policy, TargetError
 from fxgen._reader import Document, JsonPath, parse_text
 from fxgen._schema import check_schema
@@ -234,10 +234,11 @@ class _Checker(NodeChecks):
         distinct call, as models repeat the same block (binding costs about 10 us)."""
         call = _call_key(cls, entry)
         if call not in self.bindings:
+            signature = _signature(cls)
             try:
-                _signature(cls).bind(*args, **kwargs)
+                signature.bind(*args, **kwargs)
             except TypeError as exc:
-                self.bindings[call] = str(exc)
+                self.bindings[call] = _unknown_keyword(signature, kwargs) or str(exc)
             else:
                 self.bindings[call] = None
         return self.bindings[call]
@@ -345,6 +346,20 @@ def _call_key(cls: type, entry: dict[str, Any]) -> tuple[type, str]:
 @functools.cache
 def _signature(cls: type) -> inspect.Signature:
     return inspect.signature(cls)
+
+
+def _unknown_keyword(signature: inspect.Signature, kwargs: dict[str, Any]) -> str | None:
+    """A keyword the signature has no parameter for, named first: inspect reports a missing
+    argument before it, though the misspelt keyword (``kernel`` for ``kernel_size``) is the cause."""
+    params = signature.parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return None
+    names = [name for name, p in params.items() if p.kind is not inspect.Parameter.POSITIONAL_ONLY]
+    for key in kwargs:
+        if key not in names:
+            close = Suggestions(names).closest(key)
+            return f"got an unexpected keyword argument {key!r}" + (f" (did you mean {close!r}?)" if close else "")
+    return None
 
 
 def _meta_build(entry: dict[str, Any], cls: type) -> tuple[Any, str | None]:

@@ -372,3 +372,32 @@ def test_a_constant_subscript_must_succeed(args: list[Any], refused: str | None)
     else:
         assert messages(data) == [f"node 'g': indexing the constant in args[0] with args[1] always fails "
                                   f"({refused}); index a node (such as '%x') or fix the index"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "message"),
+    [
+        ("module", {"class": "torch.nn.Linaer", "args": [4, 4]}, "; did you mean 'torch.nn.Linear'?"),
+        ("module", {"class": "nn.Linear", "args": [4, 4]}, "a spec names things in full; write 'torch.nn.Linear'"),
+        ("module", {"class": "torch.nn.Conv2d", "args": [4, 4], "kwargs": {"kernel": 3}},
+         "got an unexpected keyword argument 'kernel' (did you mean 'kernel_size'?)"),
+        ("function", "torch.reul", "torch has no attribute 'reul' (fxgen looks names up without importing "
+         "anything); did you mean 'torch.relu'?"),
+        ("function", "F.gelu", "write 'torch.nn.functional.gelu'"),
+        ("method", "viwe", "method 'viwe' is not a tensor or container method; did you mean 'view'?"),
+        # a real tensor method the policy refuses gets the way to allow it, not a look-alike
+        ("method", "register_hook", "allow it from trusted code with --allow torch.Tensor.register_hook"),
+        ("function", "torch.qqqqqq", "torch has no attribute 'qqqqqq' (fxgen looks names up without importing anything)"),
+    ],
+)  # fmt: skip
+def test_misspelt_names_get_a_suggestion(where: str, value: Any, message: str) -> None:
+    if where == "module":
+        data = spec(modules={"fc": value})
+    elif where == "function":
+        data = with_node({"op": "call_function", "name": "f", "target": value, "args": ["%y"]})
+    else:
+        data = with_node({"op": "call_method", "name": "f", "target": value, "args": ["%y"]})
+    (found,) = messages(data)
+    assert message in found, found
+    if "did you mean" not in message:
+        assert "did you mean" not in found
