@@ -48,6 +48,7 @@ from strategies import spec_dicts as _spec_dicts
 import fxgen
 from fxgen import _codegen, _format, _header, _render
 from fxgen._api import as_spec
+from fxgen._build import build_graph
 from fxgen._check_nodes import _is_number_literal
 from fxgen._policy import DEFAULT_POLICY
 from fxgen._spec import NO_DEFAULT, Spec
@@ -388,7 +389,18 @@ _CLASS_NAMES = words("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "ABCDEFGHIJKLMNOPQRSTUVWXYZab
 
 
 def render_specs() -> st.SearchStrategy[dict[str, Any]]:
-    return _render_specs().filter(_class_name_ok)
+    return _render_specs().filter(_class_name_ok).filter(_names_free)
+
+
+def _names_free(spec: dict[str, Any]) -> bool:
+    """No explicit node name is one torch.fx already gave an earlier unnamed node (an unnamed
+    get_attr of buffer `a` is named `a`): validation refuses such a spec, and the build too."""
+    try:
+        build_graph(Spec.from_dict(spec), DEFAULT_POLICY)
+    except fxgen.SpecError as exc:
+        assert all("already taken by an earlier unnamed node" in d.message for d in exc.diagnostics), exc
+        return False
+    return True
 
 
 @st.composite
