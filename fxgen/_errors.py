@@ -91,8 +91,6 @@ class GenerateError(FxgenError):
     """Generated output cannot be written: a hand-edited file, or an I/O failure."""
 
 
-
-
 class Suggestions:
     """The name a misspelt one was probably meant to be, among a fixed set of names. Only names
     with the same first letter are compared: a typo keeps it nearly always, and it keeps each

@@ -16,8 +16,8 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_NAMESPACES", "GENERIC_BUILTINS", "PRIVATE_OK", "SAFE_BUILTINS", "TORCH_FX_HELPERS", "TYPE_BUILTINS",
-    "TYPE_MODULE", "TYPE_NAMESPACES", "class_attr", "default_function", "default_module_class", "default_namespace", "is_class",
-    "is_module", "module_name", "object_home", "torch_tables", "under",
+    "TYPE_MODULE", "TYPE_NAMESPACES", "class_attr", "default_function", "default_module_class", "default_namespace",
+    "is_class", "is_module", "module_name", "object_home", "torch_tables", "under",
 ]  # fmt: skip
 
 # Modules whose names a spec may look up by default. fxgen imports them itself (``import
