@@ -8,6 +8,7 @@
 
 Every error renders as one or more ``PATH:LINE:COL: error: message`` lines, the format
 editors and CI annotators understand; the CLI prints ``str(error)`` and exits 1.
+``Suggestions`` finds the name a misspelt one meant (``did you mean 'torch.relu'?``).
 """
 
 from __future__ import annotations
