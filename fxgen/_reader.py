@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from fxgen._errors import Diagnostic, Location, SpecError
-from fxgen._scalars import MAX_INT_DIGITS, ScalarError, int_digits
+from fxgen._scalars import MAX_INT_DIGITS, ScalarError, check_int_length
 from fxgen._yaml_events import KEY, MAX_DEPTH, MAX_VALUES, Builder, JsonPath, duplicate
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_VALUES", "Document", "JsonPath", "parse_text", "read_document"]
@@ -269,8 +269,7 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 def _json_int(text: str) -> int:
-    if int_digits(text) > MAX_INT_DIGITS:
-        raise ScalarError(f"integer with {int_digits(text)} digits is too long for a spec")
+    check_int_length(text)
     return int(text)
 
 

@@ -17,7 +17,7 @@ import yaml
 from yaml.resolver import Resolver
 
 __all__ = ["MAX_INT_DIGITS", "MAYBE_TYPED", "SCALAR_TAGS", "STR", "TAG", "Refusal", "ScalarError",
-           "int_digits", "resolve_plain", "resolve_tagged", "shown_tag"]  # fmt: skip
+           "check_int_length", "resolve_plain", "resolve_tagged", "shown_tag"]  # fmt: skip
 
 MAX_INT_DIGITS = 400  # far beyond any real size; Python refuses to parse > 4300 digits anyway
 TAG = "tag:yaml.org,2002:"
@@ -64,10 +64,16 @@ _SAME_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
 _SAME_FLOAT = re.compile(r"[-+]?[0-9]+\.[0-9]*(?:[eE][-+][0-9]+)?")
 
 
-def int_digits(text: str) -> int:
-    """The digits of an integer literal: its sign and ``0o``/``0x`` prefix do not count."""
+def check_int_length(text: str) -> None:
+    """ScalarError for an integer literal of more than MAX_INT_DIGITS digits; its sign and
+    ``0o``/``0x`` prefix do not count. The length alone clears almost every literal first: this
+    is on the path of every JSON integer."""
+    if len(text) <= MAX_INT_DIGITS:
+        return
     body = text.lstrip("+-")
-    return len(body) - 2 if body[:2] in ("0o", "0x") else len(body)
+    digits = len(body) - 2 if body[:2] in ("0o", "0x") else len(body)
+    if digits > MAX_INT_DIGITS:
+        raise ScalarError(f"integer with {digits} digits is too long for a spec")
 
 
 def resolve_plain(value: str) -> Any:
@@ -136,8 +142,7 @@ def _resolve_12(value: str) -> Any:
     if value[:1] not in _NUMBER_FIRST:
         return value
     if _INT_12.fullmatch(value):
-        if int_digits(value) > MAX_INT_DIGITS:
-            raise ScalarError(f"integer with {int_digits(value)} digits is too long for a spec")
+        check_int_length(value)
         if value.startswith(("0o", "0x")):
             return int(value[2:], 8 if value[1] == "o" else 16)
         return int(value)
