@@ -154,7 +154,7 @@ class Policy:
     # resolve_type successes and check_method passes, memoised the same way (every node may
     # carry a type, and models call the same few methods over and over)
     _types: dict[str, tuple[Any, str]] = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
-    _methods: set[str] = field(default_factory=set, init=False, repr=False, compare=False, hash=False)
+    _methods: dict[str, None] = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         entries = set()
@@ -275,9 +275,7 @@ class Policy:
         except TypeError:  # not a string: refused below
             pass
         self._check_method(name)
-        if len(self._methods) >= MEMO_LIMIT:
-            self._methods.clear()
-        self._methods.add(name)
+        _remember(self._methods, name, None)
 
     def _check_method(self, name: str) -> None:
         if not is_identifier(name):
