@@ -16,6 +16,7 @@ import torch
 import torch.fx
 from torch.overrides import TorchFunctionMode
 
+from fxgen import _fx_fixes  # noqa: F401  (torch.fx must quote every path it writes)
 from fxgen._errors import SpecError
 from fxgen._policy import DEFAULT_POLICY, Policy
 from fxgen._spec import NO_DEFAULT, BufferSpec, ModuleSpec, ParameterSpec, Spec

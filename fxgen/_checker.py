@@ -74,6 +74,7 @@ class CheckerBase:
         self.bindings: dict[tuple[type, str], str | None] = {}  # the same, for signature binding
         self.keyword_names: set[str] = set()  # keyword argument names already found usable
         self.arities: dict[str, Any] = {}  # call_function target -> its operator arity, or None
+        self.packed_bytes = 0  # bytes the packed tensors checked so far declare, against the spec's limit
 
     def error(self, path: JsonPath, message: str, *, key: bool = False) -> None:
         loc = self.doc.key_location(path) if key else self.doc.locate(path)

@@ -77,19 +77,24 @@ def render_spec(spec: Spec, *, label: str, digest: str) -> str:
     """The complete file text for ``spec`` (header included)."""
     _render.new_render()  # each render checks its own names
     imports = Imports()
+    _render.plan_names(spec, imports, _module_of)
     tree = ModelTree(spec)
     init = init_lines(spec, tree, imports, _module_of)
     forward = forward_lines(spec, tree, imports, _module_of)
     params, returns = signature(spec, imports, _module_of)
+    packed = _render.packed_lines(imports.packed) if imports.packed else []
+    if packed:
+        imports.stdlib.update(("base64", "sys", "zlib"))  # what the template's _unpack uses
     def_line = f"def forward(self{params}){returns}:"
     def_lines = ["    " + line for line in _format.format_def(def_line, 1)]
     body = _template().render(
-        imports=imports.lines(),
+        imports=_format.block(imports.lines(), 0),
         class_name=spec.name,
         doc_lines=_docstring(spec.doc),
         init_lines=_format.block(init, 2),
         def_lines=def_lines,
         forward_lines=_format.block(forward, FORWARD_DEPTH),
+        packed_lines=packed,
     )
     header = Header(VERSION, safe_label(label), digest, body_digest(body))
     return header.render() + body

@@ -4,8 +4,10 @@
 call; this module says how the two differ. It stands apart from building because what
 counts as a difference is a set of rules of its own: parameters and buffers by name, shape,
 dtype, ``requires_grad`` and persistence, their values only where the weights file does not
-carry them; plain attributes by an equality that ignores the identities a rebuild cannot
-reproduce; hooks by name; submodules recursively; and ``repr``. It also names classes and
+carry them; the plain attributes the class's ``__init__`` sets (those of the rebuild) by an
+equality that ignores the identities a rebuild cannot reproduce, never those a framework
+attached after construction; hooks by name; submodules recursively; and ``repr``
+(docs/export.md states the rule). It also names classes and
 values for the messages, so it imports nothing else from fxgen.
 """
 
@@ -123,11 +125,11 @@ def differences(
                 ):
                     yield f"non-persistent buffer {prefix + name!r} has different values"
     a_dict, b_dict = original.__dict__, rebuilt.__dict__
-    if a_dict.keys() != b_dict.keys():  # rare: only then are the differences worked out
-        a_names, b_names = a_dict.keys() - INTERNAL_ATTRIBUTES, b_dict.keys() - INTERNAL_ATTRIBUTES
-        for name in a_names - b_names:
-            yield f"attribute {prefix + name!r} = {short_text(a_dict[name])} is missing from the rebuild"
-        for name in b_names - a_names:
+    # The attributes the class's own __init__ sets are the rebuild's: those are compared. One only
+    # the model has was attached after construction (Hugging Face's `_is_hf_initialized`, a
+    # framework's bookkeeping) and is no part of what the constructor call must reproduce.
+    if not b_dict.keys() <= a_dict.keys():  # rare: only then are the differences worked out
+        for name in b_dict.keys() - a_dict.keys() - INTERNAL_ATTRIBUTES:
             yield f"the rebuild has an extra attribute {prefix + name!r} = {short_text(b_dict[name])}"
     for name, a in a_dict.items():
         if name in INTERNAL_ATTRIBUTES:

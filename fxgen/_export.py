@@ -22,8 +22,9 @@ import torch
 import torch.fx
 
 from fxgen._errors import ExportError, Location
+from fxgen._preserve import Snapshot
 from fxgen._spec import Spec
-from fxgen._to_spec import CONSTANTS_KEY, LITERAL_LIMIT, Submodules, graph_module_to_spec
+from fxgen._to_spec import Submodules, graph_module_to_spec
 from fxgen._validate import RESERVED_NAMES
 
 __all__ = ["export", "export_command", "save_weights", "trace"]
@@ -59,25 +60,32 @@ def trace(
                 return True
             return bool(super().is_leaf_module(m, qualname))
 
-    before = set(vars(module))
+    snapshot = Snapshot(module)
+    if snapshot.proxies:
+        raise ExportError(
+            f"the model holds values of an earlier torch.fx trace ({', '.join(snapshot.proxies[:3])}): its "
+            "forward stored traced values on the module (a cache filled on the first call); build the "
+            "model again, or clear them, before export"
+        )
+    tracer: torch.fx.Tracer | None = None
     try:
         tracer = _Tracer(autowrap_functions=tuple(autowrap_functions)) if autowrap_functions else _Tracer()
         graph = tracer.trace(module, concrete_args)
+        _lint(graph)
         _resolve_annotations(graph, module)
-        constants = sorted(set(vars(module)) - before)
         gm = _GraphModule(tracer.root, graph, class_name=type(module).__name__)
-        _fix_buffers(gm, module, constants)
+        _fix_buffers(gm, module)
+        _declare_unread_state(gm, module)
         return gm
     except ExportError:
         raise
     except Exception as exc:
-        raise _trace_error(exc) from None
+        raise _trace_error(exc, tracer) from None
     finally:
-        # torch.fx stores tensor constants (`_tensor_constant0`) on the traced module itself;
-        # the GraphModule has its own copies, so leave the user's module as it was (and make
-        # a second trace number its constants the same way).
-        for name in set(vars(module)) - before:
-            delattr(module, name)
+        # Tracing may store Proxies on the model (a cache its forward fills), and torch.fx puts
+        # the tensor constants it makes (`_tensor_constant0`) on it; the GraphModule has its own
+        # copies. Leave the user's module as it was: a second export then traces the same graph.
+        snapshot.restore()
 
 
 # Export reads the graph, never the Python code a GraphModule generates from it: a lazy
@@ -89,31 +97,79 @@ except ImportError:  # pragma: no cover - a torch without lazy graph modules
     _GraphModule = torch.fx.GraphModule  # type: ignore[misc, assignment]
 
 
-def _fix_buffers(gm: torch.fx.GraphModule, original: torch.nn.Module, constants: list[str]) -> None:
-    """Undo two things GraphModule construction loses or invents about buffers.
+def _lint(graph: torch.fx.Graph) -> None:
+    """Every node reads only nodes of its own graph. A forward that keeps traced values on the
+    module (a cache filled on the first call) hands a later trace nodes of an earlier one."""
+    for node in graph.nodes:
+        for arg in node.all_input_nodes:
+            if arg.graph is not graph:
+                raise ExportError(
+                    f"node {node.name!r}{_module_of(node)} uses a value from outside the traced graph (node "
+                    f"{arg.name!r} of another trace): its forward reads a traced value it kept on the module "
+                    "from an earlier trace, such as a cache filled on the first call; build the model again, "
+                    "or clear the cache, before export"
+                )
 
-    It registers every copied tensor as a *persistent* buffer: buffers that were
-    non-persistent in the original are made so again, and tensor constants made by tracing
-    (``_tensor_constant0``…) small enough to be written into the spec become non-persistent
-    (their value is in the spec, not in the weights file).
-    """
+
+def _module_of(node: torch.fx.Node) -> str:
+    stack = node.meta.get("nn_module_stack")
+    if not stack:
+        return ""
+    path = next(reversed(stack.values()))[0] if isinstance(stack, dict) else ""
+    return f" (in module {path!r})" if path else " (in the model's own forward)"
+
+
+def _fix_buffers(gm: torch.fx.GraphModule, original: torch.nn.Module) -> None:
+    """GraphModule construction registers every tensor it copies as a *persistent* buffer.
+    Those that were not persistent buffers of the original -- non-persistent buffers, plain
+    tensor attributes (``self.table = torch.tensor(...)``) and the constants tracing made
+    (``_tensor_constant0``) -- are made non-persistent: the checkpoint does not carry them, so
+    the spec declares them with their values."""
     sources = Submodules(original)
     for owner_path, owner in gm.named_modules():  # each owner once (not per buffer)
         if not owner._buffers:
             continue
         try:
-            source = sources.get(owner_path)
+            source: torch.nn.Module | None = sources.get(owner_path)
         except AttributeError:
+            source = None
+        if source is owner:
+            continue  # a leaf module the GraphModule shares with the model: its state is its own
+        saved = set(source._buffers) - source._non_persistent_buffers_set if source is not None else set()
+        for name in owner._buffers:
+            if name not in saved:
+                owner._non_persistent_buffers_set.add(name)
+
+
+def _declare_unread_state(gm: torch.fx.GraphModule, original: torch.nn.Module) -> None:
+    """Put on ``gm`` every entry of the original's ``state_dict()`` the graph does not reach
+    (a head the forward skips, ``num_batches_tracked`` of a batch norm run as ``F.batch_norm``),
+    at its own path: the spec then declares it, and the original checkpoint loads strictly."""
+    have = gm.state_dict(keep_vars=True)
+    for key, tensor in original.state_dict(keep_vars=True).items():
+        if key in have:
             continue
-        dropped = getattr(source, "_non_persistent_buffers_set", ())
-        for leaf in owner._buffers:
-            if leaf in dropped:
-                owner._non_persistent_buffers_set.add(leaf)
-    for name in constants:
-        value = getattr(gm, name, None)
-        if isinstance(value, torch.Tensor) and name in gm._buffers and value.dim() > 0 and value.numel() <= LITERAL_LIMIT:
-            gm._non_persistent_buffers_set.add(name)
-    gm.meta[CONSTANTS_KEY] = constants
+        owner_path, _, name = key.rpartition(".")
+        try:
+            source = original.get_submodule(owner_path)
+        except AttributeError:
+            source = None
+        if source is None or not (name in source._parameters or name in source._buffers):
+            raise ExportError(
+                f"state_dict entry {key!r} is not a parameter or buffer at that path (the model customises "
+                "its state dict), so a spec cannot declare it; remove the customisation before export"
+            )
+        owner: torch.nn.Module = gm
+        for part in owner_path.split(".") if owner_path else ():
+            child = owner._modules.get(part)
+            if child is None:
+                child = torch.nn.Module()
+                owner.add_module(part, child)
+            owner = child
+        if name in source._parameters:
+            owner.register_parameter(name, tensor)
+        else:
+            owner.register_buffer(name, tensor)
 
 
 def _resolve_annotations(graph: torch.fx.Graph, module: torch.nn.Module) -> None:
@@ -194,17 +250,9 @@ def save_weights(module: torch.nn.Module, path: str | Path, **trace_options: Any
 
 
 def spec_state(gm: torch.fx.GraphModule) -> dict[str, torch.Tensor]:
-    """The state a spec's weights file holds: state_dict plus large tensor constants."""
-    state = {k: v.detach() for k, v in gm.state_dict().items()}
-    named = {n for n, _ in gm.named_parameters()} | {n for n, _ in gm.named_buffers()}
-    for node in gm.graph.nodes:
-        if node.op == "get_attr" and node.target not in named and node.target not in state:
-            value: Any = gm
-            for part in str(node.target).split("."):
-                value = getattr(value, part)
-            if isinstance(value, torch.Tensor) and value.numel() > LITERAL_LIMIT:
-                state[str(node.target)] = value.detach()
-    return state
+    """The state a spec's weights file holds: the exported module's state_dict (every tensor
+    outside it is declared with its value in the spec)."""
+    return {k: v.detach() for k, v in gm.state_dict().items()}
 
 
 def _class_name(module: torch.nn.Module) -> str:
@@ -229,6 +277,9 @@ def _avoid_reserved_names(graph: torch.fx.Graph) -> None:
 
 
 # -- tracing errors ------------------------------------------------------------------------
+_FOREIGN = ("the forward uses a value from outside the traced graph: it reads a traced value it kept on "
+            "the module from an earlier trace, such as a cache filled on the first call; build the model "
+            "again, or clear the cache, before export")  # fmt: skip
 _FIXES = (
     ("cannot be used as inputs to control flow",
      "the code branches on a traced value (dynamic control flow): pass the deciding argument "
@@ -241,14 +292,18 @@ _FIXES = (
      "a builtin is called on a traced value: call torch.fx.wrap('<name>') at module scope, "
      "or pass autowrap_functions"),
     ("__bool__", "a traced value is used as a condition: use concrete_args, a leaf module or torch.fx.wrap"),
+    ("Found multiple different tracers", _FOREIGN),
 )  # fmt: skip
 
 
-def _trace_error(exc: BaseException) -> ExportError:
+def _trace_error(exc: BaseException, tracer: torch.fx.Tracer | None = None) -> ExportError:
     """One clear message: what failed, the user's line, and the torch.fx guide's fix."""
     frame = _user_frame(exc)
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     fix = next((f for key, f in _FIXES if key in str(exc)), None)
+    stack = getattr(tracer, "module_stack", None)
+    if fix == _FOREIGN and stack:
+        fix = f"{fix} (in module {next(reversed(stack))!r})"
     where: Location | None = None
     detail = ""
     if frame is not None:

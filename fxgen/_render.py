@@ -22,7 +22,21 @@ from fxgen._tensors import init_call
 from fxgen._tree import Container, ModelTree, shared_containers
 from fxgen._values import parse_ref
 
-__all__ = ["FORWARD_DEPTH", "Imports", "access", "forward_lines", "init_lines", "literal", "new_render", "signature"]
+__all__ = [
+    "FORWARD_DEPTH",
+    "PACKED_HELPER",
+    "PACKED_TABLE",
+    "Imports",
+    "access",
+    "attribute_name",
+    "forward_lines",
+    "init_lines",
+    "literal",
+    "new_render",
+    "packed_lines",
+    "plan_names",
+    "signature",
+]
 
 _BINARY = {
     "add": "+", "sub": "-", "mul": "*", "floordiv": "//", "truediv": "/", "mod": "%",
@@ -75,8 +89,31 @@ class Imports:
     torch: bool = False
     functional: bool = False
     torch_modules: set[str] = field(default_factory=set)  # torch submodules ``import torch`` may not load
-    other: set[str] = field(default_factory=set)
+    # Names from other packages: (module, attribute) -> the name ``from module import attribute``
+    # binds in the file. ``import a.b`` and ``a.b.f`` would not do: a package that re-exports a
+    # function under its own module's name (``a/b.py`` defines ``b``) makes ``a.b`` the
+    # function. A from-import looks ``attribute`` up in the module itself, as the policy does.
+    aliases: dict[tuple[str, str], str] = field(default_factory=dict)
+    taken: set[str] = field(default_factory=set)  # names an alias must not shadow (see ``plan_names``)
     written: dict[str, str] = field(default_factory=dict)  # qualified name -> its source text
+    packed: dict[str, str] = field(default_factory=dict)  # buffer path -> packed data, written after the class
+
+    def alias(self, module: str, attribute: str) -> str:
+        """The file's name for ``attribute`` of ``module``: the attribute's own name unless that is
+        taken, else the dotted name with underscores (``pkg_scale_scale``), numbered if need be."""
+        key = (module, attribute)
+        found = self.aliases.get(key)
+        if found is not None:
+            return found
+        long = f"{module}_{attribute}".replace(".", "_")
+        name = next((c for c in (attribute, long) if c not in self.taken), None)
+        i = 2
+        while name is None:
+            name = f"{long}_{i}" if f"{long}_{i}" not in self.taken else None
+            i += 1
+        self.taken.add(name)
+        self.aliases[key] = checked(name)
+        return name
 
     def lines(self) -> list[str]:
         groups = [[f"import {m}" for m in sorted(self.stdlib)]]
@@ -88,7 +125,9 @@ class Imports:
             third.append("import torch.nn.functional as F")
         third.append("from torch import nn")
         groups.append(third)
-        groups.append([f"import {m}" for m in sorted(self.other)])
+        groups.append(
+            [f"from {m} import {a}" + ("" if a == alias else f" as {alias}") for (m, a), alias in sorted(self.aliases.items())]
+        )
         out: list[str] = []
         for group in groups:
             if group:
@@ -96,6 +135,31 @@ class Imports:
                     out.append("")
                 out.extend(group)
         return out
+
+
+# The module-level names a file with packed tensors defines after its class (fxgen._codegen).
+PACKED_HELPER = "_unpack"
+PACKED_TABLE = "_PACKED"
+
+
+def packed_lines(packed: dict[str, str]) -> list[str]:
+    """``_PACKED = {path: data, ...}`` as black writes it: each entry on its own line, long data
+    as implicitly concatenated strings of 76 characters (the width of base64 in MIME), so no
+    line of it is longer than black's limit unless the path itself is."""
+    lines = [f"{PACKED_TABLE} = {{"]
+    for path, data in packed.items():
+        key = string(path)
+        if len(data) <= _PACKED_WIDTH:
+            lines.append(f"    {key}: {string(data)},")
+            continue
+        lines.append(f"    {key}: (")
+        lines.extend(f"        {string(data[i : i + _PACKED_WIDTH])}" for i in range(0, len(data), _PACKED_WIDTH))
+        lines.append("    ),")
+    lines.append("}")
+    return lines
+
+
+_PACKED_WIDTH = 76
 
 
 def string(value: str) -> str:
@@ -230,22 +294,35 @@ def _qualified(name: str, imports: Imports, module_of: Any) -> str:
         return "F." + ".".join(parts[3:])
     if name.startswith("torch.nn.") and len(parts) == 3:
         return "nn." + parts[2]
-    _record_import(name, imports, module_of)
-    return name
-
-
-def _record_import(name: str, imports: Imports, module_of: Any) -> None:
-    """Record the import that makes the qualified ``name`` reachable as written."""
-    root = name.split(".", 1)[0]
+    root = parts[0]
     if root == "torch":
         imports.torch = True
         module = module_of(name)
         if not _loaded_by_import_torch(module):
             imports.torch_modules.add(module)
-    elif root in _STDLIB_ROOTS:
+        return name
+    if root in _STDLIB_ROOTS:
         imports.stdlib.add(root)
-    else:
-        imports.other.add(module_of(name))
+        return name
+    module = module_of(name)
+    attribute, *rest = name[len(module) + 1 :].split(".")
+    return ".".join((imports.alias(module, attribute), *rest))
+
+
+def plan_names(spec: Spec, imports: Imports, module_of: Any) -> None:
+    """Reserve what the file's names must not shadow (every node name, the class, builtins and
+    what the file itself defines), then give every name from another package its alias, in the
+    order the spec names them: aliases are then fixed before ``forward`` picks its locals."""
+    imports.taken |= {n.name for n in spec.nodes if n.name is not None} | _SHADOW_FREE | _FILE_NAMES | {spec.name}
+    names = [m.cls for m in spec.modules.values()]
+    names += [n.target for n in spec.nodes if n.op == "call_function" and n.target]
+    names += [name for n in spec.nodes if n.type for name in _DOTTED.findall(n.type)]
+    for name in names:
+        if "." in name and name.split(".", 1)[0] not in ("torch", *_STDLIB_ROOTS):
+            qualified(name, imports, module_of)
+
+
+_FILE_NAMES = frozenset({"F", "base64", "sys", "zlib", PACKED_HELPER, PACKED_TABLE})  # module-level names fxgen's own code uses
 
 
 # Modules a plain ``import torch`` always loads: targets in them need no import of their own.
@@ -278,23 +355,30 @@ def _child(expr: str, part: str, kind: str) -> str:
         return f"{expr}[{int(part)}]"
     if kind == "dict":
         return f"{expr}[{string(part)}]"
-    if is_identifier(part):
+    if attribute_name(part):
         return f"{expr}.{part}"
-    if not part.isdigit():
-        raise UnsafeName(f"path segment {part!r} is not valid")
-    return f"getattr({expr}, {string(part)})"
+    return f"getattr({expr}, {string(part)})"  # any other name a module accepts, as a literal
+
+
+def attribute_name(name: str) -> bool:
+    """Can ``name`` be written after a dot (``self.name``)? Identifiers that are not keywords,
+    except those starting with ``__``, which Python would mangle inside a class body."""
+    return is_identifier(name) and not name.startswith("__")
 
 
 def init_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any) -> list[str]:
     """The body of ``__init__`` after ``super().__init__()``."""
     lines: list[str] = []
-    _emit_children("self", tree.root, lines, imports, module_of)
+    _emit_children("self", "", tree.root, lines, imports, module_of)
     return lines
 
 
-def _emit_children(expr: str, node: Container, lines: list[str], imports: Imports, module_of: Any) -> None:
+def _emit_children(
+    expr: str, prefix: str, node: Container, lines: list[str], imports: Imports, module_of: Any
+) -> None:
+    """``prefix``: the path of ``node`` followed by a dot (``""`` at the model)."""
     for key, item in node.children.items():
-        named = is_identifier(key)  # else a digit (validated), reached as getattr(expr, "0")
+        named = attribute_name(key)  # else reached as getattr(expr, "key") and set by add_module & co
         target = f"{expr}.{key}" if named else _child(expr, key, "attr")
         if isinstance(item, ModuleSpec):
             ctor = _constructor(item, imports, module_of)
@@ -308,22 +392,25 @@ def _emit_children(expr: str, node: Container, lines: list[str], imports: Import
             lines.extend(_init_call(target, item, imports))
         elif isinstance(item, BufferSpec):
             extra = "" if item.persistent else ", persistent=False"
-            lines.append(f"{expr}.register_buffer({string(key)}, {_tensor(item, imports, param=False)}{extra})")
+            value = _tensor(item, imports, param=False, path=prefix + key)
+            lines.append(f"{expr}.register_buffer({string(key)}, {value}{extra})")
             lines.extend(_init_call(target, item, imports))
         else:
             creation = _container_expr(item, imports, module_of)
             lines.append(f"{target} = {creation}" if named else f"{expr}.add_module({string(key)}, {creation})")
-            _emit_nested(target, item, lines, imports, module_of)
+            _emit_nested(target, prefix + key + ".", item, lines, imports, module_of)
 
 
-def _emit_nested(expr: str, node: Container, lines: list[str], imports: Imports, module_of: Any) -> None:
+def _emit_nested(
+    expr: str, prefix: str, node: Container, lines: list[str], imports: Imports, module_of: Any
+) -> None:
     """Statements for a container's contents that its creation expression did not hold."""
     if node.kind == "attr":
-        _emit_children(expr, node, lines, imports, module_of)
+        _emit_children(expr, prefix, node, lines, imports, module_of)
         return
     for key, item in node.children.items():
         if isinstance(item, Container):
-            _emit_nested(_child(expr, key, node.kind), item, lines, imports, module_of)
+            _emit_nested(_child(expr, key, node.kind), prefix + key + ".", item, lines, imports, module_of)
 
 
 def _container_expr(node: Container, imports: Imports, module_of: Any) -> str:
@@ -356,11 +443,16 @@ def _shape(shape: list[int], *, tuple_: bool = False) -> str:
     return f"({text},)" if len(shape) == 1 else f"({text})"
 
 
-def _tensor(item: ParameterSpec | BufferSpec, imports: Imports, *, param: bool) -> str:
+def _tensor(item: ParameterSpec | BufferSpec, imports: Imports, *, param: bool, path: str = "") -> str:
     imports.torch = True
     dtype = "" if item.dtype == "float32" else f", dtype=torch.{checked(item.dtype)}"
     if isinstance(item, BufferSpec) and item.value is not None:
         value = f"torch.tensor({literal(item.value, imports)}, dtype=torch.{checked(item.dtype)})"
+    elif isinstance(item, BufferSpec) and item.data is not None:
+        assert item.shape is not None
+        imports.packed[path] = item.data
+        shape = _shape(item.shape, tuple_=True)
+        value = f"{PACKED_HELPER}({PACKED_TABLE}[{string(path)}], torch.{checked(item.dtype)}, {shape})"
     else:
         assert item.shape is not None
         name, kwargs = init_call(item.init)
@@ -412,11 +504,12 @@ def _annotation(text: str, imports: Imports, module_of: Any) -> str:
     """A canonical type expression (validated by the policy); record the modules it names."""
     if not all(ch.isalnum() or ch in "_.[], " for ch in text):
         raise UnsafeName(f"type {text!r} is not a plain type expression")
-    for name in sorted(set(_DOTTED.findall(text))):
-        _record_import(name, imports, module_of)  # the policy resolved it, so its module is imported
-    return text
+    # the policy resolved each name, so its module is imported; names from other packages are
+    # written as their aliases
+    return _DOTTED.sub(lambda found: qualified(found.group(0), imports, module_of), text)
 
 
+_NOT_WORD = re.compile(r"[^A-Za-z0-9_]+")
 _DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 
@@ -434,7 +527,7 @@ def forward_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any)
     / ``].upsample(y)``).
     """
     targets = [n.target for n in spec.nodes if n.op in ("call_module", "get_attr") and n.target is not None]
-    local = _Locals(spec)
+    local = _Locals(imports)
     names = {prefix: local.name(prefix) for prefix in shared_containers(tree, targets)}
     bound: dict[str, str] = {}
     lines = []
@@ -481,16 +574,15 @@ class _Locals:
     """Local variable names for paths bound in ``forward`` (``layer1.0`` -> ``layer1_0``) that
     shadow no node, keyword, builtin or imported name, nor each other."""
 
-    def __init__(self, spec: Spec) -> None:
-        self.taken = {n.name for n in spec.nodes if n.name is not None} | _SHADOW_FREE
-        for target in [*(n.target for n in spec.nodes if n.op == "call_function"), *(m.cls for m in spec.modules.values())]:
-            if target:
-                self.taken.add(target.split(".", 1)[0])
+    def __init__(self, imports: Imports) -> None:
+        self.taken = set(imports.taken)  # node names, builtins, the file's own names, aliases (plan_names)
 
     def name(self, path: str) -> str:
-        base = path.replace(".", "_")
+        # Any name a module accepts may be a path segment: what is not a letter, digit or _
+        # becomes _ ("block1-0" -> block1_0), as torch.fx names nodes.
+        base = _NOT_WORD.sub("_", path.replace(".", "_"))
         if not is_identifier(base):
-            base = "m_" + base
+            base = "m_" + base  # a keyword, or a leading digit
         name, i = base, 0
         while name in self.taken or not is_identifier(name):
             i += 1

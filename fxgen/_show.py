@@ -10,7 +10,11 @@ __all__ = ["show"]
 
 
 def _cell(value: object) -> str:
+    """A value as one short, printable line: paths may hold any character (a line break, an
+    escape sequence), which is shown escaped rather than sent to the terminal."""
     text = "" if value is None else str(value)
+    if not text.isprintable():
+        text = repr(text)[1:-1]
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -35,14 +39,14 @@ def show(spec: Spec, *, allow: Iterable[str] = ()) -> str:
     total = 0
     for path in spec.modules:
         n = sum(p.numel() for p in gm.get_submodule(path).parameters())
-        counts.append([path, spec.modules[path].cls, f"{n:,}"])
+        counts.append([_cell(path), spec.modules[path].cls, f"{n:,}"])
         total += n
     for path in spec.parameters:
         n = gm.get_parameter(path).numel()
-        counts.append([path, "parameter", f"{n:,}"])
+        counts.append([_cell(path), "parameter", f"{n:,}"])
         total += n
     for path in spec.buffers:
-        counts.append([path, "buffer", "0"])
+        counts.append([_cell(path), "buffer", "0"])
     out = [f"{spec.name}: {len(spec.nodes)} nodes", "", *_table(rows), ""]
     if len(counts) > 1:
         out += [*_table(counts), ""]

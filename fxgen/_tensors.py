@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from fxgen._packed import unpack
 from fxgen._spec import BufferSpec, ParameterSpec
 from fxgen._values import DTYPES
 
@@ -74,6 +75,10 @@ def make_tensor(spec: ParameterSpec | BufferSpec, *, device: torch.device | str 
     dtype = DTYPES[spec.dtype]
     if isinstance(spec, BufferSpec) and spec.value is not None:
         return torch.tensor(spec.value, dtype=dtype, device=device)
+    if isinstance(spec, BufferSpec) and spec.data is not None:
+        assert spec.shape is not None
+        tensor = unpack(spec.data, spec.shape, spec.dtype)
+        return tensor if device is None else tensor.to(device)
     assert spec.shape is not None
     tensor = torch.empty(spec.shape, dtype=dtype, device=device)
     if tensor.device.type == "meta":

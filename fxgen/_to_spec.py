@@ -19,6 +19,7 @@ import torch.nn.functional
 
 from fxgen._build import META_KEY, TARGET_KEY
 from fxgen._errors import ExportError
+from fxgen._packed import pack, unpack
 from fxgen._policy import SAFE_BUILTINS, type_repr
 from fxgen._rebuild import RebuildCache
 from fxgen._recover import class_name
@@ -26,10 +27,9 @@ from fxgen._recover import resolve_qualname as _lookup
 from fxgen._spec import BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
 from fxgen._values import UnencodableValue, dtype_name, encode
 
-__all__ = ["CONSTANTS_KEY", "LITERAL_LIMIT", "Submodules", "function_name", "graph_module_to_spec"]
+__all__ = ["LITERAL_LIMIT", "Submodules", "function_name", "graph_module_to_spec", "valued_buffer"]
 
-LITERAL_LIMIT = 64  # tensor constants up to this many elements are written into the spec
-CONSTANTS_KEY = "fxgen_constants"  # gm.meta: names of tensor constants tracing created
+LITERAL_LIMIT = 64  # tensors up to this many elements are written as readable literals, larger ones packed
 
 
 def graph_module_to_spec(gm: torch.fx.GraphModule, *, name: str | None = None, doc: str | None = None) -> Spec:
@@ -49,8 +49,6 @@ def graph_module_to_spec(gm: torch.fx.GraphModule, *, name: str | None = None, d
         else:
             modules[path] = _recover(path, sub, cache, names)
     parameters, buffers = _tensors(gm, modules, declared)
-    for path in (*modules, *parameters, *buffers):
-        _check_path(path)
     # torch.fx puts the checks of a concrete argument (`torch._assert`) right after its
     # placeholder, before the next placeholder; a spec lists its placeholders first. Moving them
     # up changes nothing: they read no node, and the code takes them all in its signature.
@@ -61,19 +59,6 @@ def graph_module_to_spec(gm: torch.fx.GraphModule, *, name: str | None = None, d
     if doc is None and declared is not None:
         doc = type(gm).__doc__
     return Spec(name=cls_name, doc=doc, modules=modules, parameters=parameters, buffers=buffers, nodes=nodes)
-
-
-def _check_path(path: str) -> None:
-    """Paths must be writable as spec paths (torch allows any string as a ModuleDict key)."""
-    for segment in path.split("."):
-        if not (segment.isascii() and segment.isidentifier() and not segment.startswith("__")) and not (
-            segment.isdigit() and (segment == "0" or not segment.startswith("0"))
-        ):
-            raise ExportError(
-                f"attribute path {path!r}: segment {segment!r} is not an identifier or an index, "
-                "so a spec cannot name it (e.g. a ModuleDict key with punctuation); rename the key "
-                "or make the enclosing module a leaf with a registered constructor"
-            )
 
 
 def _dedupe(items: list[Any]) -> list[str]:
@@ -130,7 +115,10 @@ def _recover(path: str, module: torch.nn.Module, cache: RebuildCache, names: dic
 def _tensors(
     gm: torch.fx.GraphModule, modules: dict[str, ModuleSpec], declared: Any
 ) -> tuple[dict[str, ParameterSpec], dict[str, BufferSpec]]:
-    """Parameters and buffers not owned by a declared module, plus tensor constants of get_attr."""
+    """Parameters and buffers not owned by a declared module, plus tensors get_attr reads that
+    are neither (set on a GraphModule by hand). Every path is declared, tied tensors included
+    (a state_dict has a key for each); tensors the checkpoint does not carry come with their
+    values (``valued_buffer``)."""
 
     def owned(path: str) -> bool:
         """Is a proper dotted prefix of ``path`` a declared module? (linear in the path, not in modules)"""
@@ -143,7 +131,6 @@ def _tensors(
 
     parameters: dict[str, ParameterSpec] = {}
     buffers: dict[str, BufferSpec] = {}
-    constants = set(gm.meta.get(CONSTANTS_KEY, ()))
     found_parameters, found_buffers = _named_tensors(gm, modules)
     for path, param in found_parameters:
         known = declared.parameters.get(path) if declared else None
@@ -154,72 +141,99 @@ def _tensors(
     for path, buf, owner in found_buffers:
         persistent = path.rpartition(".")[2] not in owner._non_persistent_buffers_set
         known = declared.buffers.get(path) if declared else None
-        if known is not None and _buffer_matches(known, buf):
-            buffers[path] = BufferSpec(known.shape, known.dtype, known.init, known.value, persistent)
-        elif path in constants:
-            buffers[path] = _buffer(path, buf, persistent, literal=not persistent)
+        if known is not None and known.persistent == persistent and _buffer_matches(known, buf):
+            buffers[path] = known
+        elif persistent:
+            buffers[path] = BufferSpec(shape=list(buf.shape), dtype=_dtype(path, buf))
         else:
-            buffers[path] = _buffer(path, buf, persistent, literal=False)
+            buffers[path] = valued_buffer(path, buf)
     for node in gm.graph.nodes:
         if node.op != "get_attr" or node.target in parameters or node.target in buffers or owned(node.target):
             continue
         value = _get_attr(gm, node.target)
         if not isinstance(value, torch.Tensor):
             raise ExportError(f"get_attr {node.target!r} reads a {type(value).__name__}, not a tensor or module")
-        # A tensor constant made by tracing (``_tensor_constant0``): small ones are written out.
-        buffers[node.target] = _buffer(node.target, value, value.numel() > LITERAL_LIMIT, literal=True)
+        buffers[node.target] = valued_buffer(node.target, value)
     return parameters, buffers
 
 
 def _named_tensors(
     gm: torch.nn.Module, modules: dict[str, ModuleSpec]
 ) -> tuple[list[tuple[str, torch.Tensor]], list[tuple[str, torch.Tensor, torch.nn.Module]]]:
-    """``gm.named_parameters()`` and ``gm.named_buffers()`` (same order, same duplicates
-    dropped), less those inside a declared module, from one walk that decides ownership once
-    per module instead of once per tensor; buffers come with the module holding them."""
+    """``gm``'s parameters and buffers at every path (``remove_duplicate=False``: a tensor or
+    module registered twice is declared on each path, as the state dict has it), less those
+    inside a declared module, from one walk that decides ownership once per module instead of
+    once per tensor; buffers come with the module holding them."""
     parameters: list[tuple[str, torch.Tensor]] = []
     buffers: list[tuple[str, torch.Tensor, torch.nn.Module]] = []
-    seen_parameters: set[torch.Tensor] = set()
-    seen_buffers: set[torch.Tensor] = set()
     inside: dict[str, bool] = {"": False}  # module path -> is it or an ancestor declared
-    for path, module in gm.named_modules():
+    for path, module in gm.named_modules(remove_duplicate=False):
         if path:
             parent = path.rpartition(".")[0]
             owned = inside[path] = path in modules or inside[parent]
-        else:
-            owned = False
+            if owned:
+                continue
         prefix = path + "." if path else ""
         for name, param in module._parameters.items():
-            if param is None or param in seen_parameters:
-                continue
-            seen_parameters.add(param)
-            if not owned:
+            if param is not None:
                 parameters.append((prefix + name, param))
         for name, buf in module._buffers.items():
-            if buf is None or buf in seen_buffers:
-                continue
-            seen_buffers.add(buf)
-            if not owned:
+            if buf is not None:
                 buffers.append((prefix + name, buf, module))
     return parameters, buffers
 
 
 def _buffer_matches(known: BufferSpec, buf: torch.Tensor) -> bool:
+    """Does the declaration still describe ``buf`` (values too, where it gives them)?"""
     if known.dtype != dtype_name(buf.dtype):
         return False
     if known.value is not None:
-        return torch.equal(torch.tensor(known.value, dtype=buf.dtype), buf.detach().cpu())
-    return known.shape == list(buf.shape)
+        return _same_bits(torch.tensor(known.value, dtype=buf.dtype), buf)
+    if known.shape != list(buf.shape):
+        return False
+    return known.data is None or _same_bits(unpack(known.data, known.shape, known.dtype), buf)
 
 
-def _buffer(path: str, tensor: torch.Tensor, persistent: bool, *, literal: bool) -> BufferSpec:
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal shapes, dtypes and bytes (NaN payloads and the sign of zero included)."""
+    if a.shape != b.shape or a.dtype != b.dtype or b.is_meta:
+        return False
+    flat_a, flat_b = a.detach().cpu().reshape(-1), b.detach().cpu().reshape(-1)
+    if flat_a.dtype != torch.bool:  # a bool is one byte already
+        flat_a, flat_b = flat_a.contiguous().view(torch.uint8), flat_b.contiguous().view(torch.uint8)
+    return torch.equal(flat_a, flat_b)
+
+
+def _dtype(path: str, tensor: torch.Tensor) -> str:
     try:
-        dtype = dtype_name(tensor.dtype)
+        return dtype_name(tensor.dtype)
     except UnencodableValue as exc:
         raise ExportError(f"{path!r}: {exc}") from None
-    if literal and tensor.dim() > 0 and tensor.numel() <= LITERAL_LIMIT and tensor.device.type != "meta":
-        return BufferSpec(value=tensor.detach().cpu().tolist(), dtype=dtype, persistent=False)
-    return BufferSpec(shape=list(tensor.shape), dtype=dtype, persistent=persistent)
+
+
+def valued_buffer(path: str, tensor: torch.Tensor) -> BufferSpec:
+    """A non-persistent buffer declared with its exact values: a readable literal when it is
+    small and the literal gives back the same bits, else packed bytes (``fxgen._packed``)."""
+    dtype = _dtype(path, tensor)
+    if tensor.is_meta:
+        raise ExportError(f"{path!r} is not in the checkpoint, so the spec must carry its values, but it is on the "
+                          "meta device and has none; export a model with real tensors")  # fmt: skip
+    if tensor.numel() == 0:
+        return BufferSpec(shape=list(tensor.shape), dtype=dtype, persistent=False)  # no values to carry
+    literal = _literal(tensor)
+    if literal is not None:
+        return BufferSpec(value=literal, dtype=dtype, persistent=False)
+    return BufferSpec(shape=list(tensor.shape), dtype=dtype, persistent=False, data=pack(tensor))
+
+
+def _literal(tensor: torch.Tensor) -> Any:
+    """``tensor.tolist()`` if it is small and ``torch.tensor`` gives back exactly its bits, else None."""
+    if tensor.numel() > LITERAL_LIMIT or tensor.is_complex():
+        return None
+    if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+        return None  # the spec's literals are JSON numbers: no NaN or infinity
+    value = tensor.detach().cpu().tolist()
+    return value if _same_bits(torch.tensor(value, dtype=tensor.dtype), tensor) else None
 
 
 def _get_attr(gm: torch.nn.Module, target: str) -> Any:

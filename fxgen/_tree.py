@@ -43,9 +43,15 @@ class Container:
 def _container_kind(keys: list[str], holds_modules: bool) -> str:
     """``nn.ModuleList`` for modules at 0..n-1, ``nn.ModuleDict`` for other digit keys, else a
     plain ``nn.Module`` (which also holds parameters and buffers)."""
-    if keys and holds_modules and all(map(str.isdigit, keys)):
+    if keys and holds_modules and all(map(_index, keys)):
         return "list" if [int(k) for k in keys] == list(range(len(keys))) else "dict"
     return "attr"
+
+
+def _index(key: str) -> bool:
+    """Is ``key`` how torch names an index (``"0"``, ``"12"``)? Not ``"01"`` or ``"²"``, which
+    ``str.isdigit`` accepts: a ModuleList would register those under other names."""
+    return key.isascii() and key.isdigit() and (key == "0" or key[0] != "0")
 
 
 def _in_tree_order(declared: list[tuple[str, Any]]) -> list[tuple[str, Any]]:

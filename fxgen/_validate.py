@@ -18,7 +18,6 @@ import contextlib
 import functools
 import inspect
 import keyword
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,6 +26,7 @@ import torch
 from fxgen._check_nodes import NodeChecks
 from fxgen._checker import IDENTIFIER, RESERVED_NAMES, Construct, MakeTensor
 from fxgen._errors import Location, SpecError, Suggestions
+from fxgen._packed import PACKED_TOTAL_LIMIT, PackedError, check_packed, packed_size
 from fxgen._policy import DEFAULT_POLICY, Policy, TargetError
 from fxgen._reader import Document, JsonPath, parse_text
 from fxgen._schema import check_schema
@@ -43,9 +43,6 @@ __all__ = [
     "validate_document",
     "validate_for_load",
 ]
-
-
-_SEGMENT = re.compile(r"(?!__)[A-Za-z_][A-Za-z0-9_]*|0|[1-9][0-9]*")
 
 
 def validate_document(doc: Document, policy: Policy = DEFAULT_POLICY) -> Spec:
@@ -288,6 +285,10 @@ class _Checker(NodeChecks):
         for i in floats:
             self.error((*where, "shape", i), f"{path!r}: shape entries are integers; write {int(shape[i])}, "
                        f"not {shape[i]}")  # fmt: skip
+        if "data" in entry:
+            if not floats:
+                self.check_packed(where, path, entry["data"], shape, dtype)
+            return
         init = entry.get("init", "zeros")
         groups = init.get("dirac", {}).get("groups") if isinstance(init, dict) else None
         if groups is not None and not isinstance(groups, int):
@@ -299,6 +300,19 @@ class _Checker(NodeChecks):
         if table == "parameters" and entry.get("requires_grad", True) and not _differentiable(dtype):
             self.error(where, f"parameter {path!r} has dtype {dtype}, which cannot require gradients; "
                        "add `requires_grad: false` or declare it as a buffer", key=True)  # fmt: skip
+
+
+    def check_packed(self, where: JsonPath, path: str, data: str, shape: list[int], dtype: str) -> None:
+        """Packed data decodes to exactly its shape and dtype, within the limits (bounded memory)."""
+        self.packed_bytes += packed_size(shape, dtype)
+        if self.packed_bytes > PACKED_TOTAL_LIMIT:
+            self.error((*where, "data"), f"{path!r}: the spec's packed tensors take more than {PACKED_TOTAL_LIMIT} "
+                       "bytes together; keep large tensors in the weights file as persistent buffers")  # fmt: skip
+            return
+        try:
+            check_packed(data, shape, dtype)
+        except PackedError as exc:
+            self.error((*where, "data"), f"{path!r}: {exc}")
 
 
 @functools.cache
@@ -316,13 +330,10 @@ def _graph_module_attributes() -> frozenset[str]:
 
 
 def _path_problem(path: str) -> str | None:
-    """Why a dotted declaration path cannot be an attribute path, or None."""
+    """Why a dotted declaration path cannot be an attribute path, or None. A segment may be any
+    name ``nn.Module.add_module`` accepts (generated code quotes those that are not identifiers):
+    not empty (the schema), and not an attribute every module already has."""
     for i, segment in enumerate(path.split(".")):
-        if not _SEGMENT.fullmatch(segment):
-            return (f"segment {segment!r} is not an identifier or index; use letters, digits and _ "
-                    "(not starting with __), or a number")  # fmt: skip
-        if keyword.iskeyword(segment) or keyword.issoftkeyword(segment):
-            return f"segment {segment!r} is a Python keyword; rename it"
         if segment in _module_attributes():
             return f"segment {segment!r} is an nn.Module attribute (nn.Module.{segment}); rename it"
         if i == 0 and segment in _graph_module_attributes():

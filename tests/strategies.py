@@ -52,12 +52,26 @@ PARAMS: list[dict[str, Any]] = [
     {"shape": [4], "init": {"constant": {"val": 0.5}}},
     {"shape": [2, 4], "init": {"xavier_uniform": {"gain": 1.0}}},
 ]
+def _packed(values: list[Any], dtype: str) -> dict[str, Any]:
+    """A data-form buffer (packed exact bytes, as export writes large tensors)."""
+    from fxgen._packed import pack
+
+    tensor = torch.tensor(values, dtype=getattr(torch, dtype))
+    return {"shape": list(tensor.shape), "dtype": dtype, "persistent": False, "data": pack(tensor)}
+
+
 BUFFERS: list[dict[str, Any]] = [
     {"shape": [4], "init": "ones"},
     {"shape": [4], "persistent": False},
     {"value": [0.5, -1.0, 2.0, 0.25]},
     {"value": [[1.0, 2.0, 3.0, 4.0], [0.0, -1.0, 0.5, 1.5]]},
+    {"value": 0.5},
+    _packed([1.5, -0.0, 3e38, 1e-45], "float32"),
+    _packed([[0.1, 0.2, 0.3, 0.4], [-1.0, 2.0, -3.0, 4.0]], "float32"),
+    {**_packed([0.5, 0.25, -2.0, 7.0], "float32"), "persistent": True},
 ]
+# Path segments nn.Module accepts that are not identifiers: checkpoints carry names like these.
+ODD_SEGMENTS = ["block1-0", "(0, 0)", "class", "a b", 'q"t', "__x", "01", "é", "in"]
 # Unary ops: (op, target, extra args, kwargs)
 UNARY: list[tuple[str, str, list[Any], dict[str, Any]]] = [
     ("call_function", "torch.relu", [], {}),
@@ -109,7 +123,7 @@ def spec_dicts(draw: st.DrawFn, *, max_nodes: int = 12) -> dict[str, Any]:
         depth = draw(st.integers(1, 3))
         segments = [fresh()]
         for _ in range(depth - 1):
-            segments.append(draw(st.sampled_from(["0", "1", "2", fresh()])))
+            segments.append(draw(st.sampled_from(["0", "1", "2", fresh(), *ODD_SEGMENTS])))
         return ".".join(segments)
 
     modules: dict[str, Any] = {}

@@ -1076,8 +1076,8 @@ def test_allowed_types_outside_torch_are_imported() -> None:
     with pytest.raises(fxgen.SpecError, match=r"collections\.OrderedDict"):
         fxgen.generate(spec)
     source = fxgen.generate(spec, allow=["collections.OrderedDict"])
-    assert "\nimport collections\n" in source
-    assert "table: typing.Optional[collections.OrderedDict]" in source
+    assert "\nfrom collections import OrderedDict\n" in source
+    assert "table: typing.Optional[OrderedDict]" in source
     assert_black_exact(source)
     namespace: dict[str, Any] = {}
     exec(compile(source, "<generated>", "exec"), namespace)  # fxgen's own output

@@ -54,6 +54,7 @@ VOCABULARY = [
     "int", "float32", "int64", "bool", "zeros", "ones", "normal", "orthogonal", "dirac", "eye", "constant",
     "tuple", "slice", "ellipsis", "device", "memory_format", "layout", "float", "complex", "dict", "size",
     "cpu", "meta", "inf", "nan", "%x", "%%x", "x", "weight", "bias", "0", "layers.0", "self", "output",
+    "data", "eJxjYGBgAAAABQAB", "eJxjYAAAAAEAAQ==", "AAAA", "block1-0", "(0, 0)", "a..b", "class",
 ]  # fmt: skip
 _text = st.text(st.characters(codec="utf-8"), max_size=8)
 _scalars = st.one_of(

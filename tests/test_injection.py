@@ -11,12 +11,14 @@ name). The same spec must also build a GraphModule (torch.fx writes and ``exec``
 from __future__ import annotations
 
 import ast
+import base64
 import contextlib
 import copy
 import inspect
 import io
 import re
 import tokenize
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ from fxgen._policy import SAFE_BUILTINS
 from fxgen._tensors import INIT_SCHEMES
 from fxgen._validate import validate_data
 
+PACKED = base64.b64encode(zlib.compress(b"\x00\x3c\x00\xc0")).decode()  # float16 [1.0, -2.0]
 BASE: dict[str, Any] = {
     "fxgen": 1,
     "name": "Victim",
@@ -41,7 +44,11 @@ BASE: dict[str, Any] = {
         "act": {"class": "torch.nn.GELU", "kwargs": {"approximate": "tanh"}},
     },
     "parameters": {"scale": {"shape": [4], "init": {"normal": {"std": 0.02}}}},
-    "buffers": {"table": {"value": [1.0, 2.0, 3.0, 4.0]}, "stats.mean": {"shape": [4], "persistent": False}},
+    "buffers": {
+        "table": {"value": [1.0, 2.0, 3.0, 4.0]},
+        "stats.mean": {"shape": [4], "persistent": False},
+        "stats.packed": {"shape": [2], "dtype": "float16", "persistent": False, "data": PACKED},
+    },
     "nodes": [
         {"op": "placeholder", "name": "x", "type": "torch.Tensor"},
         {"op": "placeholder", "name": "mode", "type": "str", "default": "fast"},
@@ -188,6 +195,10 @@ def _dtype(d: dict[str, Any], s: str) -> None:
     d["buffers"]["table"]["dtype"] = s
 
 
+def _packed(d: dict[str, Any], s: str) -> None:
+    d["buffers"]["stats.packed"]["data"] = s
+
+
 SLOTS: dict[str, Callable[[dict[str, Any], str], None]] = {
     "class name": lambda d, s: d.__setitem__("name", s),
     "doc": lambda d, s: d.__setitem__("doc", s),
@@ -202,6 +213,8 @@ SLOTS: dict[str, Callable[[dict[str, Any], str], None]] = {
     "buffer path": _path("buffers", "table"),
     "buffer path segment": _segment("buffers", "stats.mean", 1),
     "buffer dtype": _dtype,
+    "buffer data": _packed,
+    "packed buffer path": _path("buffers", "stats.packed"),
     "init name": _init_name,
     "init plain name": _init_plain,
     "init kwarg": _init_kwarg,
@@ -230,7 +243,10 @@ LITERAL_SLOTS = VALUE_SLOTS | {"doc", "dict key", "device"}
 
 # -- what the generated source may contain --------------------------------------------------------
 STD_IMPORTS = {"import torch", "import torch.nn.functional as F", "from torch import nn", "import operator",
-               "import math", "import typing"}
+               "import math", "import typing", "import base64", "import sys", "import zlib"}
+# What a file with packed tensors defines after its class: the template's helper, and the data.
+_HELPER = ast.unparse(ast.parse((Path(fxgen.__file__).parent / "templates" / "module.py.jinja").read_text()
+                                .split("{% if packed_lines %}")[1].split("{% for")[0]).body[0])
 VALUE_CALLS = {"float", "complex", "slice", "torch.device", "torch.Size"}
 INIT_CALLS = {"super", "super().__init__", "nn.Parameter", "torch.tensor", "torch.zeros", "torch.ones", "torch.full",
               "torch.empty", "nn.ModuleList", "nn.ModuleDict", "nn.Module"} | {f"nn.init.{s}_" for s in INIT_SCHEMES}
@@ -266,13 +282,30 @@ def _on_self(expr: ast.expr, roots: frozenset[str] | set[str] = frozenset({"self
             return isinstance(expr, ast.Name) and expr.id in roots
 
 
-def _qualified_forms(target: str) -> set[str]:
+def _qualified_forms(target: str, aliases: dict[str, str]) -> set[str]:
     forms = {target}
     if target.startswith("torch.nn.functional."):
         forms.add("F." + target.removeprefix("torch.nn.functional."))
     if target.startswith("torch.nn."):
         forms.add("nn." + target.removeprefix("torch.nn."))
+    for alias, name in aliases.items():
+        if target == name or target.startswith(name + "."):
+            forms.add(alias + target[len(name) :])
     return forms
+
+
+def _aliases(spec: fxgen.Spec, tree: ast.Module) -> dict[str, str]:
+    """``from M import A as B`` -> ``{"B": "M.A"}``, each a prefix of a name the spec uses."""
+    used = {m.cls for m in spec.modules.values()} | {n.target for n in spec.nodes if n.op == "call_function"}
+    used |= {w for n in spec.nodes if n.type for w in re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", n.type)}
+    out: dict[str, str] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.module != "torch":
+            for name in stmt.names:
+                qualified = f"{stmt.module}.{name.name}"
+                assert any(u == qualified or u.startswith(qualified + ".") for u in used if u), qualified
+                out[name.asname or name.name] = qualified
+    return out
 
 
 def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
@@ -285,9 +318,20 @@ def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
     tree = ast.parse(source)
 
     imports = {ast.unparse(s) for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))}
-    assert imports <= STD_IMPORTS, imports
+    aliases = _aliases(spec, tree)  # from-imports of names the spec uses: alias -> qualified name
+    assert imports - {s for s in imports if s.startswith("from ") and "torch" not in s} <= STD_IMPORTS, imports
     classes = [s for s in tree.body if isinstance(s, ast.ClassDef)]
-    assert len(classes) == 1 and len(tree.body) == len(imports) + 1
+    packed = {p: b.data for p, b in spec.buffers.items() if b.data is not None}
+    tail = tree.body[len(imports) + 1 :]
+    assert len(classes) == 1 and tree.body[len(imports)] is classes[0] and len(tail) == (2 if packed else 0)
+    if packed:
+        assert ast.unparse(tail[0]) == _HELPER
+        table = tail[1]
+        assert isinstance(table, ast.Assign) and ast.unparse(table.targets[0]) == "_PACKED"
+        assert isinstance(table.value, ast.Dict)
+        keys = [k.value for k in table.value.keys if isinstance(k, ast.Constant)]
+        values = [v.value for v in table.value.values if isinstance(v, ast.Constant)]
+        assert dict(zip(keys, values, strict=True)) == packed
     cls = classes[0]
     assert cls.name == spec.name and not cls.decorator_list and not cls.keywords
     assert [ast.unparse(b) for b in cls.bases] == ["nn.Module"]
@@ -341,13 +385,13 @@ def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
             assert isinstance(stmt, ast.Expr)
 
     # calls: only what declarations and nodes require
-    allowed = set(INIT_CALLS | VALUE_CALLS | {"getattr"})
+    allowed = set(INIT_CALLS | VALUE_CALLS | {"getattr"} | ({"_unpack"} if packed else set()))
     for module in spec.modules.values():
-        allowed |= _qualified_forms(module.cls)
+        allowed |= _qualified_forms(module.cls, aliases)
     node_calls = 0
     for node in spec.nodes:
         if node.op == "call_function":
-            allowed |= _qualified_forms(node.target or "")
+            allowed |= _qualified_forms(node.target or "", aliases)
             node_calls += 1
         elif node.op in ("call_method", "call_module"):
             node_calls += 1
@@ -375,13 +419,19 @@ def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
     own |= {n.target.split(".")[0] for n in spec.nodes if n.op == "call_function" and n.target}
     own |= {word for n in spec.nodes if n.type for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", n.type)}
     own |= bound  # forward's locals for containers and subscripted callees
+    own |= set(aliases) | ({"_unpack", "_PACKED", "base64", "zlib", "sys", "bytearray"} if packed else set())
+    if packed:  # the helper's own parameters and locals
+        own |= {n.id for n in ast.walk(tail[0]) if isinstance(n, ast.Name)}
     assert names <= NAMES | own, names - NAMES - own
 
     # string literals: each is one of the spec's strings, unchanged
     spec_strings = _strings(data) | {"inf", "-inf", "nan"}
+    helper = set(ast.walk(tail[0])) if packed else set()
     for constant in (n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)):
         if doc_node is not None and constant is getattr(doc_node, "value", None):
             continue
+        if constant in helper:
+            continue  # the template's own text ("big", the docstring)
         assert constant.value in spec_strings, constant.value
 
 
