@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import types
 import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -226,7 +227,7 @@ def _diff_tensors(
             )
 
 
-def _equivalent(a: Any, b: Any, values: bool) -> bool:
+def _equivalent(a: Any, b: Any, values: bool, seen: frozenset[tuple[int, int]] = frozenset()) -> bool:
     """Equality for attribute values that ignores object identity where it cannot match
     (rebuilt submodules, weak references to rebuilt parameters) and compares tensors by
     shape and dtype -- plus contents when ``values`` (both on a real device) and the tensor
@@ -247,7 +248,7 @@ def _equivalent(a: Any, b: Any, values: bool) -> bool:
     if isinstance(a, nn.Module) or isinstance(b, nn.Module):
         return type(a) is type(b)
     if isinstance(a, weakref.ref) and isinstance(b, weakref.ref):
-        return _equivalent(a(), b(), values)
+        return _equivalent(a(), b(), values, seen)
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, numbers.Number) and isinstance(b, numbers.Number):
@@ -258,22 +259,48 @@ def _equivalent(a: Any, b: Any, values: bool) -> bool:
         return (
             type(a) is type(b)
             and len(a) == len(b)
-            and all(_equivalent(x, y, values) for x, y in zip(a, b, strict=True))
+            and all(_equivalent(x, y, values, seen) for x, y in zip(a, b, strict=True))
         )
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_equivalent(a[k], b[k], values) for k in a)
+        return a.keys() == b.keys() and all(_equivalent(a[k], b[k], values, seen) for k in a)
     if isinstance(a, functools.partial) and isinstance(b, functools.partial):
         return (
             a.func is b.func
-            and _equivalent(a.args, b.args, values)
-            and _equivalent(a.keywords, b.keywords, values)
+            and _equivalent(a.args, b.args, values, seen)
+            and _equivalent(a.keywords, b.keywords, values, seen)
         )
+    if isinstance(a, types.FunctionType) and isinstance(b, types.FunctionType):
+        # A lambda or closure made in __init__ is a new object per instance: the same code with
+        # equivalent defaults and captured values computes the same (a captured `self` is the
+        # model in one and the rebuild in the other: modules compare by class here).
+        if (id(a), id(b)) in seen:
+            return True  # a closure that captures itself (a recursive local function)
+        seen = seen | {(id(a), id(b))}
+        return (
+            a.__code__ is b.__code__
+            and _equivalent(a.__defaults__, b.__defaults__, values, seen)
+            and _equivalent(a.__kwdefaults__, b.__kwdefaults__, values, seen)
+            and _equivalent(_cells(a), _cells(b), values, seen)
+        )
+    if isinstance(a, types.MethodType) and isinstance(b, types.MethodType):
+        return a.__func__ is b.__func__ and _equivalent(a.__self__, b.__self__, values, seen)
     if type(a) is not type(b):
         return False
     try:
         return bool(a == b)
     except Exception:
         return False
+
+
+def _cells(fn: types.FunctionType) -> tuple[Any, ...]:
+    """The values a closure captured (an empty cell as a marker of its own)."""
+    out = []
+    for cell in fn.__closure__ or ():
+        try:
+            out.append(cell.cell_contents)
+        except ValueError:
+            out.append(_ABSENT)
+    return tuple(out)
 
 
 def _hook_name(hook: Any) -> str:

@@ -58,6 +58,8 @@ def trace(
         def is_leaf_module(self, m: torch.nn.Module, qualname: str) -> bool:
             if isinstance(m, leaf_types) or qualname in leaf_paths:
                 return True
+            if type(m).__module__ in _PARAMETRIZE_MODULES:
+                return False  # computed in the graph: see _PARAMETRIZE_MODULES
             return bool(super().is_leaf_module(m, qualname))
 
     snapshot = Snapshot(module)
@@ -86,6 +88,14 @@ def trace(
         # the tensor constants it makes (`_tensor_constant0`) on it; the GraphModule has its own
         # copies. Leave the user's module as it was: a second export then traces the same graph.
         snapshot.restore()
+
+
+# A parametrized module (weight_norm, spectral_norm, orthogonal through torch.nn.utils.parametrize)
+# is a class torch makes on the fly, which no constructor call can rebuild; its state dict holds
+# the parametrization's own tensors (`conv.parametrizations.weight.original0`). It is traced
+# through instead, with its parametrizations: the graph computes the weight from those tensors,
+# which the spec declares at their paths, so the checkpoint still loads.
+_PARAMETRIZE_MODULES = frozenset({"torch.nn.utils.parametrize", "torch.nn.utils.parametrizations"})
 
 
 # Export reads the graph, never the Python code a GraphModule generates from it: a lazy
@@ -312,9 +322,19 @@ def _trace_error(exc: BaseException, tracer: torch.fx.Tracer | None = None) -> E
         source = linecache.getline(filename, lineno).strip()
         detail = f" (in {func}: `{source}`)" if source else f" (in {func})"
     message = f"cannot trace the module: {type(exc).__name__}: {text}{detail}"
+    if _in_parametrization(exc):
+        inside = f" of module {next(reversed(stack))!r}" if stack else ""
+        fix = (f"it fails inside a parametrization{inside} (spectral_norm and orthogonal branch on the weight's "
+               "shape): remove it before export with torch.nn.utils.parametrize.remove_parametrizations(module, "
+               "'weight'); weight_norm is traced")  # fmt: skip
     if fix:
         message += f"; {fix}"
     return ExportError(message, where)
+
+
+def _in_parametrization(exc: BaseException) -> bool:
+    """Did tracing fail inside torch.nn.utils.parametrize or parametrizations?"""
+    return any("parametriz" in Path(frame.filename).name for frame in traceback.extract_tb(exc.__traceback__))
 
 
 def _user_frame(exc: BaseException) -> tuple[str, int, str] | None:

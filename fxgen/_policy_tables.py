@@ -43,8 +43,9 @@ TORCH_PY_FUNCTIONS = frozenset({
 })  # fmt: skip
 # Modules whose Python functions are all tensor operations.
 FUNCTION_MODULES = frozenset({"torch.functional", "torch.nn.functional", "torch._lowrank", "torch._lobpcg"})
-# Private names a spec may spell outside the default namespaces (torch.fx writes it for asserts).
-PRIVATE_OK = frozenset({"torch._assert"})
+# Private torch names a graph may call by default, by their exact names: torch.fx's assertion,
+# and the weight normalisation a traced `torch.nn.utils.parametrizations.weight_norm` computes.
+PRIVATE_OK = frozenset({"torch._assert", "torch._weight_norm"})
 # Functions torch.fx itself writes into traced graphs outside the default namespaces, allowed by
 # their exact names only: symbolic_trace's check that an argument fixed to None by concrete_args
 # stays None (``assert value is None, message``).

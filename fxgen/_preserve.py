@@ -10,6 +10,8 @@ puts the tensor constants it makes (``_tensor_constant0``) on the traced module.
 they hold (dicts, lists, sets, nested a few levels), and puts them back after tracing: the same
 objects, with the same contents. It also finds Proxies a trace outside fxgen already left
 behind, so export can name where they are instead of tracing a graph that reads another graph.
+torch's own namespaces are restored as well: a tracer that patches torch's functions while it
+runs may leave them patched when it fails.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ class Snapshot:
         self._modules: list[tuple[nn.Module, dict[str, Any]]] = []
         self._containers: list[tuple[Any, Any]] = []  # (container, a shallow copy of its contents)
         self.proxies: list[str] = []  # where Proxies of an earlier trace are kept: "blocks.0.cache['k']"
+        # A tracer may patch torch's functions while it runs (Hugging Face's HFTracer wraps
+        # torch.ones, torch.tensor, ...) and, when tracing fails, not put them back: every later
+        # export would then see the wrappers. torch's own namespaces are restored too.
+        self._namespaces = [(vars(namespace), dict(vars(namespace))) for namespace in (torch, torch.nn.functional)]
         seen: set[int] = set()
         for path, module in root.named_modules(remove_duplicate=True):
             attributes = vars(module)
@@ -61,6 +67,9 @@ class Snapshot:
 
     def restore(self) -> None:
         """Put every recorded attribute and container content back (the same objects)."""
+        for namespace, saved in self._namespaces:
+            for name in [name for name, value in saved.items() if namespace.get(name, _ABSENT) is not value]:
+                namespace[name] = saved[name]
         for module, attributes in self._modules:
             current = vars(module)
             if current.keys() != attributes.keys() or any(current[k] is not v for k, v in attributes.items()):
@@ -77,6 +86,9 @@ class Snapshot:
             elif _changed(list(container), contents):
                 container.clear()
                 container.update(contents)
+
+
+_ABSENT: Any = object()
 
 
 def _changed(now: list[Any], then: list[Any], *, pairs: bool = False) -> bool:

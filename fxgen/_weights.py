@@ -34,9 +34,23 @@ def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
             Location(str(path)),
         )
     try:
-        return load_file(str(path))
+        state = load_file(str(path))
     except (OSError, SafetensorError, RuntimeError, ValueError) as exc:
         raise WeightsError(f"cannot read weights: {exc}", Location(str(path))) from None
+    return {key: _aligned(tensor) for key, tensor in state.items()}
+
+
+_ALIGNMENT = 64  # what torch's CPU allocator gives every tensor
+
+
+def _aligned(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor``, or an aligned copy when it is not at a multiple of 64 bytes. safetensors hands
+    out views into one buffer at whatever offset each tensor has in the file, and CPU kernels pick
+    their code paths by alignment: a convolution on a misaligned weight can differ from the same
+    model's in the last bit. Loaded models must compute exactly what their original computes."""
+    if tensor.data_ptr() % _ALIGNMENT == 0:
+        return tensor
+    return tensor.clone()
 
 
 def check_weights(

@@ -146,3 +146,15 @@ class HiddenCache(nn.Module):
         if self.store.bias is None:
             self.store.bias = self.lin.weight.sum(0)
         return self.lin(x) + self.store.bias if self.mix else self.store.bias * 2
+
+
+class WeightNormed(nn.Module):
+    """A parametrized layer: its state dict holds the parametrization's tensors."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.utils.parametrizations.weight_norm(nn.Conv1d(4, 4, 3, padding=1), dim=2)
+        self.lin = nn.Linear(5, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(self.conv(x))

@@ -42,6 +42,7 @@ X = (torch.randn(3, 4, generator=torch.Generator().manual_seed(1)),)
         (fx.Shadowed, X),
         (fx.Cached, X),
         (fx.Bookkept, (torch.tensor([[1, 2, 3]]),)),
+        (fx.WeightNormed, (torch.randn(2, 4, 5),)),
     ],
     ids=lambda v: v.__name__ if isinstance(v, type) else "",
 )
@@ -104,3 +105,24 @@ def test_attributes_a_framework_attaches_are_not_compared_but_real_differences_a
 
 def _double(module: torch.nn.Module, args: tuple, out: torch.Tensor) -> torch.Tensor:
     return out * 2
+
+
+def test_a_tracer_that_patches_torch_and_fails_leaves_torch_as_it_was() -> None:
+    """Hugging Face's HFTracer wraps torch.ones & co. while it traces, and leaves them wrapped when
+    tracing fails: every later export in the process would see the wrappers."""
+
+    class Patching(torch.fx.Tracer):
+        def trace(self, root: torch.nn.Module, concrete_args: dict | None = None) -> torch.fx.Graph:
+            torch.ones = lambda *args, **kwargs: None  # type: ignore[assignment]
+            raise RuntimeError("tracing failed")
+
+    original = torch.ones
+    with pytest.raises(fxgen.ExportError, match="tracing failed"):
+        fxgen.export(fx.Unsaved(), tracer_class=Patching)
+    assert torch.ones is original
+
+
+def test_spectral_norm_is_refused_with_the_way_out() -> None:
+    model = torch.nn.Sequential(torch.nn.utils.parametrizations.spectral_norm(torch.nn.Linear(4, 4)))
+    with pytest.raises(fxgen.ExportError, match=r"inside a parametrization of module '0\..*remove_parametrizations"):
+        fxgen.export(model)

@@ -67,7 +67,7 @@ def _round_trip(module: torch.nn.Module, inputs: tuple, tmp_path: Path, **option
     rebuilt = cls().eval()
     rebuilt.load_state_dict(load_file(str(weights)), strict=True)
     with torch.no_grad():
-        assert_same(module(*inputs), rebuilt(*inputs), exact=False)
+        assert_same(module(*inputs), rebuilt(*inputs))
     return spec
 
 
@@ -241,7 +241,7 @@ def test_cli_export_then_generate(tmp_path: Path) -> None:
     module = Everything().eval()
     module.load_state_dict({k: v for k, v in load_file(str(tmp_path / "everything.safetensors")).items()
                             if not k.startswith("_tensor_constant")}, strict=True)  # fmt: skip
-    assert_same(module(x), gm.eval()(x), exact=False)
+    assert_same(module(x), gm.eval()(x))
 
 
 def test_cli_export_tracing_error_is_one_line(tmp_path: Path) -> None:
