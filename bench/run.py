@@ -374,7 +374,24 @@ def _zoo_names(args: argparse.Namespace) -> list[str]:
     chosen = [z for z in ZOO if z.traceable and available(z)]
     if args.quick:
         chosen = [z for z in chosen if z.name in QUICK_ZOO]
+    elif not args.zoo:
+        chosen = _sample(chosen)
     return [z.name for z in chosen]
+
+
+ZOO_SAMPLE = 8  # models of each library in a full run: the zoo has hundreds (bench/zoo_report.py runs them all)
+
+
+def _sample(models: list[Any]) -> list[Any]:
+    """At most ``ZOO_SAMPLE`` models of each library, spread over its catalogue (deterministic)."""
+    by_library: dict[str, list[Any]] = {}
+    for z in models:
+        by_library.setdefault(z.library, []).append(z)
+    chosen = []
+    for group in by_library.values():
+        step = max(1, len(group) // ZOO_SAMPLE)
+        chosen += group[::step][:ZOO_SAMPLE]
+    return chosen
 
 
 def machine(args: argparse.Namespace, sizes: list[int], elapsed: float) -> dict[str, Any]:

@@ -1,0 +1,163 @@
+"""Checkpoint parity: the promises an export keeps, checked one after the other on one model.
+
+``check_parity(factory, inputs, workdir)`` builds the model twice (one instance to export, one
+that is never traced, for the reference outputs) and requires, raising ``ParityError`` naming
+the first promise broken:
+
+1. the export leaves the model as it found it: after ``fxgen.export(model)`` the model computes
+   what it computed before, and exporting it again gives an equal spec;
+2. export -> YAML -> ``load_spec`` gives an equal spec;
+3. the generated class's ``state_dict()`` has the original's keys, shapes and dtypes, the
+   original ``state_dict()`` loads into it strictly, and its outputs equal the reference's;
+4. the same for ``fxgen.load(spec)`` followed by a strict ``load_state_dict``;
+5. the same for ``fxgen.load(spec, weights=...)`` with the file ``fxgen.save_weights`` wrote.
+
+Outputs are compared with ``torch.equal`` (NaNs equal where both have them): the generated code
+runs the graph's own operations, so any difference is a bug. ``inexact`` (a reason) relaxes this
+to ``allclose`` for a model whose traced graph computes differently from its eager forward.
+``tests/test_exactness.py`` and ``bench/zoo_report.py`` both use it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import warnings
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import fxgen
+
+__all__ = ["ParityError", "check_parity", "import_file", "max_error", "tensor_leaves"]
+
+
+class ParityError(AssertionError):
+    """A promise of export broken; ``stage`` says which."""
+
+    def __init__(self, stage: str, message: str) -> None:
+        super().__init__(f"{stage}: {message}")
+        self.stage = stage
+
+
+def tensor_leaves(out: Any) -> list[torch.Tensor]:
+    """The tensors in a model's output (nested tuples, lists, dicts, dataclass-like outputs)."""
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        return [t for item in out for t in tensor_leaves(item)]
+    if isinstance(out, dict):
+        return [t for item in out.values() for t in tensor_leaves(item)]
+    return []
+
+
+def max_error(want: Any, got: Any) -> float:
+    """The largest absolute difference between two outputs' tensors (0.0 when all are equal)."""
+    pairs = list(zip(tensor_leaves(want), tensor_leaves(got), strict=True))
+    worst = 0.0
+    for a, b in pairs:
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return float("inf")
+        if a.is_floating_point() or a.is_complex():
+            diff = (a.double() - b.double()).abs() if not a.is_complex() else (a - b).abs().double()
+            diff = diff.nan_to_num(0.0) if torch.equal(a.isnan(), b.isnan()) else diff.nan_to_num(float("inf"))
+            worst = max(worst, float(diff.max()) if diff.numel() else 0.0)
+        elif not torch.equal(a, b):
+            worst = float("inf")
+    return worst
+
+
+def _same(want: Any, got: Any, inexact: str) -> bool:
+    leaves_a, leaves_b = tensor_leaves(want), tensor_leaves(got)
+    if len(leaves_a) != len(leaves_b):
+        return False
+    for a, b in zip(leaves_a, leaves_b, strict=True):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if inexact:
+            if not torch.allclose(a, b, atol=1e-5, rtol=1e-4, equal_nan=True):
+                return False
+        elif not (torch.equal(a, b) or (a.is_floating_point() and torch.equal(a.isnan(), b.isnan())
+                                         and torch.equal(a.nan_to_num(), b.nan_to_num()))):  # fmt: skip
+            return False
+    return True
+
+
+def import_file(path: Path, name: str) -> Any:
+    """Import a generated file as a user would: from its path, without fxgen's help."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _layout(state: dict[str, torch.Tensor]) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+    return {key: (tuple(t.shape), t.dtype) for key, t in state.items()}
+
+
+def _run(model: Callable[..., Any], inputs: tuple[Any, ...]) -> Any:
+    """One forward, from the same random state each time (a model may sample noise in eval mode:
+    its copies must draw the same numbers in the same order)."""
+    with torch.no_grad(), torch.random.fork_rng():
+        torch.manual_seed(0)
+        return model(*inputs)
+
+
+def check_parity(
+    factory: Callable[[], torch.nn.Module],
+    inputs: tuple[Any, ...],
+    workdir: Path,
+    *,
+    allow: Iterable[str] = (),
+    inexact: str = "",
+    stem: str = "model",
+    export_options: dict[str, Any] | None = None,
+) -> fxgen.Spec:
+    """Export ``factory()`` and check every promise (module docstring); returns the spec."""
+    options = dict(export_options or {})
+    allow = tuple(allow)
+    original = factory().eval()
+    reference = factory().eval()  # never traced: the outputs every copy must give
+    want = _run(reference, inputs)
+
+    def expect(stage: str, got: Any) -> None:
+        if not _same(want, got, inexact):
+            raise ParityError(stage, f"outputs differ from the original's (max abs error {max_error(want, got):.3g})")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tied-weight notes and the like: the checks below decide
+        spec = fxgen.export(original, **options)
+        if fxgen.export(original, **options) != spec:
+            raise ParityError("a second export", "exporting the same instance again gave a different spec")
+        expect("the model after export", _run(original, inputs))  # (after: running may fill its caches)
+    spec_path = workdir / f"{stem}.yaml"
+    spec.to_file(spec_path)
+    reloaded = fxgen.load_spec(spec_path, allow=allow)
+    if reloaded != spec:
+        raise ParityError("YAML", "export -> YAML -> load_spec changed the spec")
+    checkpoint = original.state_dict()
+
+    source_path = workdir / f"{stem}.py"
+    source_path.write_text(fxgen.generate(reloaded, allow=allow))
+    cls = getattr(import_file(source_path, f"parity_{stem}_{id(spec)}"), spec.name)
+    generated = cls().eval()
+    if _layout(generated.state_dict()) != _layout(checkpoint):
+        missing = sorted(checkpoint.keys() - generated.state_dict().keys())
+        extra = sorted(generated.state_dict().keys() - checkpoint.keys())
+        raise ParityError("the generated class", f"state_dict layout differs: missing {missing[:5]}, extra {extra[:5]}")
+    generated.load_state_dict(checkpoint, strict=True)
+    expect("the generated class", _run(generated, inputs))
+
+    loaded = fxgen.load(reloaded, allow=allow).eval()
+    loaded.load_state_dict(checkpoint, strict=True)
+    expect("fxgen.load + load_state_dict", _run(loaded, inputs))
+
+    weights = workdir / f"{stem}.safetensors"
+    fxgen.save_weights(original, weights, **options)
+    with_weights = fxgen.load(reloaded, weights=weights, allow=allow).eval()
+    expect("fxgen.load(weights=...)", _run(with_weights, inputs))
+    return spec
