@@ -34,14 +34,11 @@ from stages import build_direct, prepare_direct
 from workloads import write_spec
 
 import fxgen
-from fxgen._api import (
-    _construct_for_real,
-    _tensor_for_real,
-    build_module,
-    policy_for,
-    validate_for_load,
-)
-from fxgen._reader import read_document
+from fxgen.assemble.load import _construct_for_real, _tensor_for_real
+from fxgen.assemble.module import build_module
+from fxgen.check.validate import validate_for_load
+from fxgen.policy.policy import policy_for
+from fxgen.read.reader import read_document
 
 
 def _median(fn: Callable[[Any], Any], runs: int, collector: bool, setup: Callable[[], Any] = lambda: None) -> float:

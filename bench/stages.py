@@ -48,7 +48,9 @@ import torch.fx
 from measure import Result, StageTimeout, interleaved, measure, time_limit  # type: ignore[import-not-found]
 
 import fxgen
-from fxgen._build import set_attr_path
+from fxgen.construct.modules import set_attr_path
+from fxgen.policy.policy import policy_for
+from fxgen.spec.model import NO_DEFAULT
 
 __all__ = ["TARGETS", "Pair", "Workload", "export_pair", "generate_pair", "load_pair", "run_workload", "weights_pair"]
 
@@ -197,7 +199,7 @@ class Pair(NamedTuple):
 
 def load_pair(path: Path, spec: Any, allow: tuple[str, ...]) -> Pair:
     """``fxgen.load(path)`` against the direct torch.fx build (its inputs decoded here, untimed)."""
-    prepared = prepare_direct(spec, fxgen._api.policy_for(allow))
+    prepared = prepare_direct(spec, policy_for(allow))
     return Pair(lambda: fxgen.load(path, allow=allow), lambda: build_direct(prepared))
 
 
@@ -228,10 +230,10 @@ def clear_format_caches() -> None:
     """Cold formatting caches, as in a fresh ``fxgen generate`` process: every memo in _format
     and the split port's (statements and per-skeleton plans), which a bench that only cleared
     _format's own would carry warm from one run to the next."""
-    import fxgen._format
+    from fxgen.blackstyle import formatter
 
-    fxgen._format.clear_caches()
-    for obj in list(vars(fxgen._format).values()):
+    formatter.clear_caches()
+    for obj in list(vars(formatter).values()):
         if callable(getattr(obj, "cache_clear", None)):
             obj.cache_clear()
 
@@ -246,7 +248,7 @@ class _Ref:
 
 def prepare_direct(spec: Any, policy: Any) -> dict[str, Any]:
     """Everything the direct torch.fx build needs, decoded ahead of time (untimed)."""
-    from fxgen._values import DTYPES, decode, decode_kwargs
+    from fxgen.spec.values import DTYPES, decode, decode_kwargs
 
     def ref(name: str) -> _Ref:
         return _Ref(name)
@@ -258,7 +260,7 @@ def prepare_direct(spec: Any, policy: Any) -> dict[str, Any]:
         type_expr = policy.resolve_type(node.type)[0] if node.type is not None else None
         if node.op == "placeholder":
             target: Any = node.name
-            if node.default is not fxgen._spec.NO_DEFAULT:
+            if node.default is not NO_DEFAULT:
                 args = (decode(node.default, ref),)
         elif node.op == "output":
             target = "output"
@@ -420,7 +422,7 @@ def run_workload(w: Workload, cfg: dict[str, Any], out: Any, tmp: Path) -> None:
 
 
 def _run_stages(r: Runner, w: Workload, cfg: dict[str, Any], tmp: Path, pairs: dict[str, Pair]) -> None:
-    import fxgen._format
+    from fxgen.blackstyle import formatter
 
     allow = tuple(w.allow)
     original: torch.nn.Module | None = None
@@ -444,7 +446,9 @@ def _run_stages(r: Runner, w: Workload, cfg: dict[str, Any], tmp: Path, pairs: d
         path = tmp / f"{re.sub(r'[^A-Za-z0-9_]', '_', w.name)}.yaml"
         spec0.to_file(path)
         w.path = str(path)
-        allow = tuple(fxgen._export._outside_default_policy(spec0))
+        from fxgen.cli.export import outside_default_policy
+
+        allow = tuple(outside_default_policy(spec0))
         r.info(allow=list(allow))
 
     path = Path(w.path)
@@ -486,8 +490,8 @@ def _run_stages(r: Runner, w: Workload, cfg: dict[str, Any], tmp: Path, pairs: d
     if gm is not None:
         r.stage("python_code", gen.reference)
     if src is not None:
-        mode = fxgen._format.MODE
-        r.stage("black_file", lambda: fxgen._format.black.format_str(src, mode=mode))
+        mode = formatter.MODE
+        r.stage("black_file", lambda: formatter.black.format_str(src, mode=mode))
 
     # export (synthetic and examples: from an ordinary nn.Module with the same forward)
     if w.kind != "zoo":
@@ -529,7 +533,7 @@ def _weights_stages(r: Runner, spec: Any, wpath: Path, ptpath: Path, allow: tupl
 
 
 def _has_export() -> bool:
-    return importlib.util.find_spec("fxgen._export") is not None
+    return importlib.util.find_spec("fxgen.capture") is not None
 
 
 def _zoo_trace(zm: Any, model: torch.nn.Module) -> torch.fx.GraphModule:
@@ -544,7 +548,7 @@ def _export_stages(r: Runner, module: torch.nn.Module, trace_kw: dict[str, Any],
         r.emit(Result("export", status="n/a", note="fxgen.export does not exist yet").as_dict())
         r.failed.add("export")
         return pair
-    from fxgen._export import trace
+    from fxgen.capture.trace import trace
 
     traced = r.stage("export_trace", lambda: trace(module, **trace_kw), value_only=True)
     if traced is not None:
@@ -583,7 +587,7 @@ def _write_weights(source: torch.nn.Module, trace_kw: dict[str, Any], path: Path
 
         fxgen.save_weights(source, path, **trace_kw)
         return load_file(str(path))
-    from fxgen._weights import write_weights
+    from fxgen.write.weights import write_weights
 
     state = {k: v.detach() for k, v in source.state_dict().items()}
     write_weights(path, state)

@@ -33,6 +33,7 @@ from parity import ParityError, check_parity
 from zoo_models import FEATURES, ZOO, ZooModel
 
 import fxgen
+from fxgen.cli.progress import Progress
 
 # The zoo's packages are trusted here: the report allows them explicitly, as a user would.
 ALLOW = ("monai", "einops", "efficientnet_pytorch", "rtdl_revisiting_models", "mlp_mixer_pytorch", "transformers",
@@ -82,7 +83,7 @@ def round_trip(zm: ZooModel, workdir: Path) -> Result:
     start = time.perf_counter()
     try:
         options = export_options(zm)
-        from fxgen._export import trace
+        from fxgen.capture.trace import trace
 
         try:
             gm = trace(zm.build(), **options)
@@ -181,16 +182,14 @@ def main(argv: list[str] | None = None) -> int:
               and (not args.library or z.library in args.library)]  # fmt: skip
     results = []
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        for zm in models:
+    with tempfile.TemporaryDirectory() as tmp, Progress("checking", len(models)) as progress:
+        for done, zm in enumerate(models, 1):
+            progress.step(done, zm.name)  # on a terminal only: a log gets the table alone
             missing = [p for p in zm.requires if importlib.util.find_spec(p) is None]
             if missing:
                 results.append(Result(zm.name, zm.library, problem=f"not installed: {', '.join(missing)}"))
                 continue
-            r = round_trip(zm, Path(tmp))
-            results.append(r)
-            print(f"{r.name:45s} {'ok  ' if r.passed else 'FAIL' if r.traceable else '--  '} "
-                  f"{r.seconds:6.2f}s {r.problem[:200]}", file=sys.stderr, flush=True)  # fmt: skip
+            results.append(round_trip(zm, Path(tmp)))
     elapsed = time.perf_counter() - started
     text = summary(results) + "\n" + exercised(results) + "\n" + table(results)
     print(text)

@@ -1,7 +1,9 @@
 """fxgen: declarative model specs <-> torch.fx GraphModules <-> readable PyTorch source.
 
-The public API is re-exported here. Names are imported lazily (PEP 562) so that
-``fxgen generate --check`` can decide a file is up to date without importing torch.
+The public API is what this module exports (``__all__``); the subpackages are the pipeline's
+stages (docs/architecture.md) and are internal. Names are imported lazily (PEP 562) so that
+``import fxgen`` imports neither torch nor black, and ``fxgen generate --check`` can decide a
+file is up to date without them.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.2.1"
+from fxgen._version import __version__
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -42,18 +44,17 @@ _WHERE = {
     "Diagnostic": "_errors", "ExportError": "_errors", "FxgenError": "_errors",
     "GenerateError": "_errors", "Location": "_errors", "SpecError": "_errors",
     "WeightsError": "_errors",
-    "BufferSpec": "_spec", "ModuleSpec": "_spec", "Node": "_spec", "ParameterSpec": "_spec",
-    "Spec": "_spec",
-    "DEFAULT_POLICY": "_policy", "Policy": "_policy",
-    "load": "_api", "load_spec": "_api", "to_spec": "_api", "validate": "_api",
-    "generate": "_codegen",
-    "export": "_export", "save_weights": "_export",
-    "register_constructor": "_recover", "record_constructors": "_record",
+    "BufferSpec": "spec.model", "ModuleSpec": "spec.model", "Node": "spec.model",
+    "ParameterSpec": "spec.model", "Spec": "spec.model",
+    "DEFAULT_POLICY": "policy.policy", "Policy": "policy.policy",
+    "load_spec": "check.validate", "validate": "check.validate",
+    "load": "assemble.load",
+    "generate": "codegen.generate",
+    "export": "capture.export", "save_weights": "capture.export", "to_spec": "capture.to_spec",
+    "register_constructor": "capture.recover", "record_constructors": "capture.record",
 }  # fmt: skip
 
 if TYPE_CHECKING:
-    from fxgen._api import load, load_spec, to_spec, validate
-    from fxgen._codegen import generate
     from fxgen._errors import (
         Diagnostic,
         ExportError,
@@ -63,11 +64,15 @@ if TYPE_CHECKING:
         SpecError,
         WeightsError,
     )
-    from fxgen._export import export, save_weights
-    from fxgen._policy import DEFAULT_POLICY, Policy
-    from fxgen._record import record_constructors
-    from fxgen._recover import register_constructor
-    from fxgen._spec import BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
+    from fxgen.assemble.load import load
+    from fxgen.capture.export import export, save_weights
+    from fxgen.capture.record import record_constructors
+    from fxgen.capture.recover import register_constructor
+    from fxgen.capture.to_spec import to_spec
+    from fxgen.check.validate import load_spec, validate
+    from fxgen.codegen.generate import generate
+    from fxgen.policy.policy import DEFAULT_POLICY, Policy
+    from fxgen.spec.model import BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
 
 
 def __getattr__(name: str) -> Any:

@@ -2,6 +2,6 @@
 
 import sys
 
-from fxgen._cli import main
+from fxgen.cli.main import main
 
 sys.exit(main())

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parent.parent
+# The tests of each stage live in a folder of their own; what they share (helpers, strategies,
+# the modules they export and the invalid-spec catalogue) stays here, importable from all of them.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 EXAMPLES = sorted((ROOT / "model_specs").glob("*.yaml"))
 
 # CI runs a fixed, derandomised budget; `HYPOTHESIS_PROFILE=long` is the maintainers' long run.

@@ -54,7 +54,7 @@ PARAMS: list[dict[str, Any]] = [
 ]
 def _packed(values: list[Any], dtype: str) -> dict[str, Any]:
     """A data-form buffer (packed exact bytes, as export writes large tensors)."""
-    from fxgen._packed import pack
+    from fxgen.spec.packed import pack
 
     tensor = torch.tensor(values, dtype=getattr(torch, dtype))
     return {"shape": list(tensor.shape), "dtype": dtype, "persistent": False, "data": pack(tensor)}

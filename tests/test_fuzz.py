@@ -35,10 +35,10 @@ from hypothesis import strategies as st
 from strategies import spec_dicts
 
 import fxgen
-from fxgen._cli import main
 from fxgen._errors import FxgenError, SpecError
-from fxgen._reader import parse_text
-from fxgen._validate import validate_data
+from fxgen.check.validate import validate_data
+from fxgen.cli.main import main
+from fxgen.read.reader import parse_text
 
 EXAMPLE_DICTS = [parse_text(p.read_bytes(), str(p)).data for p in EXAMPLES]
 BUDGET = settings.default.max_examples  # the profile's budget (ci: 60, long: 5000)

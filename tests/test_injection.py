@@ -30,9 +30,9 @@ from hypothesis import strategies as st
 
 import fxgen
 from fxgen._errors import FxgenError, SpecError
-from fxgen._policy import SAFE_BUILTINS
-from fxgen._tensors import INIT_SCHEMES
-from fxgen._validate import validate_data
+from fxgen.check.validate import validate_data
+from fxgen.policy.tables import SAFE_BUILTINS
+from fxgen.spec.init import INIT_SCHEMES
 
 PACKED = base64.b64encode(zlib.compress(b"\x00\x3c\x00\xc0")).decode()  # float16 [1.0, -2.0]
 BASE: dict[str, Any] = {
@@ -245,7 +245,7 @@ LITERAL_SLOTS = VALUE_SLOTS | {"doc", "dict key", "device"}
 STD_IMPORTS = {"import torch", "import torch.nn.functional as F", "from torch import nn", "import operator",
                "import math", "import typing", "import base64", "import sys", "import zlib"}
 # What a file with packed tensors defines after its class: the template's helper, and the data.
-_HELPER = ast.unparse(ast.parse((Path(fxgen.__file__).parent / "templates" / "module.py.jinja").read_text()
+_HELPER = ast.unparse(ast.parse((Path(fxgen.__file__).parent / "codegen" / "templates" / "module.py.jinja").read_text()
                                 .split("{% if packed_lines %}")[1].split("{% for")[0]).body[0])
 VALUE_CALLS = {"float", "complex", "slice", "torch.device", "torch.Size"}
 INIT_CALLS = {"super", "super().__init__", "nn.Parameter", "torch.tensor", "torch.zeros", "torch.ones", "torch.full",

@@ -23,8 +23,10 @@ import torch
 from safetensors.torch import save_file
 
 import fxgen
+import fxgen.check.validate
 from fxgen._errors import SpecError, WeightsError
-from fxgen._reader import MAX_BYTES, MAX_VALUES, parse_text
+from fxgen.read.reader import MAX_BYTES, parse_text
+from fxgen.read.yaml_events import MAX_VALUES
 
 VALID_YAML = """\
 fxgen: 1
@@ -171,7 +173,7 @@ def test_oversized_file_is_refused_before_parsing(tmp_path: Path) -> None:
 _BOMB_RUNNER = r"""
 import json, resource, sys, time, tracemalloc
 resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))
-from fxgen._reader import parse_text
+from fxgen.read.reader import parse_text
 from fxgen._errors import SpecError
 recipe = json.loads(sys.argv[1])
 text = eval(recipe["text"])  # the test's own expression building the payload
@@ -335,11 +337,7 @@ def test_pickled_weights_are_named_as_such(tmp_path: Path) -> None:
 _FORK_RUNNER = r"""
 import json, os, sys, traceback
 import torch
-import fxgen._cli, fxgen._api, fxgen._validate, fxgen._codegen, fxgen._build, fxgen._show
-try:
-    import fxgen._export
-except ImportError:
-    pass
+import fxgen.cli.main, fxgen.cli.show, fxgen.cli.export, fxgen.assemble.load, fxgen.check.validate, fxgen.codegen.generate
 
 results = []
 for case in json.loads(sys.argv[1]):
@@ -351,7 +349,7 @@ for case in json.loads(sys.argv[1]):
             for fd, name in ((1, out), (2, err)):
                 os.dup2(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
             sys.argv = ["fxgen", *case["argv"]]
-            code = fxgen._cli.main(case["argv"])
+            code = fxgen.cli.main.main(case["argv"])
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             if isinstance(exc.code, str):
@@ -498,7 +496,7 @@ def test_pyproject_next_to_the_spec_is_ignored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """[tool.fxgen] allow is read from the nearest pyproject.toml of the *working directory* only."""
-    from fxgen._cli import main
+    from fxgen.cli.main import main
 
     evil = tmp_path / "downloaded"
     evil.mkdir()
@@ -555,4 +553,4 @@ def test_specs_torch_refuses_are_spec_errors(name: str) -> None:
 def test_validate_data_refuses_what_is_not_json() -> None:
     for bad in ({1, 2}, 10**5000, object()):
         with pytest.raises(SpecError):
-            fxgen._validate.validate_data({"fxgen": 1, "name": "A", "doc": bad, "nodes": []})
+            fxgen.check.validate.validate_data({"fxgen": 1, "name": "A", "doc": bad, "nodes": []})

@@ -1,0 +1,348 @@
+"""GraphModule -> Spec: the inverse of the assemble stage, and the core of export.
+
+Nodes come straight from the Graph; call targets are written as public qualified names that
+resolve back to the same object; declarations come from what ``build_module`` recorded when
+the GraphModule was made by fxgen, and otherwise are recovered from the module instances
+(constructor calls via ``fxgen.capture.recover``, shapes/dtypes of tensors, and the values of
+the tensors a checkpoint does not carry).
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.fx
+import torch.nn.functional
+
+from fxgen._errors import ExportError
+from fxgen.assemble.module import META_KEY
+from fxgen.capture.rebuild import RebuildCache
+from fxgen.capture.recover import class_name
+from fxgen.capture.recover import resolve_qualname as _lookup
+from fxgen.construct.graph import TARGET_KEY
+from fxgen.policy.policy import type_repr
+from fxgen.policy.tables import SAFE_BUILTINS
+from fxgen.spec.model import BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
+from fxgen.spec.packed import pack, unpack
+from fxgen.spec.values import UnencodableValue, dtype_name, encode
+
+__all__ = ["Submodules", "graph_module_to_spec", "to_spec"]
+
+
+LITERAL_LIMIT = 64  # tensors up to this many elements are written as readable literals, larger ones packed
+
+
+def graph_module_to_spec(
+    gm: torch.fx.GraphModule,
+    *,
+    name: str | None = None,
+    doc: str | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> Spec:
+    """The spec of ``gm``: its graph's nodes plus the modules, parameters and buffers they use.
+    ``progress(done, total, path)`` is told of each module recovered and verified (the slow part)."""
+    declared = gm.meta.get(META_KEY)
+    call_modules = [n.target for n in gm.graph.nodes if n.op == "call_module"]
+    modules: dict[str, ModuleSpec] = {}
+    module_paths = list(declared.modules) if declared else _dedupe(call_modules)
+    cache = RebuildCache()  # identical constructor calls are rebuilt once (each is compared)
+    names: dict[type, str] = {}  # class -> its checked spec name, once per export
+    submodules = Submodules(gm)
+    for done, path in enumerate(module_paths, 1):
+        if progress is not None:
+            progress(done, len(module_paths), path)
+        sub = submodules.get(path)
+        known = declared.modules.get(path) if declared else None
+        if known is not None and _same_class(known.cls, sub):
+            modules[path] = known
+        else:
+            modules[path] = _recover(path, sub, cache, names)
+    parameters, buffers = _tensors(gm, modules, declared)
+    # torch.fx puts the checks of a concrete argument (`torch._assert`) right after its
+    # placeholder, before the next placeholder; a spec lists its placeholders first. Moving them
+    # up changes nothing: they read no node, and the code takes them all in its signature.
+    graph_nodes = list(gm.graph.nodes)
+    placeholders = [n for n in graph_nodes if n.op == "placeholder"]
+    nodes = [_node(n) for n in (*placeholders, *(n for n in graph_nodes if n.op != "placeholder"))]
+    cls_name = name or type(gm).__name__
+    if doc is None and declared is not None:
+        doc = type(gm).__doc__
+    return Spec(name=cls_name, doc=doc, modules=modules, parameters=parameters, buffers=buffers, nodes=nodes)
+
+
+def _dedupe(items: list[Any]) -> list[str]:
+    return list(dict.fromkeys(str(i) for i in items))
+
+
+def _same_class(qualname: str, module: torch.nn.Module) -> bool:
+    return qualname.rsplit(".", 1)[-1] == type(module).__name__
+
+
+class Submodules:
+    """``root.get_submodule(path)`` for many paths, each dotted prefix looked up once.
+
+    Leaf modules share their containers' paths (``layer1.0.conv1``, ``layer1.0.bn1``), and
+    ``get_submodule`` walks every segment again with two attribute lookups each. The same
+    lookups are made (``getattr``, which is what ``get_submodule`` does), only fewer times;
+    a missing path is left to ``get_submodule`` to report.
+    """
+
+    def __init__(self, root: torch.nn.Module) -> None:
+        self._root = root
+        self._found: dict[str, torch.nn.Module] = {"": root}
+
+    def get(self, path: str) -> torch.nn.Module:
+        found = self._found.get(path)
+        if found is not None:
+            return found
+        parent_path, _, name = path.rpartition(".")
+        parent = self.get(parent_path)
+        child = getattr(parent, name, None)
+        if not isinstance(child, torch.nn.Module):
+            return self._root.get_submodule(path)  # raises torch's AttributeError
+        self._found[path] = child
+        return child
+
+
+def _recover(path: str, module: torch.nn.Module, cache: RebuildCache, names: dict[type, str]) -> ModuleSpec:
+    from fxgen.capture.recover import recover_and_check
+    from fxgen.capture.thirdparty import register_known
+
+    cls = type(module)
+    name = names.get(cls)
+    if name is None:
+        register_known(cls)
+    args, kwargs = recover_and_check(path, module, cache=cache)
+    if name is None:
+        name = names[cls] = class_name(cls)
+    try:
+        return ModuleSpec(name, [encode(a) for a in args], {k: encode(v) for k, v in kwargs.items()})
+    except UnencodableValue as exc:
+        raise ExportError(f"module {path!r} ({cls.__name__}): {exc}") from None
+
+
+def _tensors(
+    gm: torch.fx.GraphModule, modules: dict[str, ModuleSpec], declared: Any
+) -> tuple[dict[str, ParameterSpec], dict[str, BufferSpec]]:
+    """Parameters and buffers not owned by a declared module, plus tensors get_attr reads that
+    are neither (set on a GraphModule by hand). Every path is declared, tied tensors included
+    (a state_dict has a key for each); tensors the checkpoint does not carry come with their
+    values (``valued_buffer``)."""
+
+    def owned(path: str) -> bool:
+        """Is a proper dotted prefix of ``path`` a declared module? (linear in the path, not in modules)"""
+        end = path.rfind(".")
+        while end > 0:
+            if path[:end] in modules:
+                return True
+            end = path.rfind(".", 0, end)
+        return False
+
+    parameters: dict[str, ParameterSpec] = {}
+    buffers: dict[str, BufferSpec] = {}
+    found_parameters, found_buffers = _named_tensors(gm, modules)
+    for path, param in found_parameters:
+        known = declared.parameters.get(path) if declared else None
+        spec = ParameterSpec(list(param.shape), dtype_name(param.dtype), requires_grad=param.requires_grad)
+        if known is not None and (known.shape, known.dtype) == (spec.shape, spec.dtype):
+            spec.init = known.init
+        parameters[path] = spec
+    for path, buf, owner in found_buffers:
+        persistent = path.rpartition(".")[2] not in owner._non_persistent_buffers_set
+        known = declared.buffers.get(path) if declared else None
+        if known is not None and known.persistent == persistent and _buffer_matches(known, buf):
+            buffers[path] = known
+        elif persistent:
+            buffers[path] = BufferSpec(shape=list(buf.shape), dtype=_dtype(path, buf))
+        else:
+            buffers[path] = valued_buffer(path, buf)
+    for node in gm.graph.nodes:
+        if node.op != "get_attr" or node.target in parameters or node.target in buffers or owned(node.target):
+            continue
+        value = _get_attr(gm, node.target)
+        if not isinstance(value, torch.Tensor):
+            raise ExportError(f"get_attr {node.target!r} reads a {type(value).__name__}, not a tensor or module")
+        buffers[node.target] = valued_buffer(node.target, value)
+    return parameters, buffers
+
+
+def _named_tensors(
+    gm: torch.nn.Module, modules: dict[str, ModuleSpec]
+) -> tuple[list[tuple[str, torch.Tensor]], list[tuple[str, torch.Tensor, torch.nn.Module]]]:
+    """``gm``'s parameters and buffers at every path (``remove_duplicate=False``: a tensor or
+    module registered twice is declared on each path, as the state dict has it), less those
+    inside a declared module, from one walk that decides ownership once per module instead of
+    once per tensor; buffers come with the module holding them."""
+    parameters: list[tuple[str, torch.Tensor]] = []
+    buffers: list[tuple[str, torch.Tensor, torch.nn.Module]] = []
+    inside: dict[str, bool] = {"": False}  # module path -> is it or an ancestor declared
+    for path, module in gm.named_modules(remove_duplicate=False):
+        if path:
+            parent = path.rpartition(".")[0]
+            owned = inside[path] = path in modules or inside[parent]
+            if owned:
+                continue
+        prefix = path + "." if path else ""
+        for name, param in module._parameters.items():
+            if param is not None:
+                parameters.append((prefix + name, param))
+        for name, buf in module._buffers.items():
+            if buf is not None:
+                buffers.append((prefix + name, buf, module))
+    return parameters, buffers
+
+
+def _buffer_matches(known: BufferSpec, buf: torch.Tensor) -> bool:
+    """Does the declaration still describe ``buf`` (values too, where it gives them)?"""
+    if known.dtype != dtype_name(buf.dtype):
+        return False
+    if known.value is not None:
+        return _same_bits(torch.tensor(known.value, dtype=buf.dtype), buf)
+    if known.shape != list(buf.shape):
+        return False
+    return known.data is None or _same_bits(unpack(known.data, known.shape, known.dtype), buf)
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal shapes, dtypes and bytes (NaN payloads and the sign of zero included)."""
+    if a.shape != b.shape or a.dtype != b.dtype or b.is_meta:
+        return False
+    flat_a, flat_b = a.detach().cpu().reshape(-1), b.detach().cpu().reshape(-1)
+    if flat_a.dtype != torch.bool:  # a bool is one byte already
+        flat_a, flat_b = flat_a.contiguous().view(torch.uint8), flat_b.contiguous().view(torch.uint8)
+    return torch.equal(flat_a, flat_b)
+
+
+def _dtype(path: str, tensor: torch.Tensor) -> str:
+    try:
+        return dtype_name(tensor.dtype)
+    except UnencodableValue as exc:
+        raise ExportError(f"{path!r}: {exc}") from None
+
+
+def valued_buffer(path: str, tensor: torch.Tensor) -> BufferSpec:
+    """A non-persistent buffer declared with its exact values: a readable literal when it is
+    small and the literal gives back the same bits, else packed bytes (``fxgen.spec.packed``)."""
+    dtype = _dtype(path, tensor)
+    if tensor.is_meta:
+        raise ExportError(f"{path!r} is not in the checkpoint, so the spec must carry its values, but it is on the "
+                          "meta device and has none; export a model with real tensors")  # fmt: skip
+    if tensor.numel() == 0:
+        return BufferSpec(shape=list(tensor.shape), dtype=dtype, persistent=False)  # no values to carry
+    literal = _literal(tensor)
+    if literal is not None:
+        return BufferSpec(value=literal, dtype=dtype, persistent=False)
+    return BufferSpec(shape=list(tensor.shape), dtype=dtype, persistent=False, data=pack(tensor))
+
+
+def _literal(tensor: torch.Tensor) -> Any:
+    """``tensor.tolist()`` if it is small and ``torch.tensor`` gives back exactly its bits, else None."""
+    if tensor.numel() > LITERAL_LIMIT or tensor.is_complex():
+        return None
+    if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+        return None  # the spec's literals are JSON numbers: no NaN or infinity
+    value = tensor.detach().cpu().tolist()
+    return value if _same_bits(torch.tensor(value, dtype=tensor.dtype), tensor) else None
+
+
+def _get_attr(gm: torch.nn.Module, target: str) -> Any:
+    obj: Any = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _node(node: torch.fx.Node) -> Node:
+    def ref(value: Any) -> str | None:
+        return value.name if isinstance(value, torch.fx.Node) else None
+
+    try:
+        args = [encode(a, ref) for a in node.args]
+        kwargs = {k: encode(v, ref) for k, v in node.kwargs.items()}
+    except UnencodableValue as exc:
+        raise ExportError(f"node {node.name!r} ({node.op} {node.target}): {exc}") from None
+    out = Node(op=node.op, name=node.name, type=type_repr(node.type) if node.type is not None else None)
+    if node.op == "placeholder":
+        if args:
+            out.default = args[0]
+        if str(node.target).startswith("*"):
+            raise ExportError(f"placeholder {node.target!r}: variadic arguments are not supported; "
+                              "pass concrete_args or wrap the module")  # fmt: skip
+        return out
+    if node.op == "output":
+        out.name = None if node.name == "output" else node.name
+        out.args = args
+        return out
+    out.target = _call_target(node) if node.op == "call_function" else str(node.target)
+    out.args, out.kwargs = args, kwargs
+    return out
+
+
+def _call_target(node: torch.fx.Node) -> str:
+    """The name the spec used (if fxgen built the node and it still names the same function)."""
+    spelled = node.meta.get(TARGET_KEY)
+    if isinstance(spelled, str) and _NAMED.get(spelled) is node.target:
+        return spelled
+    if isinstance(spelled, str) and _lookup(spelled) is node.target:
+        _NAMED[spelled] = node.target
+        return spelled
+    return function_name(node.target)
+
+
+_NAMED: dict[str, Any] = {}
+
+
+_PUBLIC_HOMES: tuple[tuple[str, Any], ...] = (
+    ("operator", operator),
+    ("math", math),
+    ("torch", torch),
+    ("torch.nn.functional", torch.nn.functional),
+    ("torch.fft", torch.fft),
+    ("torch.linalg", torch.linalg),
+    ("torch.special", torch.special),
+)
+
+
+_NAMES: dict[int, str] = {}
+
+
+def function_name(fn: Any) -> str:
+    """A qualified name of ``fn`` that resolves back to the same object, public where possible."""
+    cached = _NAMES.get(id(fn))
+    if cached is not None:
+        return cached
+    name = _function_name(fn)
+    _NAMES[id(fn)] = name
+    return name
+
+
+def _function_name(fn: Any) -> str:
+    short = getattr(fn, "__name__", None)
+    if not isinstance(short, str):
+        raise ExportError(f"call target {fn!r} has no name; wrap it in a named function")
+    if SAFE_BUILTINS.get(short) is fn or getattr(builtins, short, None) is fn:
+        return short
+    for home, namespace in _PUBLIC_HOMES:
+        for candidate in (short, short.split("_", 1)[-1]):
+            if getattr(namespace, candidate, None) is fn:
+                return f"{home}.{candidate}"
+    from torch.fx.node import _get_qualified_name
+
+    try:
+        name = _get_qualified_name(fn)
+    except Exception as exc:
+        raise ExportError(f"cannot name call target {fn!r}: {exc}") from None
+    if _lookup(name) is not fn:
+        raise ExportError(f"call target {name!r} does not resolve back to the traced function; "
+                          "define it at module level (and torch.fx.wrap it)")  # fmt: skip
+    return name
+
+
+def to_spec(graph_module: torch.fx.GraphModule, *, name: str | None = None) -> Spec:
+    """The spec of a GraphModule (one built by ``fxgen.load`` gives back an equal spec)."""
+    return graph_module_to_spec(graph_module, name=name)

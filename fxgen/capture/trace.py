@@ -1,0 +1,269 @@
+"""Trace: an ``nn.Module`` -> a torch.fx GraphModule, leaving the module as it was.
+
+Tracing is torch.fx's own (``Tracer`` or the caller's subclass, with leaf modules, autowrapped
+functions and concrete args honoured). Around it: the module's state is recorded and restored
+(``fxgen.capture.preserve``), the graph is linted for nodes of another graph, buffers the
+GraphModule invented are made non-persistent, and state the forward never reads is put on the
+GraphModule so the spec declares it. Tracing failures come back as one ExportError that names
+the line of user code and the fix the torch.fx guide suggests.
+"""
+
+from __future__ import annotations
+
+import linecache
+import traceback
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.fx
+
+from fxgen._errors import ExportError, Location
+from fxgen.capture.preserve import Snapshot
+from fxgen.capture.to_spec import Submodules
+
+__all__ = ["LeafSpec", "trace"]
+
+
+LeafSpec = type | str
+
+
+def trace(
+    module: torch.nn.Module,
+    *,
+    concrete_args: dict[str, Any] | None = None,
+    leaf_modules: Iterable[LeafSpec] = (),
+    autowrap_functions: Iterable[Callable[..., Any]] = (),
+    tracer_class: type[torch.fx.Tracer] | None = None,
+) -> torch.fx.GraphModule:
+    """``module`` as a GraphModule (returned as it is if it already is one).
+
+    Its Python code is generated when first used (``code``, ``forward``, printing): export
+    itself only reads the graph.
+    """
+    if isinstance(module, torch.fx.GraphModule):
+        return module
+    if not isinstance(module, torch.nn.Module):
+        raise ExportError(f"export needs an nn.Module, got {type(module).__name__}")
+    leaves = tuple(leaf_modules)
+    leaf_types = tuple(t for t in leaves if isinstance(t, type))
+    leaf_paths = {t for t in leaves if isinstance(t, str)}
+    base = tracer_class or torch.fx.Tracer
+
+    class _Tracer(base):  # type: ignore[valid-type, misc]
+        def is_leaf_module(self, m: torch.nn.Module, qualname: str) -> bool:
+            if isinstance(m, leaf_types) or qualname in leaf_paths:
+                return True
+            if type(m).__module__ in _PARAMETRIZE_MODULES:
+                return False  # computed in the graph: see _PARAMETRIZE_MODULES
+            return bool(super().is_leaf_module(m, qualname))
+
+    snapshot = Snapshot(module)
+    if snapshot.proxies:
+        raise ExportError(
+            f"the model holds values of an earlier torch.fx trace ({', '.join(snapshot.proxies[:3])}): its "
+            "forward stored traced values on the module (a cache filled on the first call); build the "
+            "model again, or clear them, before export"
+        )
+    tracer: torch.fx.Tracer | None = None
+    try:
+        tracer = _Tracer(autowrap_functions=tuple(autowrap_functions)) if autowrap_functions else _Tracer()
+        graph = tracer.trace(module, concrete_args)
+        _lint(graph)
+        _resolve_annotations(graph, module)
+        gm = _GraphModule(tracer.root, graph, class_name=type(module).__name__)
+        _fix_buffers(gm, module)
+        _declare_unread_state(gm, module)
+        return gm
+    except ExportError:
+        raise
+    except Exception as exc:
+        raise _trace_error(exc, tracer) from None
+    finally:
+        # Tracing may store Proxies on the model (a cache its forward fills), and torch.fx puts
+        # the tensor constants it makes (`_tensor_constant0`) on it; the GraphModule has its own
+        # copies. Leave the user's module as it was: a second export then traces the same graph.
+        snapshot.restore()
+
+
+# A parametrized module (weight_norm, spectral_norm, orthogonal through torch.nn.utils.parametrize)
+# is a class torch makes on the fly, which no constructor call can rebuild; its state dict holds
+# the parametrization's own tensors (`conv.parametrizations.weight.original0`). It is traced
+# through instead, with its parametrizations: the graph computes the weight from those tensors,
+# which the spec declares at their paths, so the checkpoint still loads.
+_PARAMETRIZE_MODULES = frozenset({"torch.nn.utils.parametrize", "torch.nn.utils.parametrizations"})
+
+
+# Export reads the graph, never the Python code a GraphModule generates from it: a lazy
+# GraphModule generates (and compiles) that code only when ``code`` or ``forward`` is first used.
+# Code generation is a third of ``symbolic_trace`` on small models.
+try:
+    from torch.fx._lazy_graph_module import _LazyGraphModule as _GraphModule
+except ImportError:  # pragma: no cover - a torch without lazy graph modules
+    _GraphModule = torch.fx.GraphModule  # type: ignore[misc, assignment]
+
+
+def _lint(graph: torch.fx.Graph) -> None:
+    """Every node reads only nodes of its own graph. A forward that keeps traced values on the
+    module (a cache filled on the first call) hands a later trace nodes of an earlier one."""
+    for node in graph.nodes:
+        for arg in node.all_input_nodes:
+            if arg.graph is not graph:
+                raise ExportError(
+                    f"node {node.name!r}{_module_of(node)} uses a value from outside the traced graph (node "
+                    f"{arg.name!r} of another trace): its forward reads a traced value it kept on the module "
+                    "from an earlier trace, such as a cache filled on the first call; build the model again, "
+                    "or clear the cache, before export"
+                )
+
+
+def _module_of(node: torch.fx.Node) -> str:
+    stack = node.meta.get("nn_module_stack")
+    if not stack:
+        return ""
+    path = next(reversed(stack.values()))[0] if isinstance(stack, dict) else ""
+    return f" (in module {path!r})" if path else " (in the model's own forward)"
+
+
+def _fix_buffers(gm: torch.fx.GraphModule, original: torch.nn.Module) -> None:
+    """GraphModule construction registers every tensor it copies as a *persistent* buffer.
+    Those that were not persistent buffers of the original -- non-persistent buffers, plain
+    tensor attributes (``self.table = torch.tensor(...)``) and the constants tracing made
+    (``_tensor_constant0``) -- are made non-persistent: the checkpoint does not carry them, so
+    the spec declares them with their values."""
+    sources = Submodules(original)
+    for owner_path, owner in gm.named_modules():  # each owner once (not per buffer)
+        if not owner._buffers:
+            continue
+        try:
+            source: torch.nn.Module | None = sources.get(owner_path)
+        except AttributeError:
+            source = None
+        if source is owner:
+            continue  # a leaf module the GraphModule shares with the model: its state is its own
+        saved = set(source._buffers) - source._non_persistent_buffers_set if source is not None else set()
+        for name in owner._buffers:
+            if name not in saved:
+                owner._non_persistent_buffers_set.add(name)
+
+
+def _declare_unread_state(gm: torch.fx.GraphModule, original: torch.nn.Module) -> None:
+    """Put on ``gm`` every entry of the original's ``state_dict()`` the graph does not reach
+    (a head the forward skips, ``num_batches_tracked`` of a batch norm run as ``F.batch_norm``),
+    at its own path: the spec then declares it, and the original checkpoint loads strictly."""
+    have = gm.state_dict(keep_vars=True)
+    for key, tensor in original.state_dict(keep_vars=True).items():
+        if key in have:
+            continue
+        owner_path, _, name = key.rpartition(".")
+        try:
+            source = original.get_submodule(owner_path)
+        except AttributeError:
+            source = None
+        if source is None or not (name in source._parameters or name in source._buffers):
+            raise ExportError(
+                f"state_dict entry {key!r} is not a parameter or buffer at that path (the model customises "
+                "its state dict), so a spec cannot declare it; remove the customisation before export"
+            )
+        owner: torch.nn.Module = gm
+        for part in owner_path.split(".") if owner_path else ():
+            child = owner._modules.get(part)
+            if child is None:
+                child = torch.nn.Module()
+                owner.add_module(part, child)
+            owner = child
+        if name in source._parameters:
+            owner.register_parameter(name, tensor)
+        else:
+            owner.register_buffer(name, tensor)
+
+
+def _resolve_annotations(graph: torch.fx.Graph, module: torch.nn.Module) -> None:
+    """Turn PEP 563 string annotations into types (in forward's globals), or drop them.
+
+    Annotations are optional in a spec; one that cannot be written as a spec type (a forward
+    reference to something the default policy cannot name) is dropped rather than failing export.
+    """
+    from fxgen.policy.policy import DEFAULT_POLICY, TargetError, type_repr
+
+    namespace = getattr(type(module).forward, "__globals__", {})
+    for node in graph.nodes:
+        if node.type is None:
+            continue
+        value = node.type
+        if isinstance(value, str):
+            try:
+                value = eval(value, dict(namespace))  # the user's own module's annotation text
+            except Exception:
+                value = None
+        if value is not None:
+            try:
+                DEFAULT_POLICY.resolve_type(type_repr(value))
+            except (TargetError, SyntaxError, TypeError):
+                value = None
+        node.type = value
+
+
+# -- tracing errors ------------------------------------------------------------------------
+_FOREIGN = ("the forward uses a value from outside the traced graph: it reads a traced value it kept on "
+            "the module from an earlier trace, such as a cache filled on the first call; build the model "
+            "again, or clear the cache, before export")  # fmt: skip
+
+
+_FIXES = (
+    ("cannot be used as inputs to control flow",
+     "the code branches on a traced value (dynamic control flow): pass the deciding argument "
+     "with concrete_args / --concrete-args, make the submodule a leaf (leaf_modules / --leaf-module), "
+     "or move the branch into a function marked with torch.fx.wrap"),
+    ("cannot be iterated",
+     "the code iterates over a traced value (e.g. `for d in x.shape`): use concrete_args, "
+     "a leaf module, or torch.fx.wrap the function that iterates"),
+    ("is not supported in symbolic tracing",
+     "a builtin is called on a traced value: call torch.fx.wrap('<name>') at module scope, "
+     "or pass autowrap_functions"),
+    ("__bool__", "a traced value is used as a condition: use concrete_args, a leaf module or torch.fx.wrap"),
+    ("Found multiple different tracers", _FOREIGN),
+)  # fmt: skip
+
+
+def _trace_error(exc: BaseException, tracer: torch.fx.Tracer | None = None) -> ExportError:
+    """One clear message: what failed, the user's line, and the torch.fx guide's fix."""
+    frame = _user_frame(exc)
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    fix = next((f for key, f in _FIXES if key in str(exc)), None)
+    stack = getattr(tracer, "module_stack", None)
+    if fix == _FOREIGN and stack:
+        fix = f"{fix} (in module {next(reversed(stack))!r})"
+    where: Location | None = None
+    detail = ""
+    if frame is not None:
+        filename, lineno, func = frame
+        where = Location(filename, lineno, 1)
+        source = linecache.getline(filename, lineno).strip()
+        detail = f" (in {func}: `{source}`)" if source else f" (in {func})"
+    message = f"cannot trace the module: {type(exc).__name__}: {text}{detail}"
+    if _in_parametrization(exc):
+        inside = f" of module {next(reversed(stack))!r}" if stack else ""
+        fix = (f"it fails inside a parametrization{inside} (spectral_norm and orthogonal branch on the weight's "
+               "shape): remove it before export with torch.nn.utils.parametrize.remove_parametrizations(module, "
+               "'weight'); weight_norm is traced")  # fmt: skip
+    if fix:
+        message += f"; {fix}"
+    return ExportError(message, where)
+
+
+def _in_parametrization(exc: BaseException) -> bool:
+    """Did tracing fail inside torch.nn.utils.parametrize or parametrizations?"""
+    return any("parametriz" in Path(frame.filename).name for frame in traceback.extract_tb(exc.__traceback__))
+
+
+def _user_frame(exc: BaseException) -> tuple[str, int, str] | None:
+    """The innermost traceback frame outside torch and fxgen: where the user's code failed."""
+    torch_dir = str(Path(torch.__file__).parent)
+    here = str(Path(__file__).parent)
+    found = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if not frame.filename.startswith((torch_dir, here)) and frame.lineno is not None:
+            found = (frame.filename, frame.lineno, frame.name)
+    return found

@@ -1,0 +1,197 @@
+"""Validation's shared state: the document being checked, the diagnostics found so far, and the
+value checks that module declarations and nodes both make (keyword names, tags, decoding).
+
+The checks themselves are split by what they look at: ``fxgen.check.nodes`` checks the graph's
+nodes, ``fxgen.check.validate`` the declarations (modules, parameters, buffers) and runs the stage.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import keyword
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+from fxgen._errors import Diagnostic
+from fxgen.policy.policy import Policy
+from fxgen.read.reader import Document
+from fxgen.read.yaml_events import JsonPath
+from fxgen.spec.values import decode, decode_kwargs, iter_refs
+
+__all__ = [
+    "DECODE_ERRORS",
+    "IDENTIFIER",
+    "RESERVED_NAMES",
+    "CheckerBase",
+    "Construct",
+    "MakeTensor",
+]
+
+
+# Names the generated module and torch.fx's own code use as globals; a node may not shadow them.
+RESERVED_NAMES = frozenset({"self", "torch", "nn", "F", "operator", "math", "typing", "builtins",
+                            "device", "inf", "nan", "NoneType", "pytree", "fx_pytree"})  # fmt: skip
+
+
+# jsonschema's `$` also matches before a trailing newline, so names are re-checked with fullmatch.
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+# what decoding a value the schema accepted can raise: a bad device string, a complex part
+# beyond a float, a torch.Size that is not one
+DECODE_ERRORS = (RuntimeError, ValueError, TypeError, OverflowError)
+
+
+_DEVICE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?::(?:0|[1-9][0-9]*))?")
+
+
+Construct = Callable[[str, dict[str, Any], type], Any]
+
+
+"""``(path, declaration, class) -> module``: how ``validate_for_load`` constructs a declared
+module (the declaration as data; the class already resolved and its arguments checked)."""
+
+
+MakeTensor = Callable[[str, dict[str, Any]], Any]
+
+
+"""``(table, declaration) -> tensor``: how ``validate_for_load`` creates a checked parameter
+or buffer whose random initialisation must come between two module constructions."""
+
+
+class CheckerBase:
+    """What every check shares: the document, the policy, the diagnostics, and memos that
+    models with repeated blocks hit again and again."""
+
+    def __init__(
+        self,
+        doc: Document,
+        policy: Policy,
+        construct: Construct | None = None,
+        make_tensor: MakeTensor | None = None,
+    ) -> None:
+        self.doc = doc
+        self.data: dict[str, Any] = doc.data
+        self.policy = policy
+        self.construct = construct
+        self.make_tensor = make_tensor
+        self.errors: list[Diagnostic] = []
+        self.canonical_types: list[str | None] = []
+        self.module_classes: dict[str, type] = {}
+        # path -> an instance of the declared module, for get_attr checks
+        self.instances: dict[str, Any] = {}
+        # path -> the module ``construct`` built, or the tensor ``make_tensor`` created
+        # (validating for a load): the build keeps it
+        self.constructed: dict[str, Any] = {}
+        self.refused: set[str] = set()  # declaration paths with a problem reported
+        self.unfinished = False  # a module failed for real while validating for a load
+        # constructor call -> its meta instance or why it fails: models repeat the same block
+        self.meta_builds: dict[tuple[type, str], tuple[Any, str | None]] = {}
+        self.bindings: dict[tuple[type, str], str | None] = {}  # the same, for signature binding
+        self.keyword_names: set[str] = set()  # keyword argument names already found usable
+        self.arities: dict[str, Any] = {}  # call_function target -> its operator arity, or None
+        self.packed_bytes = 0  # bytes the packed tensors checked so far declare, against the spec's limit
+
+    def error(self, path: JsonPath, message: str, *, key: bool = False) -> None:
+        loc = self.doc.key_location(path) if key else self.doc.locate(path)
+        # One line, always: messages may quote torch's or the policy's multi-line exceptions.
+        self.errors.append(Diagnostic(loc, " ".join(message.splitlines())))
+
+    def decode_constant(self, value: Any, where: JsonPath, *, mapping: bool = False) -> Any:
+        refs = list(iter_refs(value))
+        for rel, name in refs:
+            self.error((*where, *rel), f"%{name}: module arguments are constants and cannot refer to a node; "
+                       f"write '%%{name}' for the literal string '%{name}'")  # fmt: skip
+        names_ok = self.check_kwargs(value, where) if mapping else True
+        if not (self.check_tags(value, where, mapping=mapping) and names_ok) or refs:
+            return None
+        try:
+            return decode_kwargs(value, _no_ref) if mapping else decode(value, _no_ref)
+        except DECODE_ERRORS as exc:
+            self.error(where, f"invalid value: {exc}")
+            return None
+
+    def check_kwargs(self, kwargs: dict[str, Any], where: JsonPath) -> bool:
+        """Keyword names must be usable in generated code: identifiers, not keywords."""
+        ok = True
+        for key in kwargs:
+            if not self.is_keyword_name(key):
+                what = "a Python keyword" if keyword.iskeyword(key) else "not an identifier"
+                self.error((*where, key), f"keyword argument {key!r} is {what}; a call cannot pass it by name",
+                           key=True)  # fmt: skip
+                ok = False
+        return ok
+
+    def check_tags(self, value: Any, where: JsonPath, *, mapping: bool = False) -> bool:
+        """Tagged values the schema cannot fully check: devices and torch.Size entries."""
+        ok = True
+        items = value.items() if mapping else [((), value)]
+        tagged = [found for key, item in items for found in _tagged(item, (key,) if mapping else ())]
+        for rel, tag, body in tagged:
+            at = (*where, *rel, tag)
+            if tag == "device":
+                problem = _device_problem(body)
+                if problem:
+                    self.error(at, f"invalid device {body!r}: {problem}; write a device such as cpu, cuda:0 or meta")
+                    ok = False
+            elif tag == "size" and not all(isinstance(d, int) for d in body):
+                self.error(at, "torch.Size entries are integers; write 4, not 4.0")
+                ok = False
+        return ok
+
+    @functools.cached_property
+    def imported_roots(self) -> frozenset[str]:
+        """Top-level packages the generated code will import (node names must not shadow them)."""
+        roots = {m["class"].split(".")[0] for m in self.data.get("modules", {}).values()}
+        roots |= {n["target"].split(".")[0] for n in self.data["nodes"] if n["op"] == "call_function"}
+        return frozenset(r for r in roots if "." in r or r not in self.builtin_names)
+
+    @property
+    def builtin_names(self) -> dict[str, Any]:
+        """The names ``dir(builtins)`` lists, read live (the REPL adds ``_`` at run time): the
+        namespace itself, since a set of its 160 names built per validation cost more than the checks."""
+        return vars(builtins)
+
+    def is_keyword_name(self, key: str) -> bool:
+        """Usable as a keyword argument in generated code (an identifier, not a keyword);
+        remembered when it is, since models pass the same few names over and over."""
+        if key in self.keyword_names:
+            return True
+        if IDENTIFIER.fullmatch(key) and not keyword.iskeyword(key):
+            self.keyword_names.add(key)
+            return True
+        return False
+
+
+def _device_problem(text: str) -> str | None:
+    if not _DEVICE.fullmatch(text):
+        return "a device is a type with an optional index"
+    try:
+        torch.device(text)
+    except RuntimeError:
+        return f"unknown device type {text.partition(':')[0]!r}"
+    return None
+
+
+def _tagged(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str, Any]]:
+    """Every tagged mapping inside an encoded (schema-valid) value: (path, tag, body)."""
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _tagged(item, (*path, i))
+    elif isinstance(value, dict):
+        ((tag, body),) = value.items()
+        yield path, tag, body
+        if tag == "dict":
+            for key, item in body.items():
+                yield from _tagged(item, (*path, tag, key))
+        elif tag in ("tuple", "slice"):
+            for i, item in enumerate(body):
+                yield from _tagged(item, (*path, tag, i))
+
+
+def _no_ref(name: str) -> Any:
+    raise AssertionError(f"unexpected reference %{name}")  # refs were checked before decoding

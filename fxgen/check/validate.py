@@ -1,0 +1,452 @@
+"""Validate stage: a located Document -> a Spec, or a SpecError listing every problem.
+
+The JSON Schema checks the shape; this module checks what a schema cannot: names, references
+and their order, that targets resolve under the target policy, that constructor arguments bind,
+that initialisers fit their tensors and packed data decodes. Nothing a spec names is called
+here except the allowed nn.Module classes' signatures and their construction: on the meta device
+(for the constructor and get_attr checks), or, when validating for a load, by the constructor
+the load will use, so that each module is constructed once and the build keeps it
+(``validate_for_load``). ``load_spec`` and ``validate`` read a file and validate it.
+
+This module runs the stage and checks the declarations (modules, parameters, buffers);
+``fxgen.check.nodes`` checks the nodes, and ``fxgen.check.checker`` holds what both share.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import functools
+import inspect
+import keyword
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.fx
+
+from fxgen._errors import Location, SpecError, Suggestions
+from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES, Construct, MakeTensor
+from fxgen.check.nodes import NodeChecks
+from fxgen.check.schema import check_schema
+from fxgen.construct.modules import construct_call, same_random_state
+from fxgen.policy.policy import DEFAULT_POLICY, Policy, TargetError, policy_for
+from fxgen.read.reader import Document, parse_text, read_document
+from fxgen.read.yaml_events import JsonPath
+from fxgen.spec.init import check_init, init_call
+from fxgen.spec.model import FORMAT_VERSION, Spec
+from fxgen.spec.packed import PACKED_TOTAL_LIMIT, PackedError, check_packed, packed_size
+from fxgen.spec.values import DTYPES
+
+__all__ = [
+    "SpecLike",
+    "as_spec",
+    "load_spec",
+    "parse_data",
+    "validate",
+    "validate_data",
+    "validate_document",
+    "validate_for_load",
+]
+
+
+def validate_document(doc: Document, policy: Policy = DEFAULT_POLICY) -> Spec:
+    """Check ``doc`` fully and return its Spec; raise SpecError with every problem found."""
+    return _validate(doc, policy, None)[0]
+
+
+def validate_for_load(
+    doc: Document, policy: Policy, construct: Construct, make_tensor: MakeTensor | None = None
+) -> tuple[Spec, dict[str, Any] | None]:
+    """``validate_document``, constructing each declared module with ``construct`` (the load's
+    own constructor) instead of on the meta device; returns the Spec and those modules by path.
+
+    Errors are the same as ``validate_document``'s: a constructor that fails is tried again on
+    the meta device, and only a failure there is a spec problem. One that fails only for real
+    (memory, devices) makes validation stop making anything for real: the random generator
+    goes back to where it was and the build makes everything (returned as None), reporting the
+    failure at the declaration, as it does for a validated Spec.
+
+    Modules are constructed here in declaration order, and the build creates the parameters
+    and buffers after them. With ``make_tensor`` (a load that initialises for real), a spec
+    whose generated ``__init__`` draws from the random generator in another order
+    (``_build.construction_plan``) is made here in that order, tensors included, so that a
+    seeded load and the generated class hold the same values. Returns the Spec and what was
+    made, by path.
+    """
+    return _validate(doc, policy, construct, make_tensor)
+
+
+def _validate(
+    doc: Document, policy: Policy, construct: Construct | None, make_tensor: MakeTensor | None = None
+) -> tuple[Spec, dict[str, Any] | None]:
+    _check_version(doc)
+    errors = check_schema(doc)
+    if errors:
+        raise SpecError(errors)
+    checker = _Checker(doc, policy, construct, make_tensor)
+    if construct is not None and make_tensor is not None:
+        checker.plan = _draw_plan(doc.data)
+    state = torch.random.get_rng_state() if make_tensor is not None else None
+    checker.run()
+    if checker.errors:
+        raise SpecError(checker.errors)
+    made: dict[str, Any] | None = checker.constructed
+    if checker.unfinished:  # a module builds on meta only: the build makes everything, and says why
+        if state is not None:
+            torch.random.set_rng_state(state)
+        made = None
+    spec = Spec.from_dict(doc.data, document=doc)
+    for node, canonical in zip(spec.nodes, checker.canonical_types, strict=True):
+        node.type = canonical
+        if node.op == "output" and node.name == "output":
+            node.name = None  # torch.fx's own name for it; to_spec leaves it out too
+    if any(node.name is None and node.op != "output" for node in spec.nodes):
+        # torch.fx names unnamed nodes itself ("relu"); a later explicit name may collide with
+        # one of those. Building the bare graph (no modules, no tensors) is the exact check.
+        from fxgen.construct.graph import build_graph
+
+        build_graph(spec, policy)
+    return spec, made
+
+
+def validate_data(data: dict[str, Any], policy: Policy = DEFAULT_POLICY, *, path: str = "<spec>") -> Spec:
+    """Validate an in-memory dict (locations come from its JSON rendering)."""
+    return validate_document(parse_data(data, path), policy)
+
+
+def parse_data(data: dict[str, Any], path: str = "<spec>") -> Document:
+    """An in-memory dict as a located Document: its JSON rendering, parsed (to be validated)."""
+    import json
+
+    try:
+        text = json.dumps(data, indent=1, ensure_ascii=False)  # characters as they are, to be checked and located
+    except (TypeError, ValueError, RecursionError) as exc:  # not JSON data: sets, huge ints, cycles, objects
+        raise SpecError.at(Location(path), f"the spec is not plain JSON data: {exc}") from None
+    return parse_text(text, path, json_syntax=True)
+
+
+def _check_version(doc: Document) -> None:
+    data = doc.data
+    if not isinstance(data, dict):
+        return  # the schema reports it
+    version = data.get("fxgen")
+    if isinstance(version, (int, float)) and not isinstance(version, bool) and version > FORMAT_VERSION:
+        raise SpecError.at(
+            doc.locate(("fxgen",)),
+            f"spec format version {version} is newer than this fxgen supports ({FORMAT_VERSION}); "
+            "upgrade fxgen (pip install -U fxgen)",
+        )
+
+
+    # Future format versions are upgraded here, before the schema check: data = _upgrade(data).
+
+
+class _Checker(NodeChecks):
+    """Every check of a document: the declarations here, the nodes in ``NodeChecks``."""
+
+    # What a load makes during validation, in order, when that is not the declarations' order.
+    plan: list[tuple[str, str]] | None = None
+
+    def run(self) -> None:
+        self.check_class_name()
+        self.check_paths()
+        self.check_tensors("parameters")  # before the modules: a plan may create tensors among them
+        self.check_tensors("buffers")
+        self.check_modules()
+        self.check_nodes()
+
+    # -- declarations ------------------------------------------------------------------------
+    def check_class_name(self) -> None:
+        name: str = self.data["name"]
+        if not IDENTIFIER.fullmatch(name):
+            self.error(("name",), f"class name {name!r} is not an identifier; use only letters, digits and _")
+        elif keyword.iskeyword(name) or keyword.issoftkeyword(name):
+            self.error(("name",), f"class name {name!r} is a Python keyword; choose another name")
+        elif hasattr(builtins, name) or name in RESERVED_NAMES or name in self.imported_roots:
+            self.error(("name",), f"class name {name!r} would shadow a name the generated code uses; "
+                       "choose another name")  # fmt: skip
+
+    def check_paths(self) -> None:
+        seen: dict[str, str] = {}
+        for table in ("modules", "parameters", "buffers"):
+            for path in self.data.get(table, {}):
+                where = (table, path)
+                problem = _path_problem(path)
+                if problem:
+                    self.error(where, f"path {path!r}: {problem}", key=True)
+                elif path in seen:
+                    self.error(where, f"{path!r} is already declared in `{seen[path]}`; "
+                               "declare each path once", key=True)  # fmt: skip
+                    continue
+                seen[path] = table
+        modules = self.data.get("modules", {})
+        kinds = {"modules": "module", "parameters": "parameter", "buffers": "buffer"}
+        for path, table in seen.items():
+            for i in range(path.count(".")):
+                prefix = path.rsplit(".", i + 1)[0]
+                if prefix in modules:
+                    self.error(
+                        (table, path),
+                        f"{path!r} is inside module {prefix!r}, which owns its own attributes; "
+                        "declare it on a container path instead",
+                        key=True,
+                    )
+                    break
+                if prefix in seen:
+                    self.error((table, path), f"{path!r} is inside {kinds[seen[prefix]]} {prefix!r}, which "
+                               "cannot hold attributes; declare it on another path", key=True)  # fmt: skip
+                    break
+
+    def check_modules(self) -> None:
+        modules = self.data.get("modules", {})
+        for table, path in self.plan or [("modules", path) for path in modules]:
+            if table == "modules":
+                self.check_module(path, modules[path])
+            elif self.make_tensor is not None and path not in self.refused:
+                # A checked tensor whose initialisation comes between module constructions;
+                # one that fails here is left to the build, which reports it.
+                with contextlib.suppress(Exception):
+                    self.constructed[path] = self.make_tensor(table, self.data[table][path])
+
+    def check_module(self, path: str, entry: dict[str, Any]) -> None:
+        where: JsonPath = ("modules", path)
+        try:
+            cls = self.policy.resolve_module_class(entry["class"])
+        except TargetError as exc:
+            hint = "; call functions with a call_function node" if "not an nn.Module" in str(exc) else ""
+            self.error((*where, "class"), f"module {path!r}: {exc}{hint}")
+            return
+        args = self.decode_constant(entry.get("args", []), (*where, "args"))
+        kwargs = self.decode_constant(entry.get("kwargs", {}), (*where, "kwargs"), mapping=True)
+        if args is None or kwargs is None:
+            return
+        unfit = self.bind_problem(cls, entry, args, kwargs)
+        if unfit is not None:
+            self.error(where, f"module {path!r}: arguments do not fit {entry['class']}: {unfit}; "
+                       f"its signature is {cls.__name__}{_plain_signature(_signature(cls))}")  # fmt: skip
+            return
+        module, problem = self.build(path, entry, cls)
+        if problem:  # the constructor itself refuses them (types, ranges, devices): say so now, not at load
+            self.error(where, f"module {path!r}: {entry['class']} cannot be built with these arguments: {problem}")
+            return
+        self.module_classes[path] = cls
+        self.instances[path] = module
+
+    def bind_problem(self, cls: type, entry: dict[str, Any], args: list[Any], kwargs: dict[str, Any]) -> str | None:
+        """Why ``cls``'s signature refuses the (decoded) arguments, or None: bound once per
+        distinct call, as models repeat the same block (binding costs about 10 us)."""
+        call = _call_key(cls, entry)
+        if call not in self.bindings:
+            signature = _signature(cls)
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                self.bindings[call] = _unknown_keyword(signature, kwargs) or str(exc)
+            else:
+                self.bindings[call] = None
+        return self.bindings[call]
+
+    def build(self, path: str, entry: dict[str, Any], cls: type) -> tuple[Any, str | None]:
+        """The module (for attribute checks) and why its constructor refuses the call, or None.
+
+        On the meta device each distinct call is built once. Validating for a load, the load's
+        constructor builds every module; when it fails, the meta build decides whether the spec
+        is wrong (reported here, as always) or only the real build is (left to the build).
+        """
+        if self.construct is not None:
+            try:
+                module = self.construct(path, entry, cls)
+            except Exception:
+                # Only the real build fails (memory, devices): make nothing more here; the load
+                # starts over from the same random state, as for a validated Spec (_validate).
+                self.construct = self.make_tensor = None
+                self.unfinished = True
+            else:
+                self.constructed[path] = module
+                return module, None
+        call = _call_key(cls, entry)
+        if call not in self.meta_builds:
+            self.meta_builds[call] = _meta_build(entry, cls)
+        return self.meta_builds[call]
+
+    def check_tensors(self, table: str) -> None:
+        for path, entry in self.data.get(table, {}).items():
+            reported = len(self.errors)
+            self.check_tensor(table, path, entry)
+            if len(self.errors) > reported:
+                self.refused.add(path)
+
+    def check_tensor(self, table: str, path: str, entry: dict[str, Any]) -> None:
+        where: JsonPath = (table, path)
+        dtype = entry.get("dtype", "float32")
+        if "value" in entry:
+            try:
+                torch.tensor(entry["value"], dtype=getattr(torch, dtype))
+            except (TypeError, ValueError, RuntimeError) as exc:
+                self.error((*where, "value"), f"{path!r}: value is not a valid {dtype} tensor ({exc}); "
+                           "nested lists must be rectangular: every row the same length")  # fmt: skip
+            return
+        shape = entry["shape"]
+        floats = [i for i, d in enumerate(shape) if not isinstance(d, int)]
+        for i in floats:
+            self.error((*where, "shape", i), f"{path!r}: shape entries are integers; write {int(shape[i])}, "
+                       f"not {shape[i]}")  # fmt: skip
+        if "data" in entry:
+            if not floats:
+                self.check_packed(where, path, entry["data"], shape, dtype)
+            return
+        init = entry.get("init", "zeros")
+        groups = init.get("dirac", {}).get("groups") if isinstance(init, dict) else None
+        if groups is not None and not isinstance(groups, int):
+            self.error((*where, "init", "dirac", "groups"), f"{path!r}: groups is an integer; write {int(groups)}")
+            return
+        problem = None if floats else check_init(init, shape, dtype)
+        if problem:
+            self.error((*where, "init") if "init" in entry else where, f"{path!r}: {problem}")
+        if table == "parameters" and entry.get("requires_grad", True) and not _differentiable(dtype):
+            self.error(where, f"parameter {path!r} has dtype {dtype}, which cannot require gradients; "
+                       "add `requires_grad: false` or declare it as a buffer", key=True)  # fmt: skip
+
+
+    def check_packed(self, where: JsonPath, path: str, data: str, shape: list[int], dtype: str) -> None:
+        """Packed data decodes to exactly its shape and dtype, within the limits (bounded memory)."""
+        self.packed_bytes += packed_size(shape, dtype)
+        if self.packed_bytes > PACKED_TOTAL_LIMIT:
+            self.error((*where, "data"), f"{path!r}: the spec's packed tensors take more than {PACKED_TOTAL_LIMIT} "
+                       "bytes together; keep large tensors in the weights file as persistent buffers")  # fmt: skip
+            return
+        try:
+            check_packed(data, shape, dtype)
+        except PackedError as exc:
+            self.error((*where, "data"), f"{path!r}: {exc}")
+
+
+@functools.cache
+def _module_attributes() -> frozenset[str]:
+    """Names an nn.Module instance already has (class and instance attributes)."""
+    return frozenset(dir(torch.nn.Module()))
+
+
+@functools.cache
+def _graph_module_attributes() -> frozenset[str]:
+    """Names the root GraphModule has on top of an nn.Module's (``graph``, ``code``, ``meta``...)."""
+    import torch.fx
+
+    return frozenset(dir(torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph()))) - _module_attributes()
+
+
+def _path_problem(path: str) -> str | None:
+    """Why a dotted declaration path cannot be an attribute path, or None. A segment may be any
+    name ``nn.Module.add_module`` accepts (generated code quotes those that are not identifiers):
+    not empty (the schema), and not an attribute every module already has."""
+    for i, segment in enumerate(path.split(".")):
+        if segment in _module_attributes():
+            return f"segment {segment!r} is an nn.Module attribute (nn.Module.{segment}); rename it"
+        if i == 0 and segment in _graph_module_attributes():
+            return f"{segment!r} is an attribute of torch.fx.GraphModule; rename it"
+    return None
+
+
+def _differentiable(dtype: str) -> bool:
+    return DTYPES[dtype].is_floating_point or DTYPES[dtype].is_complex
+
+
+def _plain_signature(signature: inspect.Signature) -> str:
+    return str(signature.replace(return_annotation=inspect.Signature.empty))
+
+
+def _call_key(cls: type, entry: dict[str, Any]) -> tuple[type, str]:
+    """What makes two declarations the same constructor call (its arguments as the spec encodes them)."""
+    return cls, repr((entry.get("args", []), entry.get("kwargs", {})))
+
+
+@functools.cache
+def _signature(cls: type) -> inspect.Signature:
+    return inspect.signature(cls)
+
+
+def _unknown_keyword(signature: inspect.Signature, kwargs: dict[str, Any]) -> str | None:
+    """A keyword the signature has no parameter for, named first: inspect reports a missing
+    argument before it, though the misspelt keyword (``kernel`` for ``kernel_size``) is the cause."""
+    params = signature.parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return None
+    names = [name for name, p in params.items() if p.kind is not inspect.Parameter.POSITIONAL_ONLY]
+    for key in kwargs:
+        if key not in names:
+            close = Suggestions(names).closest(key)
+            return f"got an unexpected keyword argument {key!r}" + (f" (did you mean {close!r}?)" if close else "")
+    return None
+
+
+def _meta_build(entry: dict[str, Any], cls: type) -> tuple[Any, str | None]:
+    """``cls(*args, **kwargs)`` on the meta device (no memory, no initialisation), as load builds
+    it with weights: the module, or None and why the constructor refuses the call.
+
+    It draws nothing from the global generator: a module given an explicit ``device`` builds
+    real tensors even here, and their initialisation must not shift what a load draws.
+    """
+
+    with same_random_state():
+        try:
+            return construct_call(cls, entry.get("args", []), entry.get("kwargs", {}), "meta"), None
+        except Exception as exc:
+            text = str(exc).strip().splitlines()
+            return None, f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+_NO_DRAW_INITS = frozenset({"zeros", "ones", "constant", "eye", "dirac"})
+
+
+def _draw_plan(data: dict[str, Any]) -> list[tuple[str, str]] | None:
+    """The generated ``__init__``'s order of the declarations (``_build.construction_plan``)
+    when the ones that may draw from the random generator (every module; tensors with a random
+    ``init``) come in another order there than in the spec; else None, and a load constructs the
+    modules in validation and the tensors in the build, as declared. ``data`` is schema-valid."""
+    from fxgen.spec.tree import construction_plan
+
+    modules, parameters, buffers = (data.get(table, {}) for table in ("modules", "parameters", "buffers"))
+    drawing = [("modules", path) for path in modules]
+    drawing += [("parameters", path) for path, entry in parameters.items() if _random_init(entry)]
+    drawing += [("buffers", path) for path, entry in buffers.items() if _random_init(entry)]
+    if len(drawing) == len(modules) and not any("." in path for path in modules):
+        return None  # the modules alone draw, none inside a container: as declared
+    plan = construction_plan(modules, parameters, buffers)
+    wanted = set(drawing)
+    return plan if [item for item in plan if item in wanted] != drawing else None
+
+
+def _random_init(entry: dict[str, Any]) -> bool:
+    return "value" not in entry and init_call(entry.get("init", "zeros"))[0] not in _NO_DRAW_INITS
+
+
+def iter_node_targets(spec: Spec) -> Iterator[str]:
+    """Qualified names a spec's call_function nodes and modules use (for import lists)."""
+    for module in spec.modules.values():
+        yield module.cls
+    for node in spec.nodes:
+        if node.op == "call_function" and node.target:
+            yield node.target
+
+
+SpecLike = Spec | str | Path | dict[str, Any]
+
+
+def load_spec(path: str | Path, *, allow: Iterable[str] | Policy | None = None) -> Spec:
+    """Read and fully validate a spec file; raises SpecError listing every problem."""
+    return validate_document(read_document(path), policy_for(allow))
+
+
+def as_spec(spec: SpecLike, policy: Policy) -> Spec:
+    if isinstance(spec, Spec):
+        return spec
+    if isinstance(spec, dict):
+        return validate_data(spec, policy)
+    return validate_document(read_document(spec), policy)
+
+
+def validate(path: str | Path, *, allow: Iterable[str] | Policy | None = None) -> Spec:
+    """Check a spec file; the same as ``load_spec`` (the name the CLI command uses)."""
+    return load_spec(path, allow=allow)

@@ -1,0 +1,156 @@
+"""``fxgen export PKG.MODULE:ATTR``: import the user's code, build the module, export it, and write
+the spec and weights only once both are computed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.fx
+
+from fxgen._errors import ExportError
+from fxgen.capture.export import avoid_reserved_names, spec_state, tied_notes
+from fxgen.capture.to_spec import graph_module_to_spec
+from fxgen.capture.trace import trace
+from fxgen.spec.model import Spec
+
+__all__ = ["export_command", "outside_default_policy"]
+
+
+# -- the `fxgen export` command ----------------------------------------------------------------
+def _import_attr(spec: str) -> Any:
+    """``pkg.module:Attr.sub`` -> the object (the user's own code: importing it is intended)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ExportError(f"{spec!r}: expected PKG.MODULE:ATTR, e.g. mypkg.models:Net")
+    sys.path.insert(0, str(Path.cwd()))
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ExportError(f"cannot import {module_name!r}: {exc}") from None
+    finally:
+        sys.path.pop(0)
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ExportError(f"{module_name!r} has no attribute {attr!r}") from None
+    return obj
+
+
+def _json(text: str | None, what: str, kind: type) -> Any:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ExportError(f"{what} is not valid JSON: {exc}") from None
+    if not isinstance(value, kind):
+        raise ExportError(f"{what} must be a JSON {'list' if kind is list else 'object'}")
+    return value
+
+
+def build_target(spec: str, args: list[Any], kwargs: dict[str, Any]) -> torch.nn.Module:
+    """Instantiate ``PKG.MODULE:ATTR``: a module class, a function returning a module, or a module."""
+    from fxgen.spec.values import decode, decode_kwargs
+
+    obj = _import_attr(spec)
+    if isinstance(obj, torch.nn.Module):
+        return obj
+    if not callable(obj):
+        raise ExportError(f"{spec!r} is neither an nn.Module class nor a function returning one")
+    try:
+        module = obj(*decode(args, _no_ref), **decode_kwargs(kwargs, _no_ref))
+    except Exception as exc:
+        raise ExportError(f"calling {spec!r} failed: {type(exc).__name__}: {exc}") from None
+    if not isinstance(module, torch.nn.Module):
+        raise ExportError(f"{spec!r} returned a {type(module).__name__}, not an nn.Module")
+    return module
+
+
+def _no_ref(name: str) -> Any:
+    raise ExportError(f"'%{name}': node references make no sense in export arguments")
+
+
+def export_command(ns: argparse.Namespace) -> None:
+    """``fxgen export``: compute the spec and weights in memory, then write both."""
+    from fxgen.cli.progress import Progress
+    from fxgen.spec.values import decode_kwargs
+    from fxgen.write.atomic import write_atomic
+    from fxgen.write.weights import weights_bytes
+
+    module = build_target(ns.target, _json(ns.args, "--args", list), _json(ns.kwargs, "--kwargs", dict))
+    module.eval()  # the exported graph is the inference graph
+    concrete = _json(ns.concrete_args, "--concrete-args", dict)
+    concrete = decode_kwargs(concrete, _no_ref) if concrete is not None else None
+    leaves = [_import_attr(name if ":" in name else ":".join(name.rsplit(".", 1))) for name in ns.leaf_module]
+    for leaf in leaves:
+        if not (isinstance(leaf, type) and issubclass(leaf, torch.nn.Module)):
+            raise ExportError(f"--leaf-module {leaf!r} is not an nn.Module class")
+    quiet = getattr(ns, "quiet", False)
+    with Progress("tracing", 2, quiet=quiet) as progress:
+        progress.step(1, type(module).__name__)
+        gm = trace(module, concrete_args=concrete, leaf_modules=leaves)
+    avoid_reserved_names(gm.graph)
+    modules = len({node.target for node in gm.graph.nodes if node.op == "call_module"})
+    with Progress("verifying constructor calls", modules, quiet=quiet) as bar:
+        spec = graph_module_to_spec(gm, name=ns.name or type(module).__name__,
+                                    progress=lambda done, total, path: bar.step(done, path))  # fmt: skip
+    out: Path = ns.out
+    text = spec.to_json() if out.suffix == ".json" else spec.to_yaml(schema_ref=_schema_ref(out))
+    payload = weights_bytes(spec_state(gm)) if ns.weights is not None else None
+    write_atomic(out, text)
+    if payload is not None:
+        write_atomic(ns.weights, payload)
+    for note in tied_notes(gm):
+        print(f"fxgen: note: {note}", file=sys.stderr)
+    outside = outside_default_policy(spec)
+    if outside:
+        names = " ".join(f"--allow {m}" for m in outside)
+        print(f"fxgen: note: this spec uses {', '.join(outside)}; load or generate it with {names} "
+              "or list them in [tool.fxgen] allow", file=sys.stderr)  # fmt: skip
+    if not quiet:
+        written = f"{out} and {ns.weights}" if payload is not None else str(out)
+        tensors = len(spec.parameters) + len(spec.buffers)
+        print(f"fxgen: exported {spec.name} to {written}: {len(spec.nodes)} nodes, {len(spec.modules)} modules, "
+              f"{tensors} tensors", file=sys.stderr)  # fmt: skip
+
+
+def _schema_ref(out: Path) -> str:
+    """A schema reference for editors: the repository's schemas/ if the spec sits inside one."""
+    import os
+
+    from fxgen.read.schema import load_schema
+
+    here = out.resolve().parent
+    for folder in (here, *here.parents):
+        candidate = folder / "schemas" / "fxgen.schema.json"
+        if candidate.is_file():
+            return Path(os.path.relpath(candidate, here)).as_posix()
+    return str(load_schema()["$id"])
+
+
+def outside_default_policy(spec: Spec) -> list[str]:
+    """The names the spec uses that the default target policy refuses (the narrowest entries to
+    allow: suggesting a whole package such as ``torch`` would also allow ``torch.load``)."""
+    from fxgen.policy.policy import DEFAULT_POLICY, TargetError
+
+    outside = set()
+    for module in spec.modules.values():
+        try:
+            DEFAULT_POLICY.resolve_module_class(module.cls)
+        except TargetError:
+            outside.add(module.cls)
+    for node in spec.nodes:
+        if node.op == "call_function" and node.target:
+            try:
+                DEFAULT_POLICY.resolve_function(node.target)
+            except TargetError:
+                outside.add(node.target)
+    return sorted(outside)

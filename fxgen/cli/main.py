@@ -1,0 +1,371 @@
+"""The ``fxgen`` command: validate | show | generate | export.
+
+Errors are printed as ``PATH:LINE:COL: error: message`` and the exit status is 1; a traceback
+is shown only with ``--debug``. Heavy imports (torch, black) happen inside the commands, so
+``fxgen generate --check`` with nothing to do stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from fxgen._errors import Diagnostic, FxgenError, GenerateError, Location, SpecError
+from fxgen._version import __version__
+from fxgen.cli.progress import Progress
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        given = (*(args.allow or ()), *getattr(args, "allow_after", ()))  # before and after the command
+        allow = given + project_allow(Path.cwd())
+        return int(args.run(args, allow))
+    except FxgenError as exc:
+        if args.debug:
+            raise
+        print(exc if exc.location is not None else f"fxgen: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("fxgen: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug in fxgen: say so in one line unless debugging
+        if args.debug:
+            raise
+        print(f"fxgen: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)",
+              file=sys.stderr)  # fmt: skip
+        return 1
+
+
+def project_allow(start: Path) -> tuple[str, ...]:
+    """``[tool.fxgen] allow = [...]`` from the nearest pyproject.toml (trusted project config)."""
+    import tomllib
+
+    for folder in (start, *start.parents):
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file():
+            try:
+                data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+            except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise FxgenError(f"cannot read [tool.fxgen]: {exc}", Location(str(pyproject))) from None
+            allow = data.get("tool", {}).get("fxgen", {}).get("allow", [])
+            if not (isinstance(allow, list) and all(isinstance(a, str) for a in allow)):
+                raise FxgenError("[tool.fxgen] allow must be a list of strings", Location(str(pyproject)))
+            from fxgen.policy.policy import allow_entry_problem
+
+            for entry in allow:
+                problem = allow_entry_problem(entry)
+                if problem:
+                    raise FxgenError(f"[tool.fxgen] {problem}", Location(str(pyproject)))
+            return tuple(allow)
+    return ()
+
+
+def _allow_entry(text: str) -> str:
+    """``--allow`` values are checked while parsing (a bad one is a usage error, exit 2)."""
+    from fxgen.policy.policy import allow_entry_problem
+
+    problem = allow_entry_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text.strip()
+
+
+def _common(*, top: bool) -> argparse.ArgumentParser:
+    """Options every command takes, before or after the command name.
+
+    The sub-commands' copies default to SUPPRESS and collect into their own list, so that
+    ``fxgen --allow X validate --allow Y`` allows both: neither parser's default or values
+    overwrite the other's.
+    """
+    common = argparse.ArgumentParser(add_help=False)
+    default: object = None if top else argparse.SUPPRESS
+    common.add_argument("--debug", action="store_true", default=False if top else argparse.SUPPRESS,
+                        help="show Python tracebacks")  # fmt: skip
+    common.add_argument("-q", "--quiet", action="store_true", default=False if top else argparse.SUPPRESS,
+                        help="print errors and notes only: no summary, no progress")  # fmt: skip
+    common.add_argument(
+        "--allow", action="append", metavar="NAME", type=_allow_entry, default=default,
+        dest="allow" if top else "allow_after",  # one list each: neither parser overwrites the other's
+        help="also allow this module or qualified name as a target (repeatable)",
+    )  # fmt: skip
+    return common
+
+
+_EXAMPLES = {
+    None: """examples:
+  fxgen validate model_specs/                     check every spec, report each error at PATH:LINE:COL
+  fxgen generate model_specs/                     write generated/<spec>.py for each spec
+  fxgen export mypkg.models:Net --out net.yaml    trace a module and write its spec""",
+    "validate": """example:
+  fxgen validate model_specs/ --allow mypkg       allow mypkg's modules and functions as targets""",
+    "show": """example:
+  fxgen show model_specs/resnet_block.yaml        the nodes as a table, then parameter counts""",
+    "generate": """examples:
+  fxgen generate model_specs/                     write what is missing or stale
+  fxgen generate --check --diff model_specs/      write nothing; show what would change, exit 1 if any""",
+    "export": """example:
+  fxgen export mypkg.models:ResNetSmall --kwargs '{"num_classes": 10}' \\
+      --out model_specs/resnet_small.yaml --weights resnet_small.safetensors""",
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = _common(top=False)
+    help_format = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="fxgen", description="Declarative torch.fx model specs: validate, show, generate, export.",
+        parents=[_common(top=True)], epilog=_EXAMPLES[None], formatter_class=help_format,
+    )  # fmt: skip
+    parser.add_argument("--version", action="version", version=f"fxgen {__version__}")
+    parser.set_defaults(command=None)
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    p = sub.add_parser("validate", parents=[common], epilog=_EXAMPLES["validate"], formatter_class=help_format, help="check specs; report every error with its location")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="spec files or directories")
+    p.set_defaults(command="validate", run=cmd_validate)
+
+    p = sub.add_parser("show", parents=[common], epilog=_EXAMPLES["show"], formatter_class=help_format, help="print a spec's graph as a table with parameter counts")
+    p.add_argument("path", metavar="PATH")
+    p.set_defaults(command="show", run=cmd_show)
+
+    p = sub.add_parser("generate", parents=[common], epilog=_EXAMPLES["generate"], formatter_class=help_format, help="write generated/<spec>.py for each spec")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="spec files or directories")
+    p.add_argument("--out-dir", default="generated", type=Path, help="output directory (default: generated/)")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 if any file is missing, stale or orphaned")
+    p.add_argument("--diff", action="store_true", help="also print a unified diff of each change (with --check: of what would change; nothing is written)")
+    p.add_argument("--force", action="store_true", help="overwrite files edited by hand or not written by fxgen")
+    p.add_argument("--fail-on-change", action="store_true",
+                   help="exit 1 when a file was written or removed (for hooks: pre-commit does not notice new files)")  # fmt: skip
+    p.add_argument("--jobs", "-j", type=int, default=0, help="worker processes (default: all cores)")
+    p.set_defaults(command="generate", run=cmd_generate)
+
+    p = sub.add_parser("export", parents=[common], epilog=_EXAMPLES["export"], formatter_class=help_format, help="trace an nn.Module and write its spec (and weights)")
+    p.add_argument("target", metavar="PKG.MODULE:ATTR", help="an nn.Module class or a function returning a module")
+    p.add_argument("--args", default="[]", help="JSON list of positional arguments for ATTR")
+    p.add_argument("--kwargs", default="{}", help="JSON object of keyword arguments for ATTR")
+    p.add_argument("--concrete-args", default=None, help="JSON object of forward arguments to fix while tracing")
+    p.add_argument("--leaf-module", action="append", default=[], metavar="CLASS",
+                   help="qualified class name to keep as a call_module leaf (repeatable)")  # fmt: skip
+    p.add_argument("--name", default=None, help="class name for the spec (default: the module's class name)")
+    p.add_argument("--out", required=True, type=Path, help="spec file to write (.yaml or .json)")
+    p.add_argument("--weights", type=Path, default=None, help="safetensors file to write the weights to")
+    p.set_defaults(command="export", run=cmd_export)
+    return parser
+
+
+def _report(diagnostics: list[Diagnostic]) -> None:
+    for diagnostic in diagnostics:
+        print(diagnostic, file=sys.stderr)
+
+
+# -- validate / show ---------------------------------------------------------------------------
+def cmd_validate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
+    from fxgen.check.validate import load_spec
+    from fxgen.read.paths import find_specs
+
+    specs = find_specs(args.paths)
+    failed = 0
+    with Progress("validating", len(specs), quiet=args.quiet) as progress:
+        for done, path in enumerate(specs, 1):
+            progress.step(done, str(path))
+            try:
+                load_spec(path, allow=allow)
+            except SpecError as exc:
+                failed += 1
+                _report(exc.diagnostics)
+    ok = len(specs) - failed
+    _summary(args, f"{ok} of {_count(len(specs), 'spec')} valid" if failed else f"{_count(ok, 'spec')} valid")
+    return 1 if failed else 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'s' * (n != 1)}"
+
+
+def _summary(args: argparse.Namespace, text: str) -> None:
+    """The one line a command ends with, as black and ruff do (silenced by -q)."""
+    if not args.quiet:
+        print(f"fxgen: {text}", file=sys.stderr)
+
+
+def cmd_show(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
+    from fxgen.check.validate import load_spec
+    from fxgen.cli.show import show
+
+    spec = load_spec(args.path, allow=allow)
+    print(show(spec, allow=allow), end="")
+    _summary(args, f"{spec.name}: {_count(len(spec.nodes), 'node')}, {_count(len(spec.modules), 'module')}")
+    return 0
+
+
+# -- generate ----------------------------------------------------------------------------------
+def cmd_generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
+    """Write (or with --check, only compare) the generated file of every spec.
+
+    Up-to-date files are recognised from their header hashes alone, so a no-op run imports
+    neither torch nor black. Hand-edited files and files fxgen did not write are left alone
+    without --force. With whole spec directories, generated files whose spec was deleted
+    (orphans) are removed, or with --check reported.
+    """
+    with _terminate_cleanly():
+        return _generate(args, allow)
+
+
+def _generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
+    from fxgen.read.paths import find_specs
+    from fxgen.write.outputs import orphans, plan, refusal
+
+    jobs = plan(find_specs(args.paths), args.out_dir)
+    todo = [j for j in jobs if j.status in ("missing", "stale") or (args.force and j.status != "current")]
+    rendered, failures = _render_all(todo, allow, args.jobs, quiet=args.quiet)
+    problems = changed = written = removed = 0
+    for job in jobs:
+        if job.status in ("edited", "foreign") and not args.force:
+            problems += 1
+            print(GenerateError(refusal(job), Location(str(job.out))), file=sys.stderr)
+    for job in todo:
+        if job.spec in failures:
+            problems += 1
+            _report_failure(failures[job.spec])
+            continue
+        new = rendered[job.spec]
+        if new == job.old:
+            continue
+        if args.diff:
+            from fxgen.write.outputs import unified_diff
+
+            sys.stdout.write(unified_diff(job, new))
+        if args.check:
+            problems += 1
+            print(GenerateError(_out_of_date(job), Location(str(job.out))), file=sys.stderr)
+        else:
+            from fxgen.write.atomic import write_atomic
+
+            write_atomic(job.out, new)
+            changed += 1
+            written += 1
+            if not args.quiet:
+                print(f"fxgen: wrote {job.out}", file=sys.stderr)
+    spec_dirs = [Path(p) for p in args.paths if Path(p).is_dir()]
+    for path, intact in orphans(spec_dirs, args.out_dir, jobs) if spec_dirs else ():
+        if args.check or not intact:
+            problems += 1
+            why = "its spec no longer exists; " + (
+                "run `fxgen generate` to remove it" if intact else "it was edited by hand, so fxgen leaves it: delete it"
+            )
+            print(GenerateError(f"orphaned: {why}", Location(str(path))), file=sys.stderr)
+        else:
+            path.unlink()
+            changed += 1
+            removed += 1
+            if not args.quiet:
+                print(f"fxgen: removed {path} (its spec no longer exists)", file=sys.stderr)
+    if args.check and problems:
+        print(f"fxgen: {problems} problem{'s' * (problems != 1)} with generated files; "
+              "run `fxgen generate` (with --diff to see the changes)", file=sys.stderr)  # fmt: skip
+    if not problems:
+        if args.check:
+            _summary(args, f"{_count(len(jobs), 'spec')}, every generated file up to date")
+        else:
+            parts = [f"{written} written", f"{len(jobs) - written} unchanged"] + ([f"{removed} removed"] if removed else [])
+            _summary(args, f"{_count(len(jobs), 'spec')}, {', '.join(parts)}")
+    if args.fail_on_change and changed:
+        print(f"fxgen: {changed} generated file{'s' * (changed != 1)} changed; review and stage "
+              f"{'them' if changed != 1 else 'it'} (git add), then commit again", file=sys.stderr)  # fmt: skip
+        return 1
+    return 1 if problems else 0
+
+
+def _out_of_date(job: Any) -> str:
+    if job.status == "missing":
+        return f"missing: not generated yet from {job.label}"
+    if job.status == "stale":
+        return f"stale: out of date with {job.label}"
+    return f"{job.status}: differs from what {job.label} generates"
+
+
+@contextlib.contextmanager
+def _terminate_cleanly() -> Iterator[None]:
+    """Turn SIGTERM (CI timeouts, pre-commit being stopped) into SystemExit while generating, so
+    an interrupted write removes its temporary file as Ctrl-C does (targets are never half-written)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _report_failure(failure: list[Diagnostic] | str) -> None:
+    if isinstance(failure, str):
+        print(failure, file=sys.stderr)
+    else:
+        _report(failure)
+
+
+def _render_all(
+    jobs: list[Any], allow: tuple[str, ...], workers: int, *, quiet: bool = False
+) -> tuple[dict[Path, str], dict[Path, Any]]:
+    """Render every job, across processes when there are several (black is CPU-bound)."""
+    rendered: dict[Path, str] = {}
+    failures: dict[Path, Any] = {}
+    if not jobs:
+        return rendered, failures  # nothing to render: torch and black stay unimported
+    from fxgen.codegen.generate import render_job_safely
+
+    workers = workers or os.cpu_count() or 1
+    tasks = [(job, allow) for job in jobs]
+    if len(tasks) >= 4 and workers > 1:  # below that, starting workers costs more than it saves
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        context = multiprocessing.get_context("forkserver" if sys.platform != "win32" else "spawn")
+        with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=context) as pool:
+            results = _with_progress(pool.map(render_job_safely, tasks), jobs, quiet)
+    else:
+        results = _with_progress(map(render_job_safely, tasks), jobs, quiet)
+    for job, (text, problem) in zip(jobs, results, strict=True):
+        if text is None:
+            failures[job.spec] = problem
+        else:
+            rendered[job.spec] = text
+    return rendered, failures
+
+
+def _with_progress(results: Iterator[Any], jobs: list[Any], quiet: bool) -> list[Any]:
+    """The results, in order, counting them on a terminal as they come."""
+    out = []
+    with Progress("rendering", len(jobs), quiet=quiet) as progress:
+        for done, (job, result) in enumerate(zip(jobs, results, strict=False), 1):
+            progress.step(done, str(job.spec))
+            out.append(result)
+    return out
+
+
+# -- export ------------------------------------------------------------------------------------
+def cmd_export(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
+    from fxgen.cli.export import export_command
+
+    export_command(args)
+    return 0

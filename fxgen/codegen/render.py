@@ -1,0 +1,668 @@
+"""Render stage, part 1: Python source text for a spec's values, attribute paths and statements.
+
+Every piece of spec text that reaches source goes through here: names are validated
+identifiers, strings are ``repr``-escaped literals, paths are checked segment by segment. The
+text is written in black's style already (double quotes, ``x**2``, ``1e20``…) so that only
+lines longer than black's limit need black itself (see ``fxgen.blackstyle.formatter``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fxgen.blackstyle.fast import fits
+from fxgen.spec.init import init_call
+from fxgen.spec.model import NO_DEFAULT, BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
+from fxgen.spec.tree import Container, ModelTree, shared_containers
+from fxgen.spec.values import parse_ref
+
+__all__ = [
+    "FORWARD_DEPTH",
+    "PACKED_HELPER",
+    "PACKED_TABLE",
+    "Imports",
+    "access",
+    "attribute_name",
+    "forward_lines",
+    "init_lines",
+    "literal",
+    "new_render",
+    "packed_lines",
+    "plan_names",
+    "signature",
+    "string",
+]
+
+
+_BINARY = {
+    "add": "+", "sub": "-", "mul": "*", "floordiv": "//", "truediv": "/", "mod": "%",
+    "pow": "**", "lshift": "<<", "rshift": ">>", "and_": "&", "or_": "|", "xor": "^",
+    "matmul": "@", "eq": "==", "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">=",
+}  # fmt: skip
+
+
+_UNARY = {"neg": "-", "pos": "+", "invert": "~"}
+
+
+_STDLIB_ROOTS = frozenset({"operator", "math", "typing", "builtins"})
+
+
+# never used for forward's locals: they would shadow what the generated code calls
+_SHADOW_FREE = frozenset({"self", "torch", "nn", *_STDLIB_ROOTS, *dir(builtins), *keyword.kwlist, *keyword.softkwlist})
+
+
+# Strings this render has already found to be identifiers. A model names the same few keys,
+# classes and keywords hundreds of times; each distinct string is still checked, once per
+# render (``new_render`` empties the set). Only checked names go in, so a set shared by
+# concurrent renders can lose answers, never give a wrong one.
+_IDENTIFIERS: set[str] = set()
+
+
+def new_render() -> None:
+    """Forget the identifiers checked so far: each render checks its own names."""
+    _IDENTIFIERS.clear()
+
+
+def is_identifier(name: str) -> bool:
+    """An ASCII identifier that is not a keyword: the only names fxgen writes into source."""
+    if name in _IDENTIFIERS:
+        return True
+    if name.isascii() and name.isidentifier() and not keyword.iskeyword(name):
+        _IDENTIFIERS.add(name)
+        return True
+    return False
+
+
+class UnsafeName(ValueError):
+    """A name that would not be a plain identifier in source (validation should have caught it)."""
+
+
+def checked(name: str) -> str:
+    if name not in _IDENTIFIERS and not is_identifier(name):
+        raise UnsafeName(f"{name!r} is not a valid identifier")
+    return name
+
+
+@dataclass
+class Imports:
+    """What the generated file imports, collected while rendering."""
+
+    stdlib: set[str] = field(default_factory=set)
+    torch: bool = False
+    functional: bool = False
+    torch_modules: set[str] = field(default_factory=set)  # torch submodules ``import torch`` may not load
+    # Names from other packages: (module, attribute) -> the name ``from module import attribute``
+    # binds in the file. ``import a.b`` and ``a.b.f`` would not do: a package that re-exports a
+    # function under its own module's name (``a/b.py`` defines ``b``) makes ``a.b`` the
+    # function. A from-import looks ``attribute`` up in the module itself, as the policy does.
+    aliases: dict[tuple[str, str], str] = field(default_factory=dict)
+    taken: set[str] = field(default_factory=set)  # names an alias must not shadow (see ``plan_names``)
+    written: dict[str, str] = field(default_factory=dict)  # qualified name -> its source text
+    packed: dict[str, str] = field(default_factory=dict)  # buffer path -> packed data, written after the class
+
+    def alias(self, module: str, attribute: str) -> str:
+        """The file's name for ``attribute`` of ``module``: the attribute's own name unless that is
+        taken, else the dotted name with underscores (``pkg_scale_scale``), numbered if need be."""
+        key = (module, attribute)
+        found = self.aliases.get(key)
+        if found is not None:
+            return found
+        long = f"{module}_{attribute}".replace(".", "_")
+        name = next((c for c in (attribute, long) if c not in self.taken), None)
+        i = 2
+        while name is None:
+            name = f"{long}_{i}" if f"{long}_{i}" not in self.taken else None
+            i += 1
+        self.taken.add(name)
+        self.aliases[key] = checked(name)
+        return name
+
+    def lines(self) -> list[str]:
+        groups = [[f"import {m}" for m in sorted(self.stdlib)]]
+        third = []
+        if self.torch or self.torch_modules:
+            third.append("import torch")
+        third.extend(f"import {m}" for m in sorted(self.torch_modules))
+        if self.functional:
+            third.append("import torch.nn.functional as F")
+        third.append("from torch import nn")
+        groups.append(third)
+        groups.append(
+            [f"from {m} import {a}" + ("" if a == alias else f" as {alias}") for (m, a), alias in sorted(self.aliases.items())]
+        )
+        out: list[str] = []
+        for group in groups:
+            if group:
+                if out:
+                    out.append("")
+                out.extend(group)
+        return out
+
+
+# The module-level names a file with packed tensors defines after its class (fxgen.codegen.generate).
+PACKED_HELPER = "_unpack"
+
+
+PACKED_TABLE = "_PACKED"
+
+
+def packed_lines(packed: dict[str, str]) -> list[str]:
+    """``_PACKED = {path: data, ...}`` as black writes it: each entry on its own line, long data
+    as implicitly concatenated strings of 76 characters (the width of base64 in MIME), so no
+    line of it is longer than black's limit unless the path itself is."""
+    lines = [f"{PACKED_TABLE} = {{"]
+    for path, data in packed.items():
+        key = string(path)
+        if len(data) <= _PACKED_WIDTH:
+            lines.append(f"    {key}: {string(data)},")
+            continue
+        lines.append(f"    {key}: (")
+        lines.extend(f"        {string(data[i : i + _PACKED_WIDTH])}" for i in range(0, len(data), _PACKED_WIDTH))
+        lines.append("    ),")
+    lines.append("}")
+    return lines
+
+
+_PACKED_WIDTH = 76
+
+
+def string(value: str) -> str:
+    """A string literal as black writes it: every character escaped as ``repr`` does, in double
+    quotes unless that needs more escapes than single quotes (black's own rule)."""
+    text = repr(value)
+    if text.startswith('"') or '"' not in value:
+        return '"' + text[1:-1] + '"' if text.startswith("'") else text
+    # Both quote characters occur: repr chose single quotes; black prefers double quotes
+    # unless that takes more backslashes.
+    if value.count('"') > value.count("'"):
+        return text
+    body = "".join('\\"' if ch == '"' else "'" if ch == "'" else repr(ch)[1:-1] for ch in value)
+    return '"' + body + '"'
+
+
+def number(value: int | float) -> str:
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return 'float("nan")' if math.isnan(value) else ('float("inf")' if value > 0 else '-float("inf")')
+        return repr(value).replace("e+", "e")
+    return repr(value)
+
+
+def _tag(value: Any) -> str | None:
+    """The tag of an encoded tagged value (``{"tuple": [...]}`` -> ``"tuple"``), else None."""
+    return next(iter(value)) if isinstance(value, dict) else None
+
+
+def literal(value: Any, imports: Imports) -> str:
+    """Source text of an encoded spec value."""
+    kind = type(value)  # the exact types first: most values are names and ints
+    if kind is str:
+        ref = parse_ref(value)
+        if ref is not None:
+            return ref if ref in _IDENTIFIERS else checked(ref)
+    elif kind is int:
+        return repr(value)
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, (int, float)):
+        return number(value)
+    if isinstance(value, str):
+        ref = parse_ref(value)
+        return checked(ref) if ref is not None else string(value.removeprefix("%") if value.startswith("%%") else value)
+    if isinstance(value, list):
+        return "[" + ", ".join(literal(v, imports) for v in value) + "]"
+    ((tag, body),) = value.items()
+    if tag == "tuple":
+        items = [literal(v, imports) for v in body]
+        return "(" + items[0] + ",)" if len(items) == 1 else "(" + ", ".join(items) + ")"
+    if tag == "slice":
+        return "slice(" + ", ".join(literal(v, imports) for v in body) + ")"
+    if tag == "ellipsis":
+        return "..."
+    if tag == "float":
+        return {"inf": 'float("inf")', "-inf": '-float("inf")', "nan": 'float("nan")'}[body]
+    if tag == "complex":
+        return f"complex({number(body[0])}, {number(body[1])})"
+    if tag == "dict":
+        return "{" + ", ".join(f"{string(k)}: {literal(v, imports)}" for k, v in body.items()) + "}"
+    imports.torch = True
+    if tag in ("dtype", "memory_format", "layout"):
+        return f"torch.{checked(body)}"
+    if tag == "device":
+        return f"torch.device({string(body)})"
+    if tag == "size":
+        return "torch.Size([" + ", ".join(number(d) for d in body) + "])"
+    raise ValueError(f"unknown value tag {tag!r}")
+
+
+def index(value: Any, imports: Imports) -> str:
+    """The text inside ``x[...]``: a tuple without its parentheses, slices as ``a:b``."""
+    if _tag(value) == "tuple" and len(value["tuple"]) != 1:
+        items = value["tuple"]
+        return ", ".join(_subscript(v, imports) for v in items) if items else "()"
+    return _subscript(value, imports)
+
+
+def _subscript(value: Any, imports: Imports) -> str:
+    """One element of an index: slice syntax for slices, a plain literal for everything else."""
+    if _tag(value) != "slice":
+        return literal(value, imports)
+    start, stop, step = (literal(v, imports) if v is not None else "" for v in value["slice"])
+    # Black spaces the colons of a slice whose bounds are not "simple" (calls, attributes…),
+    # the way PEP 8 does for ``ham[lower + offset : upper + offset]``, except next to an omitted bound.
+    spaced = any(_compound(v) for v in value["slice"])
+
+    def colon(left: str, right: str) -> str:
+        return (" " if spaced and left else "") + ":" + (" " if spaced and right else "")
+
+    text = start + colon(start, stop) + stop
+    return text + colon(stop, step) + step if step else text
+
+
+def _compound(value: Any) -> bool:
+    """Does the literal contain a call, an attribute access or an operator (black's "non-trivial"
+    slice expressions)? Names, numbers, strings, ``-1`` and brackets of those are simple."""
+    if isinstance(value, list):
+        return any(_compound(v) for v in value)
+    tag = _tag(value)
+    if tag is None or tag == "ellipsis":
+        return False
+    if tag == "tuple":
+        return any(_compound(v) for v in value["tuple"])
+    if tag == "dict":
+        return any(_compound(v) for v in value["dict"].values())
+    return True  # slice(...), float("inf"), complex(...), torch.float32, torch.device(...), torch.Size(...)
+
+
+def call_args(args: Iterable[Any], kwargs: dict[str, Any], imports: Imports) -> str:
+    parts = [literal(a, imports) for a in args]
+    parts += [f"{checked(k)}={literal(v, imports)}" for k, v in kwargs.items()]
+    return ", ".join(parts)
+
+
+def qualified(name: str, imports: Imports, module_of: Any) -> str:
+    """Source text for a qualified callable/class name, recording its import (once per file:
+    a model names the same few classes many times)."""
+    text = imports.written.get(name)
+    if text is None:
+        text = imports.written[name] = _qualified(name, imports, module_of)
+    return text
+
+
+def _qualified(name: str, imports: Imports, module_of: Any) -> str:
+    parts = [checked(p) for p in name.split(".")]
+    if len(parts) == 1:
+        return parts[0]  # a builtin
+    if name.startswith("torch.nn.functional."):
+        imports.functional = True
+        return "F." + ".".join(parts[3:])
+    if name.startswith("torch.nn.") and len(parts) == 3:
+        return "nn." + parts[2]
+    root = parts[0]
+    if root == "torch":
+        imports.torch = True
+        module = module_of(name)
+        if not _loaded_by_import_torch(module):
+            imports.torch_modules.add(module)
+        return name
+    if root in _STDLIB_ROOTS:
+        imports.stdlib.add(root)
+        return name
+    module = module_of(name)
+    attribute, *rest = name[len(module) + 1 :].split(".")
+    return ".".join((imports.alias(module, attribute), *rest))
+
+
+def plan_names(spec: Spec, imports: Imports, module_of: Any) -> None:
+    """Reserve what the file's names must not shadow (every node name, the class, builtins and
+    what the file itself defines), then give every name from another package its alias, in the
+    order the spec names them: aliases are then fixed before ``forward`` picks its locals."""
+    imports.taken |= {n.name for n in spec.nodes if n.name is not None} | _SHADOW_FREE | _FILE_NAMES | {spec.name}
+    names = [m.cls for m in spec.modules.values()]
+    names += [n.target for n in spec.nodes if n.op == "call_function" and n.target]
+    names += [name for n in spec.nodes if n.type for name in _DOTTED.findall(n.type)]
+    for name in names:
+        if "." in name and name.split(".", 1)[0] not in ("torch", *_STDLIB_ROOTS):
+            qualified(name, imports, module_of)
+
+
+_FILE_NAMES = frozenset({"F", "base64", "sys", "zlib", PACKED_HELPER, PACKED_TABLE})  # module-level names fxgen's own code uses
+
+
+# Modules a plain ``import torch`` always loads: targets in them need no import of their own.
+_TORCH_LOADED = ("torch", "torch.nn", "torch.fft", "torch.linalg", "torch.special", "torch.functional", "torch._C")
+
+
+def _loaded_by_import_torch(module: str) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in _TORCH_LOADED)
+
+
+# -- paths: how source reaches a submodule, parameter or buffer ----------------------------------
+def access(tree: ModelTree, path: str, bound: dict[str, str] | None = None) -> str:
+    """The expression for a dotted path: ``self.layer1[0].conv1``, or from the innermost
+    container already bound to a local (``layer1_0.conv1``)."""
+    expr, start = "self", 0
+    if bound:
+        if (name := bound.get(path)) is not None:
+            return name
+        for prefix in reversed(tree.container_prefixes(path)):  # only containers are bound
+            if (name := bound.get(prefix)) is not None:
+                expr, start = name, prefix.count(".") + 1
+                break
+    for part, kind in tree.steps(path, start):
+        expr = _child(expr, part, kind)
+    return expr
+
+
+def _child(expr: str, part: str, kind: str) -> str:
+    if kind == "list":
+        return f"{expr}[{int(part)}]"
+    if kind == "dict":
+        return f"{expr}[{string(part)}]"
+    if attribute_name(part):
+        return f"{expr}.{part}"
+    return f"getattr({expr}, {string(part)})"  # any other name a module accepts, as a literal
+
+
+def attribute_name(name: str) -> bool:
+    """Can ``name`` be written after a dot (``self.name``)? Identifiers that are not keywords,
+    except those starting with ``__``, which Python would mangle inside a class body."""
+    return is_identifier(name) and not name.startswith("__")
+
+
+def init_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any) -> list[str]:
+    """The body of ``__init__`` after ``super().__init__()``."""
+    lines: list[str] = []
+    _emit_children("self", "", tree.root, lines, imports, module_of)
+    return lines
+
+
+def _emit_children(
+    expr: str, prefix: str, node: Container, lines: list[str], imports: Imports, module_of: Any
+) -> None:
+    """``prefix``: the path of ``node`` followed by a dot (``""`` at the model)."""
+    for key, item in node.children.items():
+        named = attribute_name(key)  # else reached as getattr(expr, "key") and set by add_module & co
+        target = f"{expr}.{key}" if named else _child(expr, key, "attr")
+        if isinstance(item, ModuleSpec):
+            ctor = _constructor(item, imports, module_of)
+            lines.append(f"{target} = {ctor}" if named else f"{expr}.add_module({string(key)}, {ctor})")
+        elif isinstance(item, ParameterSpec):
+            value = _tensor(item, imports, param=True)
+            if named:
+                lines.append(f"{target} = {value}")
+            else:
+                lines.append(f"{expr}.register_parameter({string(key)}, {value})")
+            lines.extend(_init_call(target, item, imports))
+        elif isinstance(item, BufferSpec):
+            extra = "" if item.persistent else ", persistent=False"
+            value = _tensor(item, imports, param=False, path=prefix + key)
+            lines.append(f"{expr}.register_buffer({string(key)}, {value}{extra})")
+            lines.extend(_init_call(target, item, imports))
+        else:
+            creation = _container_expr(item, imports, module_of)
+            lines.append(f"{target} = {creation}" if named else f"{expr}.add_module({string(key)}, {creation})")
+            _emit_nested(target, prefix + key + ".", item, lines, imports, module_of)
+
+
+def _emit_nested(
+    expr: str, prefix: str, node: Container, lines: list[str], imports: Imports, module_of: Any
+) -> None:
+    """Statements for a container's contents that its creation expression did not hold."""
+    if node.kind == "attr":
+        _emit_children(expr, prefix, node, lines, imports, module_of)
+        return
+    for key, item in node.children.items():
+        if isinstance(item, Container):
+            _emit_nested(_child(expr, key, node.kind), prefix + key + ".", item, lines, imports, module_of)
+
+
+def _container_expr(node: Container, imports: Imports, module_of: Any) -> str:
+    kind = node.kind
+
+    def item_expr(item: Any) -> str:
+        if isinstance(item, ModuleSpec):
+            return _constructor(item, imports, module_of)
+        return _container_expr(item, imports, module_of)
+
+    if kind == "list":
+        return "nn.ModuleList([" + ", ".join(item_expr(i) for i in node.children.values()) + "])"
+    if kind == "dict":
+        body = ", ".join(f"{string(k)}: {item_expr(i)}" for k, i in node.children.items())
+        return "nn.ModuleDict({" + body + "})"
+    return "nn.Module()"
+
+
+def _constructor(item: ModuleSpec, imports: Imports, module_of: Any) -> str:
+    return f"{qualified(item.cls, imports, module_of)}({call_args(item.args, item.kwargs, imports)})"
+
+
+def _shape(shape: list[int], *, tuple_: bool = False) -> str:
+    """Sizes as ``torch.empty`` takes them (``2, 3``), or as one tuple (``(2, 3)``, ``(8,)``)."""
+    if not shape:
+        return "()"
+    text = ", ".join(map(str, shape))
+    if not tuple_:
+        return text
+    return f"({text},)" if len(shape) == 1 else f"({text})"
+
+
+def _tensor(item: ParameterSpec | BufferSpec, imports: Imports, *, param: bool, path: str = "") -> str:
+    imports.torch = True
+    dtype = "" if item.dtype == "float32" else f", dtype=torch.{checked(item.dtype)}"
+    if isinstance(item, BufferSpec) and item.value is not None:
+        value = f"torch.tensor({literal(item.value, imports)}, dtype=torch.{checked(item.dtype)})"
+    elif isinstance(item, BufferSpec) and item.data is not None:
+        assert item.shape is not None
+        imports.packed[path] = item.data
+        shape = _shape(item.shape, tuple_=True)
+        value = f"{PACKED_HELPER}({PACKED_TABLE}[{string(path)}], torch.{checked(item.dtype)}, {shape})"
+    else:
+        assert item.shape is not None
+        name, kwargs = init_call(item.init)
+        if name in ("zeros", "ones"):
+            value = f"torch.{name}({_shape(item.shape)}{dtype})"
+        elif name == "constant":
+            fill = kwargs["val"]
+            if not dtype and not (isinstance(fill, float) or _tag(fill) == "float"):
+                dtype = ", dtype=torch.float32"  # torch.full infers int64/bool from an int/bool fill
+            value = f"torch.full({_shape(item.shape, tuple_=True)}, {literal(fill, imports)}{dtype})"
+        else:
+            value = f"torch.empty({_shape(item.shape)}{dtype})"
+    if param:
+        grad = "" if item.requires_grad else ", requires_grad=False"  # type: ignore[union-attr]
+        return f"nn.Parameter({value}{grad})"
+    return value
+
+
+def _init_call(target: str, item: ParameterSpec | BufferSpec, imports: Imports) -> list[str]:
+    if isinstance(item, BufferSpec) and item.value is not None:
+        return []
+    name, kwargs = init_call(item.init)
+    if name in ("zeros", "ones", "constant"):
+        return []
+    args = "".join(f", {checked(k)}={literal(v, imports)}" for k, v in kwargs.items())
+    return [f"nn.init.{checked(name)}_({target}{args})"]
+
+
+# -- forward ---------------------------------------------------------------------------------
+def signature(spec: Spec, imports: Imports, module_of: Any) -> tuple[str, str]:
+    """``(", x: torch.Tensor, scale: float = 1.0", " -> torch.Tensor")`` for ``def forward``."""
+    params = []
+    for node in spec.nodes:
+        if node.op != "placeholder":
+            continue
+        assert node.name is not None
+        text = checked(node.name)
+        if node.type is not None:
+            text += ": " + _annotation(node.type, imports, module_of)
+        if node.default is not NO_DEFAULT:
+            text += (" = " if node.type is not None else "=") + literal(node.default, imports)
+        params.append(text)
+    output = spec.nodes[-1]
+    returns = f" -> {_annotation(output.type, imports, module_of)}" if output.type is not None else ""
+    return "".join(", " + p for p in params), returns
+
+
+def _annotation(text: str, imports: Imports, module_of: Any) -> str:
+    """A canonical type expression (validated by the policy); record the modules it names."""
+    if not all(ch.isalnum() or ch in "_.[], " for ch in text):
+        raise UnsafeName(f"type {text!r} is not a plain type expression")
+    # the policy resolved each name, so its module is imported; names from other packages are
+    # written as their aliases
+    return _DOTTED.sub(lambda found: qualified(found.group(0), imports, module_of), text)
+
+
+_NOT_WORD = re.compile(r"[^A-Za-z0-9_]+")
+
+
+_DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+FORWARD_DEPTH = 2  # indentation levels of forward's body (class, def): where fxgen.codegen.generate formats it
+
+
+def forward_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any) -> list[str]:
+    """One statement per node, operators as Python operators, no ``x = None`` clean-up lines.
+
+    A container that several nodes reach into is bound to a local just before its first use
+    (``layer1 = self.layer1``), so each call pays for one lookup per container, as the
+    original module did, rather than one per use. A subscripted callee whose statement head
+    would not fit on a line (``x = blocks_2[1].upsample(``) is bound too (``blocks_2_1 =
+    blocks_2[1]``): black would otherwise split inside the subscript (``x = blocks_2[`` / ``1``
+    / ``].upsample(y)``).
+    """
+    targets = [n.target for n in spec.nodes if n.op in ("call_module", "get_attr") and n.target is not None]
+    local = _Locals(imports)
+    names = {prefix: local.name(prefix) for prefix in shared_containers(tree, targets)}
+    bound: dict[str, str] = {}
+    lines = []
+    for node in spec.nodes:
+        if node.op == "placeholder":
+            continue
+        if node.op == "output":
+            lines.append("return " + literal(node.args[0], imports))
+            continue
+        if node.op in ("call_module", "get_attr") and node.target is not None:
+            for prefix in tree.container_prefixes(node.target):
+                if prefix in names and prefix not in bound:
+                    lines.append(f"{names[prefix]} = {access(tree, prefix, bound)}")
+                    bound[prefix] = names[prefix]
+            callee = access(tree, node.target, bound)
+            item = _long_subscripted_head(node, callee, tree)
+            if item is not None:
+                name = local.name(item)
+                lines.append(f"{name} = {access(tree, item, bound)}")
+                bound[item] = name
+                callee = access(tree, node.target, bound)
+            expr = callee if node.op == "get_attr" else f"{callee}({call_args(node.args, node.kwargs, imports)})"
+        else:
+            expr = _expression(node, imports, module_of)
+        lines.append(f"{checked(node.name)} = {expr}" if node.name is not None else expr)
+    return lines
+
+
+def _long_subscripted_head(node: Node, callee: str, tree: ModelTree) -> str | None:
+    """The path up to the last subscript of the node's callee (``blocks.2.1`` for
+    ``blocks_2[1].upsample``) when ``target = callee(`` does not fit on a line, else None."""
+    assert node.target is not None
+    if "[" not in callee:
+        return None
+    head = f"{node.name or ''} = {callee}" + ("(" if node.op == "call_module" else "")
+    if fits(head, FORWARD_DEPTH):
+        return None
+    steps = tree.steps(node.target)
+    last = max(i for i, (_, kind) in enumerate(steps) if kind in ("list", "dict"))
+    return ".".join(part for part, _ in steps[: last + 1])
+
+
+class _Locals:
+    """Local variable names for paths bound in ``forward`` (``layer1.0`` -> ``layer1_0``) that
+    shadow no node, keyword, builtin or imported name, nor each other."""
+
+    def __init__(self, imports: Imports) -> None:
+        self.taken = set(imports.taken)  # node names, builtins, the file's own names, aliases (plan_names)
+
+    def name(self, path: str) -> str:
+        # Any name a module accepts may be a path segment: what is not a letter, digit or _
+        # becomes _ ("block1-0" -> block1_0), as torch.fx names nodes.
+        base = _NOT_WORD.sub("_", path.replace(".", "_"))
+        if not is_identifier(base):
+            base = "m_" + base  # a keyword, or a leading digit
+        name, i = base, 0
+        while name in self.taken or not is_identifier(name):
+            i += 1
+            name = f"{base}_{i}"
+        self.taken.add(name)
+        return checked(name)
+
+
+def _negative(value: Any) -> bool:
+    """A literal written with a leading minus sign (``-1``, ``-0.0``, ``-float("inf")``)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return math.copysign(1.0, value) < 0
+    return _tag(value) == "float" and value["float"] == "-inf"
+
+
+def _operand(value: Any, imports: Imports, *, before: str) -> str:
+    """A literal operand, parenthesised where the bare text would bind differently or not parse.
+
+    ``before`` is what follows the operand: ``"**"`` (``(-1) ** x``, not ``-1 ** x``), ``"."``
+    or ``"["`` (``(1).real``, ``(-1)[0]``, ``(...)``), or ``"unary"`` for the operand of a unary
+    operator (``-(-1)``).
+    """
+    text = literal(value, imports)
+    if _negative(value):
+        return f"({text})"
+    bare_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if before in (".", "[") and (bare_number or _tag(value) == "ellipsis"):
+        return f"({text})"
+    return text
+
+
+def _power(args: list[Any], imports: Imports) -> str:
+    base = _operand(args[0], imports, before="**")
+    exponent = literal(args[1], imports)  # x ** -1 needs no parentheses
+    hug = _power_operand(args[0], base) and _power_operand(args[1], exponent)
+    return f"{base}**{exponent}" if hug else f"{base} ** {exponent}"
+
+
+def _power_operand(value: Any, text: str) -> bool:
+    """Black hugs ``**`` when both operands are simple: names, numbers and attribute chains, each
+    with an optional unary minus; a parenthesised operand is not simple."""
+    if text.startswith("("):
+        return False
+    if isinstance(value, str):
+        return parse_ref(value) is not None
+    return value is None or isinstance(value, (int, float)) or _tag(value) in ("dtype", "memory_format", "layout")
+
+
+def _expression(node: Node, imports: Imports, module_of: Any) -> str:
+    """A call_method or call_function node's value (forward_lines writes module and attribute
+    access, which depend on what is bound)."""
+    args, kwargs = node.args, node.kwargs
+    assert node.target is not None
+    if node.op == "call_method":
+        return f"{_operand(args[0], imports, before='.')}.{checked(node.target)}({call_args(args[1:], kwargs, imports)})"
+    target = node.target
+    if target.startswith("operator.") and not kwargs:
+        op = target.removeprefix("operator.")
+        if op == "pow" and len(args) == 2:
+            return _power(args, imports)
+        if op in _BINARY and len(args) == 2:  # operands are names or literals: no precedence issues
+            return f"{literal(args[0], imports)} {_BINARY[op]} {literal(args[1], imports)}"
+        if op in _UNARY and len(args) == 1:
+            return _UNARY[op] + _operand(args[0], imports, before="unary")
+        if op == "getitem" and len(args) == 2:
+            return f"{_operand(args[0], imports, before='[')}[{index(args[1], imports)}]"
+    if target == "getattr" and len(args) == 2 and not kwargs and isinstance(args[1], str):
+        attr = args[1]
+        if is_identifier(attr) and parse_ref(attr) is None:
+            return f"{_operand(args[0], imports, before='.')}.{attr}"
+    return f"{qualified(target, imports, module_of)}({call_args(args, kwargs, imports)})"

@@ -1,0 +1,34 @@
+"""The JSON Schema of the spec format, read from ``schemas/fxgen.schema.json``: the installed copy
+in a wheel, or the repository's own in a source checkout. The schema is the one definition of the
+format's shape (``fxgen.check.schema`` checks documents against it).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SCHEMA_PATH", "load_schema"]
+
+_REPO_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "fxgen.schema.json"
+
+
+def _schema_file() -> Path:
+    """The installed copy (wheel) or the repository's ``schemas/`` (source checkout)."""
+    packaged = resources.files("fxgen").joinpath("schemas/fxgen.schema.json")
+    if packaged.is_file():
+        return Path(str(packaged))
+    return _REPO_SCHEMA
+
+
+SCHEMA_PATH = _schema_file()
+
+
+@functools.cache
+def load_schema() -> dict[str, Any]:
+    with open(SCHEMA_PATH, encoding="utf-8") as f:
+        schema: dict[str, Any] = json.load(f)
+    return schema

@@ -1,0 +1,311 @@
+"""The spec model: plain dataclasses holding a validated spec in its encoded (JSON) form.
+
+Values stay encoded (``"%x"``, ``{"tuple": [...]}``) so a Spec compares, hashes into files and
+serialises without torch; the graph builder decodes them. ``Spec.from_dict`` trusts its input
+to be schema-valid — validation (``fxgen.check.validate``) is the way in from untrusted data.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from fxgen._errors import Location
+
+if TYPE_CHECKING:
+    from fxgen.read.reader import Document
+
+__all__ = [
+    "FORMAT_VERSION",
+    "NO_DEFAULT",
+    "BufferSpec",
+    "ModuleSpec",
+    "Node",
+    "ParameterSpec",
+    "Spec",
+]
+
+
+FORMAT_VERSION = 1
+
+
+class _NoDefault:
+    """Marks a placeholder without a default (``None`` is a valid default)."""
+
+    _instance: _NoDefault | None = None
+
+    def __new__(cls) -> _NoDefault:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
+
+    def __reduce__(self) -> str:
+        return "NO_DEFAULT"
+
+
+NO_DEFAULT: Any = _NoDefault()
+
+
+@dataclass
+class ModuleSpec:
+    """A submodule built by ``cls(*args, **kwargs)``."""
+
+    cls: str
+    args: list[Any] = field(default_factory=list)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"class": self.cls}
+        if self.args:
+            out["args"] = self.args
+        if self.kwargs:
+            out["kwargs"] = self.kwargs
+        return out
+
+
+@dataclass
+class ParameterSpec:
+    """An ``nn.Parameter`` of ``shape``/``dtype`` initialised by ``init``."""
+
+    shape: list[int]
+    dtype: str = "float32"
+    init: Any = "zeros"
+    requires_grad: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"shape": self.shape}
+        if self.dtype != "float32":
+            out["dtype"] = self.dtype
+        if self.init != "zeros":
+            out["init"] = self.init
+        if not self.requires_grad:
+            out["requires_grad"] = False
+        return out
+
+
+@dataclass
+class BufferSpec:
+    """A registered buffer: ``shape`` + ``init``, a literal ``value``, or ``shape`` + packed
+    ``data`` (the exact bytes, ``fxgen.spec.packed``)."""
+
+    shape: list[int] | None = None
+    dtype: str = "float32"
+    init: Any = "zeros"
+    value: Any = None
+    persistent: bool = True
+    data: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.value is not None:
+            out["value"] = self.value
+        else:
+            out["shape"] = self.shape
+        if self.dtype != "float32":
+            out["dtype"] = self.dtype
+        if self.value is None and self.data is None and self.init != "zeros":
+            out["init"] = self.init
+        if not self.persistent:
+            out["persistent"] = False
+        if self.data is not None:
+            out["data"] = self.data  # last: a long line that nobody reads
+        return out
+
+
+@dataclass
+class Node:
+    """One torch.fx node, fields as in ``torch.fx.Node``; values encoded."""
+
+    op: str
+    name: str | None = None
+    target: str | None = None
+    args: list[Any] = field(default_factory=list)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    type: str | None = None
+    default: Any = NO_DEFAULT
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"op": self.op}
+        if self.name is not None:
+            out["name"] = self.name
+        if self.target is not None:
+            out["target"] = self.target
+        if self.args or self.op in ("output", "call_method"):
+            out["args"] = self.args
+        if self.kwargs:
+            out["kwargs"] = self.kwargs
+        if self.type is not None:
+            out["type"] = self.type
+        if self.default is not NO_DEFAULT:
+            out["default"] = self.default
+        return out
+
+
+@dataclass
+class Spec:
+    """A whole model spec. ``document`` (where it was read from) takes no part in equality."""
+
+    name: str
+    nodes: list[Node]
+    doc: str | None = None
+    modules: dict[str, ModuleSpec] = field(default_factory=dict)
+    parameters: dict[str, ParameterSpec] = field(default_factory=dict)
+    buffers: dict[str, BufferSpec] = field(default_factory=dict)
+    fxgen: int = FORMAT_VERSION
+    document: Document | None = field(default=None, compare=False, repr=False)
+
+    def locate(self, key: tuple[str | int, ...]) -> Location:
+        """Where ``key`` (a JSON path into the spec) is in the file it was read from; a Spec made
+        in memory has no file, so errors about it name the class instead."""
+        if self.document is not None:
+            return self.document.locate(key)
+        return Location(f"<spec {self.name}>")
+
+    # -- dict form -------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], document: Document | None = None) -> Spec:
+        """Build from schema-valid data (see ``fxgen.validate`` for untrusted data)."""
+        return cls(
+            fxgen=data["fxgen"],
+            name=data["name"],
+            doc=data.get("doc"),
+            modules={
+                path: ModuleSpec(m["class"], list(m.get("args", [])), dict(m.get("kwargs", {})))
+                for path, m in data.get("modules", {}).items()
+            },
+            parameters={path: ParameterSpec(**p) for path, p in data.get("parameters", {}).items()},
+            buffers={path: BufferSpec(**b) for path, b in data.get("buffers", {}).items()},
+            nodes=[Node(**n) for n in data["nodes"]],
+            document=document,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data in the canonical key order; defaults are left out."""
+        out: dict[str, Any] = {"fxgen": self.fxgen, "name": self.name}
+        if self.doc is not None:
+            out["doc"] = self.doc
+        for key in ("modules", "parameters", "buffers"):
+            table = getattr(self, key)
+            if table:
+                out[key] = {path: item.to_dict() for path, item in table.items()}
+        out["nodes"] = [node.to_dict() for node in self.nodes]
+        return out
+
+    # -- text forms --------------------------------------------------------------------------
+    def to_json(self, *, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False) + "\n"
+
+    def to_yaml(self, *, schema_ref: str | None = None) -> str:
+        """Readable YAML: block style at the top, one flow mapping per entry where it fits."""
+        lines: list[str] = []
+        if schema_ref:
+            lines.append(f"# yaml-language-server: $schema={schema_ref}")
+        data = self.to_dict()
+        for key, value in data.items():
+            if key in ("modules", "parameters", "buffers"):
+                lines.append(f"{key}:")
+                for path, item in value.items():
+                    lines.append(_flow_entry(f"  {_scalar(path)}: ", item, "    "))
+            elif key == "nodes":
+                lines.append("nodes:")
+                for node in value:
+                    lines.append(_flow_entry("  - ", node, "    "))
+            else:
+                lines.append(_flow_entry(f"{key}: ", value, "  "))
+        return "\n".join(lines) + "\n"
+
+    def to_file(self, path: str | Path) -> None:
+        """Write as YAML or JSON (by suffix), atomically."""
+        from fxgen.write.atomic import write_atomic
+
+        path = Path(path)
+        text = self.to_json() if path.suffix == ".json" else self.to_yaml()
+        write_atomic(path, text)
+
+
+_FLOW_WIDTH = 100
+
+
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """PyYAML's safe dumper, also quoting strings that YAML 1.2 (fxgen's reader) reads as numbers."""
+
+
+# PyYAML resolves YAML 1.1 only: without these, the strings "1e5" and "0o17" would be written
+# plain and read back as a float and an int.
+_Dumper.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$"),
+    list("-+.0123456789"),
+)
+
+
+_Dumper.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^0o[0-7]+$"), ["0"])
+
+
+def _dump(value: Any, *, flow: bool, width: int = 10**9, style: str | None = None) -> str:
+    return yaml.dump(
+        value, Dumper=_Dumper, default_flow_style=flow, default_style=style, sort_keys=False, allow_unicode=True,
+        width=width,
+    ).rstrip("\n").removesuffix("\n...")  # fmt: skip
+
+
+# What YAML (1.1, as libyaml reads it) takes as a line break, also inside quoted scalars.
+_BREAKS = ("\n", "\r", "\x85", "\u2028", "\u2029")
+
+
+def _one_line(text: str) -> bool:
+    return not any(b in text for b in _BREAKS)
+
+
+def _scalar(value: Any) -> str:
+    return _dump(value, flow=True)
+
+
+def _flow_entry(prefix: str, value: Any, indent: str) -> str:
+    """``prefix`` + value as one flow line if short enough, else as an indented block."""
+    flow = _scalar(value)
+    if _one_line(flow) and len(prefix) + len(flow) <= _FLOW_WIDTH:
+        return prefix + flow
+    if not isinstance(value, (dict, list)):
+        # A long string: the emitter folds it at spaces into continuation lines (it may overrun
+        # its width by a word, hence the margin), indented under the key. Breaks other than
+        # "\n" are written escaped, in double quotes, so that every line gets the indent.
+        exotic = isinstance(value, str) and not _one_line(value.replace("\n", ""))
+        wrapped = _dump(value, flow=True, width=max(_FLOW_WIDTH - len(prefix) - 12, 20), style='"' if exotic else None)
+        return prefix + wrapped.replace("\n", "\n" + indent)
+    block = _block(value, indent)
+    if prefix.endswith("- "):
+        return prefix + block.lstrip()
+    return prefix.rstrip() + "\n" + block
+
+
+def _block(value: dict[str, Any] | list[Any], indent: str) -> str:
+    """Block style for the outer level, flow style (one line each) for the parts."""
+    lines = []
+    items = value.items() if isinstance(value, dict) else ((None, v) for v in value)
+    for key, item in items:
+        if key is None:
+            head = f"{indent}- "
+        else:
+            head = f"{indent}{_key(key)}: "
+            if len(head) > _MAX_IMPLICIT_KEY:
+                head = f"{indent}? {_key(key)}\n{indent}: "  # YAML limits implicit keys to 1024 characters
+        lines.append(_flow_entry(head, item, indent + "  "))
+    return "\n".join(lines)
+
+
+_MAX_IMPLICIT_KEY = 1000
+
+
+def _key(key: str) -> str:
+    """A mapping key on one line: double-quoted (escapes and all) when it holds a line break."""
+    text = _scalar(key)
+    return text if _one_line(text) else _dump(key, flow=True, style='"')
