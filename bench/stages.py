@@ -222,8 +222,14 @@ def weights_pair(spec: Any, weights: Path, allow: tuple[str, ...]) -> Pair:
 
 
 def zoo_trace_kw(zm: Any) -> dict[str, Any]:
-    """How fxgen traces a zoo model: its concrete args and leaf modules."""
-    return {"concrete_args": zm.concrete_args, "leaf_modules": zm.leaf_module_types()}
+    """How fxgen traces a zoo model: its concrete args, leaf modules, and its tracer class and
+    wrapped functions where the catalogue names them (Hugging Face's HFTracer, einops)."""
+    options: dict[str, Any] = {"concrete_args": zm.concrete_args, "leaf_modules": zm.leaf_module_types()}
+    if zm.tracer_class is not None:
+        options["tracer_class"] = zm.tracer_type()
+    if zm.autowrap_functions:
+        options["autowrap_functions"] = zm.autowrap_function_objects()
+    return options
 
 
 def clear_format_caches() -> None:

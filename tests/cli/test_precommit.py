@@ -205,7 +205,7 @@ def test_hooks_end_to_end_installed_by_pre_commit(tmp_path: Path) -> None:
     installed = list((tmp_path / "pre-commit-home").glob("repo*/py_env-*/lib/python*/site-packages"))
     assert len(installed) == 1
     site = installed[0]
-    assert (site / "fxgen" / "templates" / "module.py.jinja").exists()  # package data is installed
+    assert (site / "fxgen" / "codegen" / "templates" / "module.py.jinja").exists()  # package data is installed
     assert [p.name for p in site.glob("torch-*.dist-info")] == ["torch-2.13.0+cpu.dist-info"]
     assert not list(site.glob("nvidia*")), "CUDA wheels were installed: is PIP_CONSTRAINT honoured?"
     run_scenario(repo, env)
