@@ -32,14 +32,10 @@ META_KEY = "fxgen"
 
 
 Placement = Callable[[str, str], "torch.device | str | None"]
-
-
 """``(table, path) -> device``: where ``build_module`` creates a parameter or buffer."""
 
 
 ModuleMaker = Callable[[str, ModuleSpec], torch.nn.Module]
-
-
 """``(path, declaration) -> module``: how ``build_module`` constructs a declared module."""
 
 
@@ -148,15 +144,6 @@ def construct_declared(
 def construct(entry: ModuleSpec, policy: Policy, device: torch.device | str | None) -> torch.nn.Module:
     """The module a spec declaration builds, on ``device`` (the default device when None)."""
     return construct_call(policy.resolve_module_class(entry.cls), entry.args, entry.kwargs, device)
-
-
-"""Modules with at most this many parameter and buffer elements are cheaper to build for real
-than on the meta device: initialising a few thousand numbers (~3 ns each) costs less than
-running every torch call of the constructor through the meta device's Python dispatch (about
-100 us for a small layer)."""
-
-
-"""Types of attribute values that cannot hold a tensor (skipped without a walk)."""
 
 
 @contextlib.contextmanager

@@ -54,8 +54,6 @@ __all__ = [
 
 
 Constructor = tuple[tuple[Any, ...], dict[str, Any]]
-
-
 """``(args, kwargs)`` such that ``cls(*args, **kwargs)`` rebuilds a module."""
 
 

@@ -50,15 +50,11 @@ _DEVICE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?::(?:0|[1-9][0-9]*))?")
 
 
 Construct = Callable[[str, dict[str, Any], type], Any]
-
-
 """``(path, declaration, class) -> module``: how ``validate_for_load`` constructs a declared
 module (the declaration as data; the class already resolved and its arguments checked)."""
 
 
 MakeTensor = Callable[[str, dict[str, Any]], Any]
-
-
 """``(table, declaration) -> tensor``: how ``validate_for_load`` creates a checked parameter
 or buffer whose random initialisation must come between two module constructions."""
 

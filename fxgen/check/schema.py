@@ -35,8 +35,6 @@ from fxgen.read.schema import SCHEMA_PATH, load_schema
 __all__ = ["SCHEMA_PATH", "check_schema", "load_schema"]
 
 
-
-
 @functools.cache
 def _validator() -> jsonschema.protocols.Validator:
     schema = load_schema()

@@ -40,14 +40,10 @@ __all__ = [
 
 
 PACKED_LIMIT = 256 * 2**20
-
-
 """Decoded bytes one packed tensor may declare (its shape times its element size)."""
 
 
 PACKED_TOTAL_LIMIT = 1024 * 2**20
-
-
 """Decoded bytes all packed tensors of one spec may declare together."""
 
 
@@ -55,8 +51,6 @@ ITEM_SIZES: dict[str, int] = {
     "float16": 2, "float32": 4, "float64": 8, "bfloat16": 2, "complex64": 8, "complex128": 16,
     "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "bool": 1,
 }  # fmt: skip
-
-
 """Bytes per element of each spec dtype (a test checks them against torch)."""
 
 
