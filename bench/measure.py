@@ -28,11 +28,12 @@ import signal
 import statistics
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["MEMORY_METHOD", "Result", "StageTimeout", "interleaved", "measure", "peak_memory", "time_limit"]
+__all__ = ["MEMORY_METHOD", "Result", "StageTimeout", "interleaved", "measure", "peak_memory", "time_limit",
+           "timed_functions"]
 
 
 class StageTimeout(BaseException):
@@ -260,3 +261,46 @@ def interleaved(
         "median_ratio": statistics.median(ratios),
         "rounds": i,
     }
+
+
+@contextlib.contextmanager
+def timed_functions(patches: Iterable[tuple[str, str, str]], spent: dict[str, float],
+                    calls: dict[str, int]) -> Iterator[None]:  # fmt: skip
+    """Within the block, time the functions ``patches`` names, ``(label, module, attribute)``
+    (``"Class.method"`` for a method): add each label's inclusive seconds to ``spent`` and its
+    calls to ``calls``, a function that calls itself timed once, at its outermost call. The
+    module global (or class attribute) is replaced by a timing wrapper, so calls through it are
+    timed; everything is put back on exit."""
+    import importlib
+
+    depth: dict[str, int] = {}
+    undo: list[tuple[Any, str, Any]] = []
+
+    def wrap(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            outer = depth.get(label, 0) == 0
+            depth[label] = depth.get(label, 0) + 1
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                depth[label] -= 1
+                if outer:
+                    spent[label] = spent.get(label, 0.0) + time.perf_counter() - t0
+                    calls[label] = calls.get(label, 0) + 1
+
+        return timed
+
+    try:
+        for label, module_name, attr in patches:
+            owner: Any = importlib.import_module(module_name)
+            *path, name = attr.split(".")
+            for part in path:
+                owner = getattr(owner, part)
+            original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+            undo.append((owner, name, original))
+            setattr(owner, name, wrap(label, original))
+        yield
+    finally:
+        for owner, name, original in reversed(undo):
+            setattr(owner, name, original)

@@ -3,6 +3,7 @@
     python bench/pair.py load model_specs/mlp.yaml model_specs/indexing.yaml
     python bench/pair.py export monai.resnet18 monai.BasicUNet
     python bench/pair.py generate model_specs/multi_io.yaml
+    python bench/pair.py weights model_specs/resnet_block.yaml
 
 ``bench/run.py`` times a stage and then its reference, each as a median. On workloads of a few
 milliseconds that ratio moves by up to ±25% between runs (docs/performance.md); alternating the
@@ -14,7 +15,11 @@ objects alive after the warm-up are frozen, as in ``bench/run.py``.
 
 - ``load``: ``fxgen.load(path)`` against the direct torch.fx build (``stages.build_direct``);
 - ``export``: ``fxgen.export`` of a zoo model against its ``symbolic_trace`` (``stages._zoo_trace``);
-- ``generate``: ``fxgen.generate`` with every formatting cache cleared against ``Graph.python_code``.
+- ``generate``: ``fxgen.generate`` with every formatting cache cleared against ``Graph.python_code``;
+- ``weights``: ``fxgen.load(spec, weights=path)`` against references (a) and (b) (``stages.weights_pairs``:
+  the generated class on meta + ``load_state_dict(assign=True)``, and built + ``load_state_dict``),
+  on the file ``fxgen.save_weights`` writes for the spec; one line per reference. The weight-heavy
+  specs are timed in fresh processes instead: ``bench/heavy.py``.
 """
 
 from __future__ import annotations
@@ -26,45 +31,67 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # as bench/run.py's workers
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's fxgen first
+
+import tempfile
 
 import torch
 from measure import interleaved
-from stages import TARGETS, Pair, _zoo_trace, export_pair, generate_pair, load_pair, zoo_trace_kw
+from stages import (
+    TARGETS,
+    Pair,
+    _zoo_trace,
+    export_pair,
+    generate_pair,
+    import_generated,
+    load_pair,
+    weights_pairs,
+    zoo_trace_kw,
+)
 
 import fxgen
 
 
-def pairs(kind: str, workload: str, allow: tuple[str, ...] = ()) -> Pair:
+def pairs(kind: str, workload: str, allow: tuple[str, ...] = (), tmp: Path | None = None) -> dict[str, Pair]:
     """fxgen's call, the reference and a setup for fxgen's call, for one workload: the same
-    pairs ``bench/run.py`` times alternately (``stages.Runner.pair``)."""
+    pairs ``bench/run.py`` times alternately (``stages.Runner.pair``), by reference name."""
     if kind == "export":
         from zoo_models import ZOO
 
         zm = next(z for z in ZOO if z.name == workload)
         model = zm.build()
-        return export_pair(model, zoo_trace_kw(zm), lambda: _zoo_trace(zm, model))
+        return {"symbolic_trace": export_pair(model, zoo_trace_kw(zm), lambda: _zoo_trace(zm, model))}
     path = Path(workload)
     spec = fxgen.load_spec(path, allow=allow)
     if kind == "load":
-        return load_pair(path, spec, allow)
-    return generate_pair(spec, fxgen.load(spec, allow=allow).graph, allow, label=path.name)
+        return {"fx direct": load_pair(path, spec, allow)}
+    if kind == "weights":
+        assert tmp is not None
+        weights = tmp / f"{path.stem}.safetensors"
+        fxgen.save_weights(fxgen.load(spec, allow=allow), weights)
+        cls = import_generated(fxgen.generate(spec, allow=allow), spec.name, tmp)
+        both = weights_pairs(spec, weights, cls, allow)
+        return {"(a) meta + assign": both["weights"], "(b) built + load": both["weights_init"]}
+    return {"python_code": generate_pair(spec, fxgen.load(spec, allow=allow).graph, allow, label=path.name)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("kind", choices=[k for k in TARGETS if k != "weights"])
+    parser.add_argument("kind", choices=[k for k in TARGETS if k != "weights_init"])
     parser.add_argument("workloads", nargs="+", help="spec paths (load, generate) or zoo model names (export)")
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--allow", action="append", default=[], help="a target to allow (as fxgen --allow)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"{'workload':40s} {'fxgen':>10s} {'reference':>10s}  ratio")
-    for workload in args.workloads:
-        pair = pairs(args.kind, workload, tuple(args.allow))
-        stats = interleaved(pair.reference, pair.fxgen, budget=0.0, min_rounds=args.rounds, max_rounds=args.rounds,
-                            setup_b=pair.setup, collect=True)  # fmt: skip
-        ta, tb = stats["b_median"], stats["a_median"]
-        print(f"{workload:40s} {ta * 1e3:8.2f} ms {tb * 1e3:8.2f} ms  {stats['median_ratio']:.2f}x")
+    with tempfile.TemporaryDirectory(prefix="fxgen-pair-") as tmp:
+        for workload in args.workloads:
+            for reference, pair in pairs(args.kind, workload, tuple(args.allow), Path(tmp)).items():
+                stats = interleaved(pair.reference, pair.fxgen, budget=0.0, min_rounds=args.rounds,
+                                    max_rounds=args.rounds, setup_b=pair.setup, collect=True)  # fmt: skip
+                ta, tb = stats["b_median"], stats["a_median"]
+                label = workload if args.kind != "weights" else f"{workload} vs {reference}"
+                print(f"{label:40s} {ta * 1e3:8.2f} ms {tb * 1e3:8.2f} ms  {stats['median_ratio']:.2f}x")
 
 
 if __name__ == "__main__":

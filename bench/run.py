@@ -3,8 +3,10 @@
     python bench/run.py [--sizes 100,1000,10000,100000] [--quick] [--out docs/benchmarks.md]
 
 Workloads: synthetic specs (``bench/workloads.py``: chain, fan, residual) of each size, the
-example specs in ``model_specs/``, and the traceable models of ``bench/zoo_models.py`` exported
-by ``fxgen.export``. Every workload runs in a worker subprocess (``--worker``) under a hard
+example specs in ``model_specs/``, a sample of the traceable models of ``bench/zoo_models.py``
+(``ZOO_SAMPLE`` per library) exported by ``fxgen.export``, and weight-heavy specs of up to 2 GiB
+(``bench/heavy.py``: load with weights, time and peak memory, a fresh process per measurement;
+``--heavy-sizes``). Every other workload runs in a worker subprocess (``--worker``) under a hard
 timeout, with a soft per-stage limit inside it; a stage that runs out of time is reported as
 "timeout" and the worker is restarted for the rest. ``fxgen generate --check`` is timed as a
 CLI subprocess over 100 unchanged specs, with ``python -X importtime`` evidence of what it
@@ -16,8 +18,8 @@ ratio of two sequential medians drifts by up to ±25% there between runs (at 10,
 the heap the earlier stages leave behind: chain 10k read 1.92x and 2.53x in two runs of the
 same code).
 
-``--quick`` (CI smoke test): the smallest size, few repeats, examples and one small zoo model,
-no torch.compile; finishes in well under 30 s.
+``--quick`` (CI smoke test): the smallest size, few repeats, examples, one small zoo model and
+one 4 MiB weight-heavy spec measured once per method, no torch.compile; finishes in about 20 s.
 """
 
 from __future__ import annotations
@@ -38,8 +40,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(ROOT))  # this checkout's fxgen first
 
-from workloads import SHAPES, WEIGHT_LAYERS, WEIGHT_WIDTHS, write_spec, write_weights_spec  # noqa: E402
+import heavy  # noqa: E402
+from workloads import SHAPES, write_spec  # noqa: E402
 
 QUICK_ZOO = ("rtdl.MLP",)
 DEFAULT_SIZES = (100, 1000, 10000, 100000)
@@ -64,8 +68,10 @@ def config(size: int, quick: bool, *, thorough: bool = False, models: bool = Fal
     elif size <= 10_000:
         cfg = {"budget": 0.0, "max_reps": 3, "slow": 0.5, "stage_limit": 120.0, "run_limit": 90.0}
     else:
+        # references (a) and (b) load the generated class with torch's load_state_dict, which is
+        # quadratic in a container's width: over a minute each at 100,000 nodes
         cfg = {"budget": 0.0, "max_reps": 3, "slow": 0.5, "stage_limit": 40.0, "run_limit": 60.0,
-               "omit": ["black_file", "torch_load"]}  # fmt: skip
+               "omit": ["black_file", "ref_meta_assign", "ref_init_load"]}  # fmt: skip
     cfg.setdefault("forward_budget", 1.0)
     # Target pairs timed alternately (stages.Runner.pair): seconds per pair, and at least this
     # many rounds; where sequential medians drift (examples, zoo, graphs up to 10,000 nodes).
@@ -165,7 +171,8 @@ def bench_check(tmp: Path, quick: bool, log: Path) -> dict[str, Any]:
         i += 1
     fxgen_exe = _fxgen_executable()
     cwd = tmp / "check"
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "0"}
+    path = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "0", "PYTHONPATH": path}  # this checkout's fxgen
     t0 = time.perf_counter()
     first = subprocess.run([*fxgen_exe, "generate", "specs", "--out-dir", "generated", "-j", "1"], cwd=cwd, env=env,
                            capture_output=True, text=True, timeout=600)  # fmt: skip
@@ -250,6 +257,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-check", action="store_true", help="skip the generate --check CLI benchmark")
     parser.add_argument("--thorough", action="store_true",
                         help="3 runs of every stage at every size, no stage omitted (about an hour)")
+    parser.add_argument("--heavy-sizes", default=None,
+                        help="MiB of weights of the weight-heavy specs, comma-separated ('none' to skip; default "
+                             f"{','.join(map(str, HEAVY_SIZES))}, --quick {','.join(map(str, QUICK_HEAVY))})")
+    parser.add_argument("--heavy-rounds", type=int, default=None,
+                        help=f"fresh-process measurements per method and weight-heavy spec (default {HEAVY_ROUNDS}, --quick 1)")
     parser.add_argument("--worker", nargs=2, metavar=("TASK", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -259,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     args.load_before = _loadavg()
+    args.available_before = _mem_gib("MemAvailable:")
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
     if args.quick:
         sizes = sizes[:1]
@@ -275,6 +288,22 @@ def main(argv: list[str] | None = None) -> int:
             records += run_worker(workloads, cfg, hard, log)
             print(f"bench: {label} done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
             _write(args, records, check, sizes, started, partial=True)  # an interrupted run keeps its results
+        heavy_sizes = _heavy_sizes(args)
+        if heavy_sizes:
+            t0 = time.perf_counter()
+            rounds = args.heavy_rounds or (1 if args.quick else HEAVY_ROUNDS)
+            dtypes = ["float32"] if args.quick else list(heavy.DTYPES)
+            print(f"bench: weight-heavy specs {heavy_sizes} MiB, {', '.join(dtypes)}, {rounds} round(s) ...",
+                  file=sys.stderr, flush=True)  # fmt: skip
+            (tmp / "heavy").mkdir()
+            try:
+                records += heavy.run(tmp / "heavy", heavy_sizes, dtypes, rounds, log=log)
+            except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+                records.append({"workload": "heavy", "stage": "workload", "status": "error", "note": str(exc)[:300],
+                                "median": None})  # fmt: skip
+            shutil.rmtree(tmp / "heavy", ignore_errors=True)  # up to 4 GiB of weights
+            print(f"bench: weight-heavy specs done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+            _write(args, records, check, sizes, started, partial=True)
         if not args.no_check:
             print("bench: generate --check over 100 specs ...", file=sys.stderr, flush=True)
             try:
@@ -321,9 +350,6 @@ def _plan(tmp: Path, sizes: list[int], shapes: list[str], args: argparse.Namespa
         work = [synthetic(n, shape) for n in sizes for shape in shapes]
         if not args.no_examples:
             work += [{"kind": "example", "name": p.stem, "path": str(p)} for p in sorted((ROOT / "model_specs").glob("*.yaml"))]
-            n = WEIGHT_WIDTHS[0]
-            work.append({"kind": "weights", "name": f"{WEIGHT_LAYERS}xLinear({n})",
-                         "path": str(write_weights_spec(specs, n))})  # fmt: skip
         work += [{"kind": "zoo", "name": name} for name in _zoo_names(args)]
         return [("quick: synthetic, examples, zoo", work, config(sizes[0], True), 120.0)]
     th = args.thorough
@@ -343,9 +369,6 @@ def _plan(tmp: Path, sizes: list[int], shapes: list[str], args: argparse.Namespa
         work = [{"kind": "example", "name": p.stem, "path": str(p)} for p in sorted((ROOT / "model_specs").glob("*.yaml"))]
         groups.append(("examples", work, config(100, False, thorough=th, models=True), 900.0))
     if not args.no_examples:
-        work = [{"kind": "weights", "name": f"{WEIGHT_LAYERS}xLinear({n})", "path": str(write_weights_spec(specs, n))}
-                for n in WEIGHT_WIDTHS]  # fmt: skip
-        groups.append(("weights", work, config(100, False, thorough=th, models=True), 900.0))
         mlp = ROOT / "model_specs" / "mlp.yaml"
         groups.append(("torch.compile check", [{"kind": "compile", "name": "mlp", "path": str(mlp)}],
                        config(100, False, thorough=th, models=True), 900.0))  # fmt: skip
@@ -354,6 +377,20 @@ def _plan(tmp: Path, sizes: list[int], shapes: list[str], args: argparse.Namespa
         work = [{"kind": "zoo", "name": name} for name in zoo]
         groups.append((f"zoo ({len(zoo)} models)", work, config(100, False, thorough=th, models=True), 1800.0))
     return groups
+
+
+HEAVY_SIZES = heavy.DEFAULT_SIZES  # MiB of weights
+QUICK_HEAVY = heavy.QUICK_SIZES
+HEAVY_ROUNDS = 3
+
+
+def _heavy_sizes(args: argparse.Namespace) -> list[float]:
+    """The weight-heavy specs' sizes in MiB: ``--heavy-sizes``, else the defaults."""
+    if args.heavy_sizes == "none":
+        return []
+    if args.heavy_sizes:
+        return [float(s) for s in args.heavy_sizes.split(",") if s.strip()]
+    return list(QUICK_HEAVY if args.quick else HEAVY_SIZES)
 
 
 def _zoo_names(args: argparse.Namespace) -> list[str]:
@@ -418,6 +455,7 @@ def machine(args: argparse.Namespace, sizes: list[int], elapsed: float) -> dict[
         "cpu": cpu,
         "cores": os.cpu_count(),
         "memory_gib": _mem_gib(),
+        "available_gib": getattr(args, "available_before", None),
         "os": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(),
         "versions": {d: version(d) for d in _DISTS},
@@ -440,10 +478,10 @@ def _loadavg() -> str | None:
         return None
 
 
-def _mem_gib() -> float | None:
+def _mem_gib(field: str = "MemTotal:") -> float | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
+            if line.startswith(field):
                 return round(int(line.split()[1]) / 2**20, 1)
     except OSError:
         pass

@@ -13,18 +13,14 @@ text is written directly (one flow mapping per node, like the examples in ``mode
 so generating a 100,000-node spec takes well under a second and does not go through fxgen.
 Every spec takes one input ``x`` of shape ``[BATCH, WIDTH]`` (see the ``# input:`` line).
 
-:func:`write_weights_spec` writes a fourth kind, for loading with weights as the weights grow: a
-few ``nn.Linear(width, width)`` layers: a file of up to 128 MiB behind a 17-node graph.
+The weight-heavy specs (loading with weights as the file grows to 2 GiB) are in ``bench/heavy.py``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["BATCH", "SHAPES", "WEIGHT_WIDTHS", "WIDTH", "count_nodes", "make_spec", "write_spec", "write_weights_spec"]
-
-WEIGHT_LAYERS = 8
-WEIGHT_WIDTHS = (256, 1024, 2048)  # 2 MiB, 32 MiB and 128 MiB of float32 weights
+__all__ = ["BATCH", "SHAPES", "WIDTH", "count_nodes", "make_spec", "write_spec"]
 
 BATCH = 4
 WIDTH = 8
@@ -141,20 +137,4 @@ def write_spec(directory: Path, shape: str, n: int) -> Path:
     """Write the spec to ``directory/<shape>_<n>.yaml`` and return its path."""
     path = directory / f"{shape}_{n}.yaml"
     path.write_text(make_spec(shape, n), encoding="utf-8")
-    return path
-
-
-def write_weights_spec(directory: Path, width: int, layers: int = WEIGHT_LAYERS) -> Path:
-    """``layers`` Linear(width, width) + relu pairs: ``layers * (width + 1) * width`` parameters."""
-    modules = [f"  fc{i}: {{class: torch.nn.Linear, args: [{width}, {width}]}}\n" for i in range(layers)]
-    lines = [_node("placeholder", "x", type_="torch.Tensor")]
-    prev = "x"
-    for i in range(layers):
-        lines.append(_node("call_module", f"fc_{i}", f"fc{i}", f'"%{prev}"'))
-        lines.append(_node("call_function", f"act_{i}", "torch.relu", f'"%fc_{i}"'))
-        prev = f"act_{i}"
-    lines.append(_node("output", None, args=f'"%{prev}"', type_="torch.Tensor"))
-    text = _HEAD.format(b=BATCH, w=width, name=f"Wide{width}") + "modules:\n" + "".join(modules)
-    path = directory / f"weights_{width}.yaml"
-    path.write_text(text + "nodes:\n" + "".join(lines), encoding="utf-8")
     return path
