@@ -17,7 +17,10 @@ tail fits, :func:`fast_split_def` writes the same lines from string lengths (15 
 from __future__ import annotations
 
 import functools
+import io
+import itertools
 import re
+import tokenize
 
 from fxgen.blackstyle.fast import _NAME, INDENT, blank_strings, fits
 from fxgen.blackstyle.split import lines_for
@@ -41,7 +44,33 @@ def port_split_def(signature: str, depth: int) -> tuple[str, ...] | None:
         leaves = parse_def(signature)
     except Unsupported:
         return None
+    if any(not fits(f"{INDENT}{parameter},", depth) for parameter in _union_parameters(signature)):
+        # black.linegen.LineGenerator.visit_tname wraps a parameter's annotation in invisible
+        # parentheses, which splitting an ``A | B`` that does not fit makes visible: not modelled
+        return None
     return lines_for(leaves, depth)
+
+
+def _union_parameters(signature: str) -> list[str]:
+    """The parameters of ``signature`` whose annotation has a ``|`` outside its brackets."""
+    found: list[str] = []
+    depth, start, annotated, union = 0, 0, False, False
+    tokens = tokenize.generate_tokens(io.StringIO(signature).readline)
+    for token in itertools.takewhile(lambda t: t.type != tokenize.NEWLINE, tokens):
+        char = token.string if token.type == tokenize.OP else ""
+        depth -= char in (")", "]", "}")
+        if (depth == 0 and char == ")") or (depth == 1 and char == ","):
+            if union:
+                found.append(signature[start : token.start[1]].strip())
+            start, annotated, union = token.end[1], False, False
+        elif depth == 1 and char == ":":
+            annotated = True
+        elif depth == 1 and char == "|" and annotated:
+            union = True
+        depth += char in ("(", "[", "{")
+        if depth == 1 and char == "(":
+            start = token.end[1]
+    return found
 
 
 _DEF = re.compile(rf"def {_NAME}\(")
@@ -50,9 +79,11 @@ _DEF = re.compile(rf"def {_NAME}\(")
 _SEPARATOR = re.compile(r"[()\[\]{},]")
 
 
-# what the fast path reads: names, numbers, plain strings (blanked), brackets, ``, : = - + ->``;
-# not ``*args``, ``/``, ``|``, comments, other strings or operators (the port's, if anyone's)
-_PLAIN = re.compile(r'[\w.,:=\[\](){}" +>-]*')
+# what the fast path reads: names, numbers, plain strings (blanked), brackets, ``, : = - + ->``
+# and the ``|`` of a union annotation (only ever split inside a parameter that does not fit,
+# which the fast path leaves to the port); not ``*args``, ``/``, comments, other strings or
+# operators (the port's, if anyone's)
+_PLAIN = re.compile(r'[\w.,:=\[\](){}" +>|-]*')
 
 
 # a trailing comma (magic, or a one-tuple's), or a parenthesised return annotation, which black

@@ -307,8 +307,9 @@ class _Parser:
         unary = self._operand()
         while self._peek() in BINARY:
             kind = self._peek()
-            if self.subscripts:
-                raise Unsupported("an operator in a subscript")  # black spaces such slices differently
+            if self.subscripts and not self.annotation:
+                # black spaces such slices differently; an annotation has no slices
+                raise Unsupported("an operator in a subscript")
             if kind == "**":
                 if unary:
                     raise Unsupported("a unary operator on a power")  # black adds parentheses
@@ -435,7 +436,7 @@ class _Parser:
 
     def _annotation(self) -> None:
         """A type expression as ``fxgen.codegen.render._annotation`` allows: names, attributes,
-        subscripts, lists and ``...`` (no strings, numbers, calls or operators)."""
+        subscripts, lists, ``...`` and ``|`` unions (no strings, numbers, calls or other operators)."""
         mark = len(self.out)
         self._expression()
         if any(leaf.type not in _ANNOTATION for leaf in self.out[mark:]) or self.out[mark].type == "[":
@@ -459,4 +460,5 @@ class _Parser:
                 self._expression()
 
 
-_ANNOTATION = frozenset({"NAME", ".", "[", "]", ","})
+_ANNOTATION = frozenset({"NAME", ".", "[", "]", ",", "|"})
+
