@@ -55,6 +55,9 @@ VOCABULARY = [
     "tuple", "slice", "ellipsis", "device", "memory_format", "layout", "float", "complex", "dict", "size",
     "cpu", "meta", "inf", "nan", "%x", "%%x", "x", "weight", "bias", "0", "layers.0", "self", "output",
     "data", "eJxjYGBgAAAABQAB", "eJxjYAAAAAEAAQ==", "AAAA", "block1-0", "(0, 0)", "a..b", "class",
+    # format 2
+    "classes", "arg", "module", "repeat", "BasicBlock", "DownBlock", "EncoderBlock", "width", "planes",
+    "width * 2", "planes // 0", "(dim", "dim % 0", "-1", "torch.nn.Sequential", "torch.nn.ModuleList",
 ]  # fmt: skip
 _text = st.text(st.characters(codec="utf-8"), max_size=8)
 _scalars = st.one_of(

@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 import fxgen
 from fxgen._errors import FxgenError, SpecError
 from fxgen.check.validate import validate_data
+from fxgen.codegen.render import declared_classes
 from fxgen.policy.tables import SAFE_BUILTINS
 from fxgen.spec.init import INIT_SCHEMES
 
@@ -294,10 +295,26 @@ def _qualified_forms(target: str, aliases: dict[str, str]) -> set[str]:
     return forms
 
 
+def _bodies(spec: fxgen.Spec) -> list[fxgen.Spec]:
+    """The spec's classes (format 2's blocks, then its own), each as a Spec."""
+    return [spec.block(name) for name in spec.classes] + [spec]
+
+
+def _used_names(spec: fxgen.Spec) -> set[str]:
+    """Every qualified name the spec's declarations and nodes use."""
+    used: set[str] = set()
+    for body in _bodies(spec):
+        for module in body.modules.values():
+            used |= set(declared_classes(module))
+        used |= {n.target for n in body.nodes if n.op == "call_function" and n.target}
+        types = [n.type for n in body.nodes if n.type] + [a.type for a in body.args.values()]
+        used |= {w for t in types for w in re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", t)}
+    return used
+
+
 def _aliases(spec: fxgen.Spec, tree: ast.Module) -> dict[str, str]:
     """``from M import A as B`` -> ``{"B": "M.A"}``, each a prefix of a name the spec uses."""
-    used = {m.cls for m in spec.modules.values()} | {n.target for n in spec.nodes if n.op == "call_function"}
-    used |= {w for n in spec.nodes if n.type for w in re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", n.type)}
+    used = _used_names(spec)
     out: dict[str, str] = {}
     for stmt in tree.body:
         if isinstance(stmt, ast.ImportFrom) and stmt.module != "torch":
@@ -306,6 +323,9 @@ def _aliases(spec: fxgen.Spec, tree: ast.Module) -> dict[str, str]:
                 assert any(u == qualified or u.startswith(qualified + ".") for u in used if u), qualified
                 out[name.asname or name.name] = qualified
     return out
+
+
+CONTAINER_DOC = re.compile(r"A container of ([A-Za-z_][A-Za-z0-9_]*): its attributes are set by \1\.__init__\.")
 
 
 def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
@@ -321,39 +341,106 @@ def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
     aliases = _aliases(spec, tree)  # from-imports of names the spec uses: alias -> qualified name
     assert imports - {s for s in imports if s.startswith("from ") and "torch" not in s} <= STD_IMPORTS, imports
     classes = [s for s in tree.body if isinstance(s, ast.ClassDef)]
-    packed = {p: b.data for p, b in spec.buffers.items() if b.data is not None}
-    tail = tree.body[len(imports) + 1 :]
-    assert len(classes) == 1 and tree.body[len(imports)] is classes[0] and len(tail) == (2 if packed else 0)
+    packed: dict[Any, str] = {}
+    for body in _bodies(spec):
+        packed |= {(p if body is spec else (body.name, p)): b.data for p, b in body.buffers.items() if b.data is not None}
+    tail = tree.body[len(imports) + len(classes) :]
+    assert tree.body[len(imports) : len(imports) + len(classes)] == classes and len(tail) == (2 if packed else 0)
     if packed:
         assert ast.unparse(tail[0]) == _HELPER
         table = tail[1]
         assert isinstance(table, ast.Assign) and ast.unparse(table.targets[0]) == "_PACKED"
         assert isinstance(table.value, ast.Dict)
-        keys = [k.value for k in table.value.keys if isinstance(k, ast.Constant)]
+        keys = [ast.literal_eval(k) for k in table.value.keys if k is not None]
         values = [v.value for v in table.value.values if isinstance(v, ast.Constant)]
         assert dict(zip(keys, values, strict=True)) == packed
-    cls = classes[0]
-    assert cls.name == spec.name and not cls.decorator_list and not cls.keywords
-    assert [ast.unparse(b) for b in cls.bases] == ["nn.Module"]
 
-    body = list(cls.body)
-    doc_node = body[0] if body and isinstance(body[0], (ast.Expr, ast.Assign)) else None
-    if spec.doc:
+    # the classes: typed containers (``_Name``: a docstring and annotations), then each block
+    # after the blocks it uses, the spec's own class last
+    models = {body.name: body for body in _bodies(spec)}
+    containers = [c for c in classes if c.name not in models]
+    assert [c.name for c in classes if c.name in models][-1] == spec.name
+    assert sorted(c.name for c in classes if c.name in models) == sorted(models)
+    for cls in classes:
+        assert not cls.decorator_list and not cls.keywords
+        assert [ast.unparse(b) for b in cls.bases] == ["nn.Module"]
+    for cls in containers:
+        assert re.fullmatch(r"_[A-Za-z0-9_]+", cls.name), cls.name
+        doc, *rest = cls.body
+        assert isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)
+        found = CONTAINER_DOC.fullmatch(doc.value.value)
+        assert found and found.group(1) in models, doc.value.value
+        assert len(rest) <= 1 and _type_checking_fields(rest[0] if rest else None) is not None
+    docs: set[ast.AST] = set()
+    bound: set[str] = set()
+    for cls in classes:
+        if cls.name in models:
+            docs |= _check_class(cls, models[cls.name], spec, aliases, bool(packed), bound)
+        else:
+            docs.add(cls.body[0])
+
+    # names: the spec's own and the fixed ones
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    own = {c.name for c in classes} | {"range", "_"}
+    for body in _bodies(spec):
+        own |= {n.name for n in body.nodes if n.name} | set(body.args)
+        own |= {name.split(".")[0] for m in body.modules.values() for name in declared_classes(m)}
+        own |= {n.target.split(".")[0] for n in body.nodes if n.op == "call_function" and n.target}
+        types = [n.type for n in body.nodes if n.type] + [a.type for a in body.args.values()]
+        own |= {word for t in types for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", t)}
+    own |= bound  # forward's locals for containers and subscripted callees
+    fields = {f.target.id for f in ast.walk(tree) if isinstance(f, ast.AnnAssign) and isinstance(f.target, ast.Name)}
+    segments = {part for body in _bodies(spec) for table in (body.modules, body.parameters, body.buffers)
+                for path in table for part in path.split(".")}  # fmt: skip
+    assert fields <= segments, fields - segments  # the class bodies declare attributes the spec declares
+    own |= fields
+    own |= set(aliases) | ({"_unpack", "_PACKED", "base64", "zlib", "sys", "bytearray"} if packed else set())
+    if packed:  # the helper's own parameters and locals
+        own |= {n.id for n in ast.walk(tail[0]) if isinstance(n, ast.Name)}
+    assert names <= NAMES | own, names - NAMES - own
+
+    # string literals: each is one of the spec's strings, unchanged
+    spec_strings = _strings(data) | {"inf", "-inf", "nan"}
+    helper = set(ast.walk(tail[0])) if packed else set()
+    docs = {getattr(d, "value", None) for d in docs}
+    for constant in (n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)):
+        if constant in docs or constant in helper:
+            continue  # the docstrings, the template's own text ("big", the docstring)
+        assert constant.value in spec_strings, constant.value
+
+
+def _check_class(
+    cls: ast.ClassDef, body: fxgen.Spec, spec: fxgen.Spec, aliases: dict[str, str], packed: bool, bound: set[str]
+) -> set[ast.AST]:
+    """One model class: its docstring, buffer annotations, ``__init__`` and ``forward``; returns
+    its docstring node (if any). ``bound`` collects forward's locals."""
+    statements = list(cls.body)
+    doc_node = statements[0] if statements and isinstance(statements[0], (ast.Expr, ast.Assign)) else None
+    if body.doc:
         assert doc_node is not None
         if isinstance(doc_node, ast.Expr):
             assert isinstance(doc_node.value, ast.Constant)
-            assert inspect.cleandoc(doc_node.value.value) == spec.doc
+            assert inspect.cleandoc(doc_node.value.value) == body.doc
         else:
             assert ast.unparse(doc_node.targets[0]) == "__doc__"
-            assert isinstance(doc_node.value, ast.Constant) and doc_node.value.value == spec.doc
-        body = body[1:]
-    assert [type(s) for s in body] == [ast.FunctionDef, ast.FunctionDef]
-    init, forward = body
+            assert isinstance(doc_node.value, ast.Constant) and doc_node.value.value == body.doc
+        statements = statements[1:]
+    else:
+        doc_node = None
+    fields = [s for s in statements if isinstance(s, ast.AnnAssign)]
+    assert all(s.value is None and ast.unparse(s.annotation) == "torch.Tensor" for s in fields)
+    assert {ast.unparse(s.target) for s in fields} <= set(body.buffers)
+    statements = statements[len(fields) :]
+    if isinstance(statements[0], ast.If):  # for type checkers: lists whose items forward reaches into
+        checked_only = _type_checking_fields(statements.pop(0))
+        assert checked_only and all(ast.unparse(f.annotation) == "typing.Any" for f in checked_only)
+    assert [type(s) for s in statements] == [ast.FunctionDef, ast.FunctionDef]
+    init, forward = statements
     assert isinstance(init, ast.FunctionDef) and isinstance(forward, ast.FunctionDef)
     assert (init.name, forward.name) == ("__init__", "forward")
     assert not init.decorator_list and not forward.decorator_list
-    assert [a.arg for a in init.args.args] == ["self"]
-    placeholders = [n.name for n in spec.nodes if n.op == "placeholder"]
+    assert [a.arg for a in init.args.args] == ["self", *body.args]
+    placeholders = [n.name for n in body.nodes if n.op == "placeholder"]
     assert [a.arg for a in forward.args.args] == ["self", *placeholders]
 
     # __init__: super().__init__(), then assignments to self... and registration calls
@@ -366,15 +453,16 @@ def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
 
     # forward: one statement per non-placeholder node, the last a return, besides the statements
     # binding a container or a subscripted callee to a local (``blocks_0 = self.blocks[0]``)
-    node_names = {n.name for n in spec.nodes}
-    bound, statements = {"self"}, []
+    node_names = {n.name for n in body.nodes}
+    locals_, statements = {"self"}, []
     for stmt in forward.body:
         target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
-        if isinstance(target, ast.Name) and target.id not in node_names and _on_self(stmt.value, bound):
-            bound.add(target.id)
+        if isinstance(target, ast.Name) and target.id not in node_names and _on_self(_uncast(stmt.value), locals_):
+            locals_.add(target.id)
         else:
             statements.append(stmt)
-    computed = [n for n in spec.nodes if n.op != "placeholder"]
+    bound |= locals_
+    computed = [n for n in body.nodes if n.op != "placeholder"]
     assert len(statements) == len(computed)
     for stmt, node in zip(statements, computed, strict=True):
         if node.op == "output":
@@ -385,17 +473,19 @@ def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
             assert isinstance(stmt, ast.Expr)
 
     # calls: only what declarations and nodes require
-    allowed = set(INIT_CALLS | VALUE_CALLS | {"getattr"} | ({"_unpack"} if packed else set()))
-    for module in spec.modules.values():
-        allowed |= _qualified_forms(module.cls, aliases)
+    allowed = set(INIT_CALLS | VALUE_CALLS | {"getattr", "range"} | ({"_unpack"} if packed else set()))
+    allowed |= {c for c in spec.classes} | {n for n in _container_names(cls, spec)}
+    for module in body.modules.values():
+        for name in declared_classes(module):
+            allowed |= _qualified_forms(name, aliases)
     node_calls = 0
-    for node in spec.nodes:
+    for node in body.nodes:
         if node.op == "call_function":
             allowed |= _qualified_forms(node.target or "", aliases)
             node_calls += 1
         elif node.op in ("call_method", "call_module"):
             node_calls += 1
-    methods = {n.target for n in spec.nodes if n.op == "call_method"}
+    methods = {n.target for n in body.nodes if n.op == "call_method"}
     for call in (n for n in ast.walk(init) if isinstance(n, ast.Call)):
         callee = ast.unparse(call.func)
         registers = isinstance(call.func, ast.Attribute) and call.func.attr in (
@@ -404,35 +494,44 @@ def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
     forward_calls = 0
     for call in (n for n in ast.walk(forward) if isinstance(n, ast.Call)):
         callee = ast.unparse(call.func)
-        if callee in VALUE_CALLS:
+        if callee in VALUE_CALLS or callee == "typing.cast":
             continue
-        if callee == "getattr" and _on_self(call, bound):
+        if callee == "getattr" and _on_self(call, locals_):
             continue  # getattr(self, "0"): a module path, not a call a node makes
         forward_calls += 1
         is_method = isinstance(call.func, ast.Attribute) and call.func.attr in methods
-        assert callee in allowed or _on_self(call.func, bound) or is_method, callee
+        assert callee in allowed or _on_self(_uncast(call.func), locals_) or is_method, callee
     assert forward_calls <= node_calls
+    return {doc_node} if doc_node is not None else set()
 
-    # names: the spec's own and the fixed ones
-    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    own = {n.name for n in spec.nodes if n.name} | {m.cls.split(".")[0] for m in spec.modules.values()}
-    own |= {n.target.split(".")[0] for n in spec.nodes if n.op == "call_function" and n.target}
-    own |= {word for n in spec.nodes if n.type for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", n.type)}
-    own |= bound  # forward's locals for containers and subscripted callees
-    own |= set(aliases) | ({"_unpack", "_PACKED", "base64", "zlib", "sys", "bytearray"} if packed else set())
-    if packed:  # the helper's own parameters and locals
-        own |= {n.id for n in ast.walk(tail[0]) if isinstance(n, ast.Name)}
-    assert names <= NAMES | own, names - NAMES - own
 
-    # string literals: each is one of the spec's strings, unchanged
-    spec_strings = _strings(data) | {"inf", "-inf", "nan"}
-    helper = set(ast.walk(tail[0])) if packed else set()
-    for constant in (n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)):
-        if doc_node is not None and constant is getattr(doc_node, "value", None):
-            continue
-        if constant in helper:
-            continue  # the template's own text ("big", the docstring)
-        assert constant.value in spec_strings, constant.value
+def _type_checking_fields(stmt: ast.stmt | None) -> list[ast.AnnAssign] | None:
+    """The annotations of an ``if typing.TYPE_CHECKING:`` block (None if it is anything else)."""
+    if stmt is None:
+        return []
+    if not (isinstance(stmt, ast.If) and ast.unparse(stmt.test) == "typing.TYPE_CHECKING" and not stmt.orelse):
+        return None
+    fields = [f for f in stmt.body if isinstance(f, ast.AnnAssign) and f.value is None and isinstance(f.target, ast.Name)]
+    return fields if len(fields) == len(stmt.body) else None
+
+
+def _container_names(cls: ast.ClassDef, spec: fxgen.Spec) -> set[str]:
+    """The typed container classes ``cls``'s ``__init__`` may create (``_Name()``)."""
+    return {n.func.id for n in ast.walk(cls) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+            and n.func.id.startswith("_") and not n.args and not n.keywords}  # fmt: skip
+
+
+def _uncast(expr: ast.expr) -> ast.expr:
+    """``typing.cast(T, x)`` -> ``x``, inside an attribute path too (how forward types a list item)."""
+    if isinstance(expr, ast.Call) and ast.unparse(expr.func) == "typing.cast" and len(expr.args) == 2:
+        return _uncast(expr.args[1])
+    if isinstance(expr, ast.Attribute):
+        return ast.Attribute(value=_uncast(expr.value), attr=expr.attr)
+    if isinstance(expr, ast.Subscript):
+        return ast.Subscript(value=_uncast(expr.value), slice=expr.slice)
+    if isinstance(expr, ast.Call) and ast.unparse(expr.func) == "getattr" and len(expr.args) == 2:
+        return ast.Call(func=expr.func, args=[_uncast(expr.args[0]), expr.args[1]], keywords=[])
+    return expr
 
 
 def _generated_class(source: str, name: str) -> type[torch.nn.Module]:
@@ -461,6 +560,112 @@ def run_case(data: dict[str, Any]) -> fxgen.Spec | None:
 
 def test_the_base_spec_is_valid() -> None:
     assert run_case(copy.deepcopy(BASE)) is not None
+
+
+# -- format 2: blocks, arguments, module values and repeats ----------------------------------------
+BASE2: dict[str, Any] = {
+    "fxgen": 2,
+    "name": "Victim",
+    "doc": "A victim model of blocks.",
+    "args": {"width": {"type": "int", "default": 4}, "label": {"type": "str", "default": "tanh"}},
+    "classes": {
+        "Block": {
+            "doc": "A victim block.",
+            "args": {"dim": "int", "mode": {"type": "str", "default": "none"}},
+            "modules": {
+                "fc": {"class": "torch.nn.Linear", "args": [{"arg": "dim"}, {"arg": "dim * 2 // 2"}]},
+                "act": {"class": "torch.nn.GELU", "kwargs": {"approximate": {"arg": "mode"}}},
+            },
+            "parameters": {"gain": {"shape": [{"arg": "dim"}], "init": "ones"}},
+            "nodes": [
+                {"op": "placeholder", "name": "x", "type": "torch.Tensor"},
+                {"op": "call_module", "name": "h", "target": "fc", "args": ["%x"]},
+                {"op": "call_module", "name": "a", "target": "act", "args": ["%h"]},
+                {"op": "get_attr", "name": "g", "target": "gain"},
+                {"op": "call_function", "name": "y", "target": "operator.mul", "args": ["%a", "%g"]},
+                {"op": "output", "args": ["%y"], "type": "torch.Tensor"},
+            ],
+        },
+    },
+    "modules": {
+        "body": {"class": "torch.nn.Sequential", "args": [
+            {"repeat": {"arg": "width // 2"}, "module": {"class": "Block", "args": [{"arg": "width"}]}},
+            {"module": {"class": "torch.nn.Identity"}},
+        ]},
+        "head": {"class": "Block", "args": [{"arg": "width"}], "kwargs": {"mode": {"arg": "label"}}},
+    },
+    "nodes": [
+        {"op": "placeholder", "name": "x", "type": "torch.Tensor"},
+        {"op": "call_module", "name": "b", "target": "body", "args": ["%x"]},
+        {"op": "call_module", "name": "h", "target": "head", "args": ["%b"]},
+        {"op": "output", "args": ["%h"], "type": "torch.Tensor"},
+    ],
+}  # fmt: skip
+
+
+def _rename_block(d: dict[str, Any], s: str) -> None:
+    d["classes"] = _rename_key(d["classes"], "Block", s)
+    d["modules"]["body"]["args"][0]["module"]["class"] = s
+    d["modules"]["head"]["class"] = s
+
+
+def _rename_top_arg(d: dict[str, Any], s: str) -> None:
+    d["args"] = _rename_key(d["args"], "width", s)
+    d["modules"]["head"]["args"] = [{"arg": s}]
+
+
+def _rename_block_arg(d: dict[str, Any], s: str) -> None:
+    block = d["classes"]["Block"]
+    block["args"] = _rename_key(block["args"], "dim", s)
+    block["modules"]["fc"]["args"][0] = {"arg": s}
+
+
+SLOTS2: dict[str, Callable[[dict[str, Any], str], None]] = {
+    "block name": _rename_block,
+    "block doc": lambda d, s: d["classes"]["Block"].__setitem__("doc", s),
+    "top argument name": _rename_top_arg,
+    "block argument name": _rename_block_arg,
+    "argument type": lambda d, s: d["classes"]["Block"]["args"].__setitem__("dim", s),
+    "argument default": lambda d, s: d["args"]["label"].__setitem__("default", s),
+    "expression": lambda d, s: d["classes"]["Block"]["modules"]["fc"]["args"].__setitem__(1, {"arg": s}),
+    "repeat count": lambda d, s: d["modules"]["body"]["args"][0].__setitem__("repeat", {"arg": s}),
+    "module value class": lambda d, s: d["modules"]["body"]["args"][1]["module"].__setitem__("class", s),
+    "module value kwarg key": lambda d, s: d["modules"]["body"]["args"][1]["module"].__setitem__("kwargs", {s: 1}),
+    "block module path": lambda d, s: _path("modules", "fc")(d["classes"]["Block"], s),
+    "block parameter path": lambda d, s: _path("parameters", "gain")(d["classes"]["Block"], s),
+}
+
+
+def test_the_format_2_base_spec_is_valid() -> None:
+    spec = run_case(copy.deepcopy(BASE2))
+    assert spec is not None and spec.classes
+
+
+@pytest.mark.parametrize("slot", sorted(SLOTS2))
+def test_every_nasty_string_in_every_format_2_slot(slot: str) -> None:
+    failures = []
+    for text in NASTY_CORE:
+        data = copy.deepcopy(BASE2)
+        SLOTS2[slot](data, text)
+        try:
+            spec = run_case(data)
+            if spec is not None and slot in ("block doc", "argument default"):
+                source = fxgen.generate(spec)
+                constants = {n.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant)}
+                assert text in constants or slot == "block doc" or text.startswith("%"), (slot, text)
+        except Exception as exc:  # collect them all: one slot, every string
+            failures.append(f"{text!r}: {type(exc).__name__}: {str(exc)[:300]}")
+    assert not failures, f"slot {slot!r}:\n" + "\n".join(failures)
+
+
+@settings(max_examples=max(60, settings.default.max_examples), suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(sorted(SLOTS2)), hostile), min_size=1, max_size=3))
+def test_hostile_text_anywhere_in_format_2(edits: list[tuple[str, str]]) -> None:
+    data = copy.deepcopy(BASE2)
+    for slot, text in edits:
+        with contextlib.suppress(KeyError, StopIteration, TypeError, AttributeError, IndexError):
+            SLOTS2[slot](data, text)
+    run_case(data)
 
 
 # The grid runs every slot against these; the property test below draws from all of NASTY.

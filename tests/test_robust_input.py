@@ -27,6 +27,7 @@ import fxgen.check.validate
 from fxgen._errors import SpecError, WeightsError
 from fxgen.read.reader import MAX_BYTES, parse_text
 from fxgen.read.yaml_events import MAX_VALUES
+from fxgen.spec.model import FORMAT_VERSION
 
 VALID_YAML = """\
 fxgen: 1
@@ -153,7 +154,7 @@ def test_broken_files_are_located_errors(raw: bytes, json_syntax: bool, line: in
 
 def test_newer_format_version_is_a_clear_error() -> None:
     with pytest.raises(SpecError) as info:
-        fxgen.load(parse_text(VALID_YAML.replace("fxgen: 1", "fxgen: 2")).data)
+        fxgen.load(parse_text(VALID_YAML.replace("fxgen: 1", f"fxgen: {FORMAT_VERSION + 1}")).data)
     assert "newer" in str(info.value) and "upgrade fxgen" in str(info.value)
     for version in ("0", '"1"', "1.5", "true", "null"):
         with pytest.raises(SpecError):
@@ -381,7 +382,7 @@ def _cli_workspace(tmp: Path) -> dict[str, Any]:
         ),
         "empty.yaml": "",
         "dup.yaml": VALID_YAML + "name: B\n",
-        "newer.yaml": VALID_YAML.replace("fxgen: 1", "fxgen: 2"),
+        "newer.yaml": VALID_YAML.replace("fxgen: 1", f"fxgen: {FORMAT_VERSION + 1}"),
         "tag.yaml": VALID_YAML.replace("name: Small", "name: !!python/name:os.system"),
         "bomb.yaml": _laughs(),
         "good.yaml": VALID_YAML,

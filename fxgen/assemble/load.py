@@ -9,15 +9,16 @@ the same values.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.fx
 
-from fxgen._errors import Location, WeightsError
-from fxgen.assemble.module import build_module, construct, construct_declared
+from fxgen._errors import Location, SpecError, WeightsError
+from fxgen.assemble.module import META_KEY, Builder, build_module
 from fxgen.assemble.weights import assign_weights, has_meta_tensors
 from fxgen.check.checker import Construct, MakeTensor
 from fxgen.check.validate import SpecLike, parse_data, validate_for_load
@@ -26,7 +27,8 @@ from fxgen.construct.tensors import make_tensor
 from fxgen.policy.policy import Policy, policy_for
 from fxgen.read.reader import read_document
 from fxgen.read.weights import read_weights
-from fxgen.spec.model import BufferSpec, ModuleSpec, ParameterSpec, Spec
+from fxgen.spec.model import BufferSpec, ParameterSpec, Spec
+from fxgen.spec.resolve import BindError, bind
 
 __all__ = ["load"]
 
@@ -48,6 +50,7 @@ def load(
     *,
     weights: str | Path | None = None,
     allow: Iterable[str] | Policy | None = None,
+    args: Mapping[str, Any] | None = None,
 ) -> torch.fx.GraphModule:
     """A runnable GraphModule for ``spec`` (a path, a dict or a Spec), optionally with weights.
 
@@ -57,44 +60,104 @@ def load(
     file cannot provide is built for real: non-persistent buffers (and the few modules that
     hold them or plain tensor attributes). The global random generator is left as it was.
 
+    ``args`` are values for the top class's constructor arguments (format 2); the others keep
+    their defaults, as ``Model()`` of the generated class does.
+
     Modules, parameters and buffers draw from the random generator in the order the generated
     class's ``__init__`` creates them, so after ``torch.manual_seed`` a load, a load of the
-    validated Spec and the generated class hold the same values. A path or dict is validated by
-    constructing each module the way this load builds it (and, where that order puts a random
-    tensor between modules, creating that tensor there too); the build keeps what validation
-    made, so each module is constructed once.
+    validated Spec and the generated class hold the same values. A format-1 path or dict is
+    validated by constructing each module the way this load builds it (and, where that order
+    puts a random tensor between modules, creating that tensor there too); the build keeps what
+    validation made, so each module is constructed once.
     """
     policy = policy_for(allow)
     if weights is None:
         with _RandomStateKeptOnError():  # a refused spec draws nothing
             spec, made = _validated(spec, policy, _construct_for_real, _tensor_for_real)
-        return build_module(spec, policy, made=made)
-    builder = _ModulesForWeights(policy)
-    with same_random_state():
-        spec, made = _validated(spec, policy, builder.construct)
-    state = read_weights(weights)
+        return build_module(spec, policy, made=made, values=_top_values(spec, args))
 
-    def placement(table: str, path: str) -> str | None:
+    def placement(table: str, declared: ParameterSpec | BufferSpec) -> str | None:
         # Non-persistent buffers are not in the file: those are built for real.
-        return None if table == "buffers" and not spec.buffers[path].persistent else "meta"
+        return None if table == "buffers" and not cast(BufferSpec, declared).persistent else "meta"
 
+    builder = Builder(policy, "meta", placement=placement, record=True)
+    with same_random_state():
+        spec, made = _validated(spec, policy, builder.construct_validated)
+    values = _top_values(spec, args)
+    state = read_weights(weights)
     with same_random_state():  # loading weights leaves the global generator as it was
-        gm = build_module(spec, policy, placement=placement, make_module=builder, made=made)
-    left = assign_weights(gm, state, weights)  # checks the whole file first
-    for path in builder.on_meta:
-        if has_meta_tensors(gm.get_submodule(path), saved=False):
+        gm = build_module(spec, policy, builder=builder, made=made, values=values)
+    assign_weights(gm, state, weights)  # checks the whole file first
+    recipes = builder.recipes or {}
+    for path, module in list(gm.named_modules()):
+        if id(module) in recipes and _holds_unsaved_meta(module, recipes):
             # Non-persistent buffers or tensor attributes are not in the file: build this module
-            # (only this one) for real, and give it the file's tensors too.
-            with same_random_state():
-                module = construct_declared(spec, path, policy, None)
+            # (only this one; the modules it was given are kept) for real, with the file's tensors.
+            with same_random_state(), _located(spec, path):
+                real = recipes[id(module)]()
             prefix = path + "."
-            assign_weights(module, {k[len(prefix) :]: t for k, t in state.items() if k.startswith(prefix)}, weights)
-            set_attr_path(gm, path, module)
-    left = [key for key in left if _still_meta(gm, key)]
-    left += [path for path in builder.on_meta if has_meta_tensors(gm.get_submodule(path))]
+            assign_weights(
+                real,
+                {k[len(prefix) :]: t for k, t in state.items() if k.startswith(prefix)},
+                weights,
+            )
+            set_attr_path(gm, path, real)
+    left = _meta_tensors(gm)
     if left:
-        raise WeightsError(f"weights left tensors uninitialised: {', '.join(left[:5])}", Location(str(weights)))
+        raise WeightsError(
+            f"weights left tensors uninitialised: {', '.join(left[:5])}", Location(str(weights))
+        )
     return gm
+
+
+def _top_values(spec: Spec, args: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The top class's argument values: ``args`` over the declared defaults."""
+    try:
+        return bind(spec.args, [], dict(args or {}))
+    except BindError as exc:
+        raise SpecError.at(spec.locate(("args",)) if spec.args else spec.locate(()), f"load(args=...): {exc}; "
+                           f"the model's arguments are ({', '.join(spec.args) or 'none'})") from None  # fmt: skip
+
+
+def _holds_unsaved_meta(module: torch.nn.Module, recipes: Mapping[int, Any]) -> bool:
+    """Whether ``module``'s own part of the tree holds a meta tensor a weights file does not carry
+    (submodules made separately, with their own recipes or as blocks, are looked at on their own)."""
+    stack = [module]
+    while stack:
+        sub = stack.pop()
+        if has_meta_tensors(sub, saved=False, recurse=False):
+            return True
+        stack += [c for c in sub.children() if id(c) not in recipes and not _is_block(c)]
+    return False
+
+
+def _is_block(module: torch.nn.Module) -> bool:
+    return isinstance(module, torch.fx.GraphModule) and META_KEY in module.meta
+
+
+def _meta_tensors(root: torch.nn.Module) -> list[str]:
+    """Where a tensor is still on the meta device: state-dict names, or module paths for tensors
+    kept as plain attributes."""
+    left = [name for name, t in (*root.named_parameters(), *root.named_buffers()) if t.is_meta]
+    return left or [
+        path or "<root>"
+        for path, sub in root.named_modules()
+        if has_meta_tensors(sub, recurse=False)
+    ]
+
+
+@contextlib.contextmanager
+def _located(spec: Spec, path: str) -> Iterator[None]:
+    """A module rebuilt for real fails on what the meta build could not see (memory): say where."""
+    try:
+        yield
+    except Exception as exc:
+        where = spec.locate(("modules", path) if path in spec.modules else ())
+        text = str(exc).strip().splitlines()
+        raise SpecError.at(
+            where,
+            f"cannot build module {path!r}: {type(exc).__name__}: {text[0] if text else ''}"[:400],
+        ) from exc
 
 
 def _construct_for_real(path: str, entry: dict[str, Any], cls: type) -> torch.nn.Module:
@@ -107,35 +170,6 @@ def _construct_for_real(path: str, entry: dict[str, Any], cls: type) -> torch.nn
 def _tensor_for_real(table: str, entry: dict[str, Any]) -> torch.Tensor:
     """Validation's tensor maker for a load without weights: the build's own ``make_tensor``."""
     return make_tensor(ParameterSpec(**entry) if table == "parameters" else BufferSpec(**entry))
-
-
-def _still_meta(root: torch.nn.Module, path: str) -> bool:
-    owner_path, _, leaf = path.rpartition(".")
-    owner = root.get_submodule(owner_path)
-    found = owner._buffers.get(leaf)
-    if found is None:
-        found = owner._parameters.get(leaf)
-    return found is not None and found.is_meta
-
-
-class _ModulesForWeights:
-    """Constructs declared modules on the meta device (no memory, no initialisation: a weights
-    file replaces their tensors), remembering which ones, so that only those holding tensors the
-    file cannot provide are built again for real."""
-
-    def __init__(self, policy: Policy) -> None:
-        self.policy = policy
-        self.on_meta: list[str] = []  # paths built on the meta device
-
-    def __call__(self, path: str, entry: ModuleSpec) -> torch.nn.Module:
-        self.on_meta.append(path)
-        return construct(entry, self.policy, "meta")
-
-    def construct(self, path: str, entry: dict[str, Any], cls: type) -> torch.nn.Module:
-        """The same, as validation calls it (the declaration as data, its class resolved)."""
-        module = construct_call(cls, entry.get("args", []), entry.get("kwargs", {}), "meta")
-        self.on_meta.append(path)
-        return module
 
 
 class _RandomStateKeptOnError:

@@ -4,15 +4,18 @@ The graph comes from ``fxgen.construct.graph``, each module and tensor from
 ``fxgen.construct.modules`` and ``.tensors``; this module puts them together at the spec's
 dotted paths, in the order the generated class's ``__init__`` draws from the random generator,
 so that ``state_dict()`` keys are exactly those paths and a seeded build matches the generated
-class. The GraphModule remembers the declarations it was built from in ``gm.meta["fxgen"]`` so
-``to_spec`` can give back constructor calls and initialisers unchanged.
+class. In format 2, declarations are first made concrete with the class's argument values
+(``fxgen.spec.resolve``), and a block is a GraphModule of its own, named after its class, built
+by the same function. The GraphModule remembers the declarations it was built from in
+``gm.meta["fxgen"]`` so ``to_spec`` can give back constructor calls and initialisers unchanged.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 import torch.fx
@@ -23,20 +26,85 @@ from fxgen.construct.modules import construct_call, set_attr_path
 from fxgen.construct.tensors import make_tensor
 from fxgen.policy.policy import DEFAULT_POLICY, Policy
 from fxgen.spec.model import BufferSpec, ModuleSpec, ParameterSpec, Spec
+from fxgen.spec.resolve import (
+    bind,
+    has_arguments,
+    substitute,
+    substitute_declaration,
+    substitute_init,
+)
 from fxgen.spec.tree import construction_plan, declaration_order
 
-__all__ = ["META_KEY", "build_module", "construct", "construct_declared"]
+__all__ = ["META_KEY", "Builder", "build_module"]
 
 
 META_KEY = "fxgen"
 
 
-Placement = Callable[[str, str], "torch.device | str | None"]
-"""``(table, path) -> device``: where ``build_module`` creates a parameter or buffer."""
+class Builder:
+    """How ``build_module`` makes what a spec declares: every module and tensor on ``device``,
+    or, with ``placement``, each tensor where ``placement(table, declaration)`` says. With
+    ``record``, each module made on the meta device is remembered with a way to make it again
+    for real (``recipes``, by the module's id): loading weights builds everything on the meta
+    device and rebuilds for real only the modules holding tensors the file does not carry."""
+
+    def __init__(
+        self,
+        policy: Policy = DEFAULT_POLICY,
+        device: torch.device | str | None = None,
+        *,
+        placement: Callable[[str, ParameterSpec | BufferSpec], torch.device | str | None]
+        | None = None,
+        record: bool = False,
+    ) -> None:
+        self.policy = policy
+        self.device = device
+        self.placement = placement
+        self.recipes: dict[int, Callable[[], torch.nn.Module]] | None = {} if record else None
+
+    def construct_validated(self, path: str, entry: dict[str, Any], cls: type) -> torch.nn.Module:
+        """What validation for a load constructs (a format-1 declaration as data, its class
+        resolved), made as ``module`` would make it."""
+        args, kwargs = entry.get("args", []), entry.get("kwargs", {})
+        module = construct_call(cls, args, kwargs, self.device)
+        if self.recipes is not None:
+            self.recipes[id(module)] = lambda: construct_call(cls, args, kwargs, None)
+        return module
+
+    def tensor(self, table: str, declared: ParameterSpec | BufferSpec) -> torch.Tensor:
+        device = self.placement(table, declared) if self.placement is not None else self.device
+        return make_tensor(declared, device=device)
+
+    def module(self, entry: ModuleSpec, spec: Spec) -> torch.nn.Module:
+        """The module ``entry`` declares (arguments concrete): a block of ``spec`` as a
+        GraphModule, any other class by its constructor, module values made first."""
+        if entry.cls in spec.classes:
+            return build_block(spec, entry, self)
+        cls = self.policy.resolve_module_class(entry.cls)
+        values: list[torch.nn.Module] = []
+
+        def make_value(decl: dict[str, Any]) -> torch.nn.Module:
+            values.append(self.module(ModuleSpec.from_data(decl), spec))
+            return values[-1]
+
+        maker = make_value if has_arguments(entry.args) or has_arguments(entry.kwargs) else None
+        module = construct_call(cls, entry.args, entry.kwargs, self.device, make_module=maker)
+        if self.recipes is not None:
+            again = iter(values)  # made for real again, the module values it was given are reused
+            self.recipes[id(module)] = lambda: construct_call(
+                cls,
+                entry.args,
+                entry.kwargs,
+                None,
+                make_module=(lambda decl: next(again)) if maker else None,
+            )
+        return module
 
 
-ModuleMaker = Callable[[str, ModuleSpec], torch.nn.Module]
-"""``(path, declaration) -> module``: how ``build_module`` constructs a declared module."""
+def build_block(spec: Spec, entry: ModuleSpec, builder: Builder) -> torch.fx.GraphModule:
+    """Block ``entry.cls`` of ``spec``, constructed with ``entry``'s (concrete) arguments."""
+    values = bind(spec.classes[entry.cls].args, entry.args, entry.kwargs)
+    return build_module(spec.block(entry.cls), builder.policy, builder=builder, values=values)
 
 
 def build_module(
@@ -44,24 +112,27 @@ def build_module(
     policy: Policy = DEFAULT_POLICY,
     *,
     device: torch.device | str | None = None,
-    placement: Placement | None = None,
-    make_module: ModuleMaker | None = None,
+    builder: Builder | None = None,
     made: Mapping[str, Any] | None = None,
+    values: Mapping[str, Any] | None = None,
 ) -> torch.fx.GraphModule:
     """The runnable GraphModule of a validated spec; ``device="meta"`` skips initialisation.
 
-    Loading weights chooses per declaration instead: ``placement`` the device of each
-    parameter and buffer (``table`` is ``"parameters"`` or ``"buffers"``), ``make_module`` the
-    construction of each module (failures are reported at the declaration either way).
-    ``made`` holds modules and tensors already made for some paths (validation for a load
-    constructs each module once, as the load would, and creates the tensors whose random
-    initialisation comes between them): those are used as they are, and the rest is created in
-    declaration order, which then draws in the generated ``__init__``'s order. Without it,
-    everything is created in that order (``construction_plan``).
+    ``builder`` decides how modules and tensors are made (``Builder``; one on ``device`` by
+    default); failures are reported at the declaration either way. ``made`` holds modules and
+    tensors already made for some paths (validation for a load constructs each module once, as
+    the load would, and creates the tensors whose random initialisation comes between them):
+    those are used as they are, and the rest is created in declaration order, which then draws
+    in the generated ``__init__``'s order. Without it, everything is created in that order
+    (``construction_plan``). ``values`` are the class's argument values (format 2; the top
+    class's defaults when None).
     """
+    builder = builder or Builder(policy, device)
     graph = build_graph(spec, policy)
-    where = placement or (lambda table, path: device)
-    tables = (spec.modules, spec.parameters, spec.buffers)
+    if values is None:
+        values = bind(spec.args, [], {})
+    concrete = concrete_declarations(spec, values) if spec.fxgen >= 2 else spec
+    tables = (concrete.modules, concrete.parameters, concrete.buffers)
     order = construction_plan(*tables) if made is None else declaration_order(*tables)
     made = dict(made or {})  # path -> module or tensor (a path is declared in one table only)
     # Created in the generated __init__'s order of what draws from the random generator, ...
@@ -70,12 +141,13 @@ def build_module(
             continue
         if table == "modules":
             with _located(spec, "modules", path, "cannot build module"):
-                entry = spec.modules[path]
-                made[path] = make_module(path, entry) if make_module else construct(entry, policy, device)
+                made[path] = builder.module(concrete.modules[path], spec)
         else:
-            declared = spec.parameters[path] if table == "parameters" else spec.buffers[path]
+            declared = (
+                concrete.parameters[path] if table == "parameters" else concrete.buffers[path]
+            )
             with _located(spec, table, path, f"cannot create {table[:-1]}"):
-                made[path] = make_tensor(declared, device=where(table, path))
+                made[path] = builder.tensor(table, declared)
     # ... then set on a plain module in declaration order (the state_dict's order); the
     # GraphModule is made with the real graph (one code generation, not one for an empty graph
     # and another).
@@ -89,7 +161,7 @@ def build_module(
     gm = _graph_module(spec, root, graph)
     if spec.doc is not None:
         type(gm).__doc__ = spec.doc
-    gm.meta[META_KEY] = _Declarations(dict(spec.modules), dict(spec.parameters), dict(spec.buffers))
+    gm.meta[META_KEY] = _Declarations(spec, dict(values))
     return gm
 
 
@@ -117,33 +189,45 @@ def _graph_module(spec: Spec, root: torch.nn.Module, graph: torch.fx.Graph) -> t
 
 
 class _Declarations:
-    """What ``to_spec`` needs to give back a spec's declarations verbatim."""
+    """What ``to_spec`` needs to give back a spec's declarations verbatim: the Spec (for a block,
+    the whole spec's view of it) and the argument values it was built with."""
 
-    def __init__(
-        self,
-        modules: dict[str, ModuleSpec],
-        parameters: dict[str, ParameterSpec],
-        buffers: dict[str, BufferSpec],
-    ) -> None:
-        self.modules = modules
-        self.parameters = parameters
-        self.buffers = buffers
+    def __init__(self, spec: Spec, values: dict[str, Any]) -> None:
+        self.spec = spec
+        self.values = values
+        self.modules = dict(spec.modules)
+        self.parameters = dict(spec.parameters)
+        self.buffers = dict(spec.buffers)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _Declarations:
         return self  # immutable in practice; GraphModule deep-copies its meta
 
 
-def construct_declared(
-    spec: Spec, path: str, policy: Policy, device: torch.device | str | None
-) -> torch.nn.Module:
-    """The module ``spec`` declares at ``path``; a failing constructor is a located SpecError."""
-    with _located(spec, "modules", path, "cannot build module"):
-        return construct(spec.modules[path], policy, device)
+def concrete_declarations(spec: Spec, values: Mapping[str, Any]) -> Spec:
+    """``spec``'s declarations with its arguments' ``values`` substituted (format 2)."""
+    modules = {
+        path: ModuleSpec.from_data(substitute_declaration(m.to_dict(), values))
+        for path, m in spec.modules.items()
+    }
+    parameters = {path: _concrete_tensor(p, values) for path, p in spec.parameters.items()}
+    buffers = {path: _concrete_tensor(b, values) for path, b in spec.buffers.items()}
+    return Spec(name=spec.name, nodes=spec.nodes, modules=modules, parameters=parameters, buffers=buffers,
+                fxgen=spec.fxgen, classes=spec.classes, document=spec.document, scope=spec.scope)  # fmt: skip
 
 
-def construct(entry: ModuleSpec, policy: Policy, device: torch.device | str | None) -> torch.nn.Module:
-    """The module a spec declaration builds, on ``device`` (the default device when None)."""
-    return construct_call(policy.resolve_module_class(entry.cls), entry.args, entry.kwargs, device)
+def _concrete_tensor(declared: _Tensor, values: Mapping[str, Any]) -> _Tensor:
+    if declared.shape is None or not (
+        has_arguments(declared.shape) or has_arguments(declared.init)
+    ):
+        return declared
+    return dataclasses.replace(
+        declared,
+        shape=substitute(declared.shape, values),
+        init=substitute_init(declared.init, values),
+    )
+
+
+_Tensor = TypeVar("_Tensor", ParameterSpec, BufferSpec)
 
 
 @contextlib.contextmanager
@@ -157,5 +241,6 @@ def _located(spec: Spec, table: str, path: str | None, what: str) -> Iterator[No
         where = spec.locate(key)
         text = str(exc).strip().splitlines()
         subject = "" if path is None else f" {path!r}"
-        raise SpecError.at(where, f"{what}{subject}: {type(exc).__name__}: {text[0] if text else ''}"[:400]) from exc
-
+        raise SpecError.at(
+            where, f"{what}{subject}: {type(exc).__name__}: {text[0] if text else ''}"[:400]
+        ) from exc

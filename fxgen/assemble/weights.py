@@ -151,11 +151,11 @@ def _plain_state(module: nn.Module) -> bool:
     return not any(module.__dict__.get(hooks) for hooks in _STATE_HOOKS)
 
 
-def has_meta_tensors(module: nn.Module, *, saved: bool = True) -> bool:
-    """Whether ``module`` or a submodule holds a meta tensor: a parameter, a buffer, or a tensor
-    kept as a plain attribute. ``saved=False`` skips parameters and persistent buffers (the
-    tensors a weights file replaces)."""
-    for sub in module.modules():
+def has_meta_tensors(module: nn.Module, *, saved: bool = True, recurse: bool = True) -> bool:
+    """Whether ``module`` or (with ``recurse``) a submodule holds a meta tensor: a parameter, a
+    buffer, or a tensor kept as a plain attribute. ``saved=False`` skips parameters and
+    persistent buffers (the tensors a weights file replaces)."""
+    for sub in module.modules() if recurse else (module,):
         if saved and any(t is not None and t.is_meta for t in sub._parameters.values()):
             return True
         dropped = sub._non_persistent_buffers_set

@@ -10,6 +10,7 @@ the tensors a checkpoint does not carry).
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import math
 import operator
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from fxgen.capture.recover import resolve_qualname as _lookup
 from fxgen.construct.graph import TARGET_KEY
 from fxgen.policy.policy import type_repr
 from fxgen.policy.tables import SAFE_BUILTINS
-from fxgen.spec.model import BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
+from fxgen.spec.model import BufferSpec, ClassSpec, ModuleSpec, Node, ParameterSpec, Spec
 from fxgen.spec.packed import pack, unpack
 from fxgen.spec.values import UnencodableValue, dtype_name, encode
 
@@ -47,6 +48,8 @@ def graph_module_to_spec(
     """The spec of ``gm``: its graph's nodes plus the modules, parameters and buffers they use.
     ``progress(done, total, path)`` is told of each module recovered and verified (the slow part)."""
     declared = gm.meta.get(META_KEY)
+    if declared is not None and declared.spec.fxgen >= 2:
+        return _format2_spec(gm, declared.spec, name)
     call_modules = [n.target for n in gm.graph.nodes if n.op == "call_module"]
     modules: dict[str, ModuleSpec] = {}
     module_paths = list(declared.modules) if declared else _dedupe(call_modules)
@@ -73,6 +76,43 @@ def graph_module_to_spec(
     if doc is None and declared is not None:
         doc = type(gm).__doc__
     return Spec(name=cls_name, doc=doc, modules=modules, parameters=parameters, buffers=buffers, nodes=nodes)
+
+
+def _format2_spec(gm: torch.fx.GraphModule, spec: Spec, name: str | None) -> Spec:
+    """What ``fxgen.load`` built from a format-2 spec: the declarations it was built from (argument
+    expressions cannot be read back from the numbers they gave), with the nodes its graphs hold
+    now; a block's from its instances, which must agree. A block GraphModule gives a spec of its
+    own class, with the spec's other blocks."""
+    blocks: dict[str, list[torch.fx.GraphModule]] = {}
+    for module in gm.modules():
+        if module is gm or not isinstance(module, torch.fx.GraphModule):
+            continue
+        declared = module.meta.get(META_KEY)
+        if declared is not None and declared.spec.scope[:1] == ("classes",):
+            blocks.setdefault(declared.spec.scope[1], []).append(module)
+    classes: dict[str, ClassSpec] = {}
+    for block, body in spec.classes.items():
+        if block == spec.name and spec.scope:
+            continue  # the block this GraphModule is
+        graphs = [_graph_nodes(instance, body) for instance in blocks.get(block, [])]
+        if any(nodes != graphs[0] for nodes in graphs[1:]):
+            raise ExportError(f"the instances of block {block!r} no longer run the same graph; a format-2 "
+                              "spec holds one graph per class: change every instance, or export the model")  # fmt: skip
+        classes[block] = dataclasses.replace(body, nodes=graphs[0] if graphs else body.nodes)
+    nodes = _graph_nodes(gm, spec)
+    return dataclasses.replace(spec, name=name or spec.name, nodes=nodes, classes=classes, document=None, scope=())
+
+
+def _graph_nodes(gm: torch.fx.GraphModule, body: Spec | ClassSpec) -> list[Node]:
+    """``gm``'s nodes, when they use only what ``body`` declares."""
+    declared = (*body.modules, *body.parameters, *body.buffers)
+    for node in gm.graph.nodes:
+        if node.op in ("call_module", "get_attr") and not any(
+            node.target == path or str(node.target).startswith(path + ".") for path in declared
+        ):
+            raise ExportError(f"node {node.name!r} uses {node.target!r}, which its format-2 spec does not "
+                              "declare; a graph changed after loading is exported with fxgen.export")  # fmt: skip
+    return [_node(n) for n in gm.graph.nodes]
 
 
 def _dedupe(items: list[Any]) -> list[str]:

@@ -69,9 +69,15 @@ class CheckerBase:
         policy: Policy,
         construct: Construct | None = None,
         make_tensor: MakeTensor | None = None,
+        *,
+        scope: tuple[str, ...] = (),
+        parent: CheckerBase | None = None,
     ) -> None:
         self.doc = doc
-        self.data: dict[str, Any] = doc.data
+        # The graph body being checked: the document itself, or one of its blocks (format 2's
+        # ``classes``), whose diagnostics are located under ``scope``.
+        self.scope = scope
+        self.data: dict[str, Any] = doc.data if not scope else doc.data[scope[0]][scope[1]]
         self.policy = policy
         self.construct = construct
         self.make_tensor = make_tensor
@@ -90,9 +96,14 @@ class CheckerBase:
         self.bindings: dict[tuple[type, str], str | None] = {}  # the same, for signature binding
         self.keyword_names: set[str] = set()  # keyword argument names already found usable
         self.arities: dict[str, Any] = {}  # call_function target -> its operator arity, or None
-        self.packed_bytes = 0  # bytes the packed tensors checked so far declare, against the spec's limit
+        self.totals = {"packed_bytes": 0}  # bytes the packed tensors checked so far declare (the spec's limit)
+        if parent is not None:  # a block of the same document: one list of diagnostics, one set of memos
+            self.errors, self.totals = parent.errors, parent.totals
+            self.meta_builds, self.bindings = parent.meta_builds, parent.bindings
+            self.keyword_names, self.arities = parent.keyword_names, parent.arities
 
     def error(self, path: JsonPath, message: str, *, key: bool = False) -> None:
+        path = (*self.scope, *path)
         loc = self.doc.key_location(path) if key else self.doc.locate(path)
         # One line, always: messages may quote torch's or the policy's multi-line exceptions.
         self.errors.append(Diagnostic(loc, " ".join(message.splitlines())))

@@ -31,6 +31,7 @@ from jsonschema.exceptions import ValidationError, best_match
 from fxgen._errors import Diagnostic
 from fxgen.read.reader import Document
 from fxgen.read.schema import SCHEMA_PATH, load_schema
+from fxgen.spec.values import DECLARATION_TAGS, TAGS
 
 __all__ = ["SCHEMA_PATH", "check_schema", "load_schema"]
 
@@ -215,17 +216,23 @@ def _diagnostic(doc: Document, error: ValidationError) -> Diagnostic:
 
 def _deepest(error: ValidationError) -> ValidationError:
     """For anyOf/oneOf, the alternative that got furthest says what is actually wrong."""
-    best = best_match(error.context or [])
+    best = best_match(_fitting(error.context or []))
     while best.validator in ("anyOf", "oneOf") and best.context:
-        best = best_match(best.context)
+        best = best_match(_fitting(best.context))
     return best
+
+
+def _fitting(errors: list[ValidationError]) -> list[ValidationError]:
+    """The alternatives written for the value's kind, when there are some: ``-1`` for "an
+    integer ≥ 0, or an {arg: ...} mapping" is a number below the minimum, not a missing mapping."""
+    return [e for e in errors if e.validator != "type"] or errors
 
 
 _KINDS = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
           "number": "a number", "boolean": "true or false", "null": "null"}  # fmt: skip
 
 
-_TAGS = ("tuple", "slice", "ellipsis", "dtype", "device", "memory_format", "layout", "float", "complex", "dict", "size")
+_VALUE_TAGS = ", ".join(tag for tag in TAGS if tag not in DECLARATION_TAGS)
 
 
 def _message(error: ValidationError, path: tuple[Any, ...]) -> str:
@@ -258,6 +265,9 @@ def _message(error: ValidationError, path: tuple[Any, ...]) -> str:
             )
         required = ", ".join(f"`{k}`" for k in error.validator_value)
         return f"missing key {name!r} (required here: {required})" + (hint if path else "")
+    if error.validator in ("minimum", "maximum"):
+        bound = "at least" if error.validator == "minimum" else "at most"
+        return f"{_short(instance)} is out of range: {bound} {error.validator_value} allowed{hint}"
     if error.validator in ("minItems", "maxItems") and isinstance(instance, list):
         bound = "at least" if error.validator == "minItems" else "at most"
         return f"has {len(instance)} item{'s' * (len(instance) != 1)}, {bound} {error.validator_value} allowed{hint}"
@@ -273,9 +283,9 @@ def _message(error: ValidationError, path: tuple[Any, ...]) -> str:
 def _key_message(error: ValidationError) -> str:
     """A mapping key that fails ``propertyNames`` (a tag, a kwarg name, a path)."""
     key = error.instance
-    if error.validator == "enum" and tuple(error.validator_value) == _TAGS:
-        return (f"unknown value tag {key!r}; a mapping in a value is a single-key tag ({', '.join(_TAGS)}), "
-                "write a dict as {dict: {...}}")  # fmt: skip
+    if error.validator == "enum" and tuple(error.validator_value) == TAGS:
+        return (f"unknown value tag {key!r}; a mapping in a value is a single-key tag ({_VALUE_TAGS}; in format-2 "
+                "declarations also arg, module, repeat), write a dict as {dict: {...}}")  # fmt: skip
     if error.validator == "enum":
         return f"key {key!r} is not one of: {', '.join(map(str, error.validator_value))}"
     schema = error.schema if isinstance(error.schema, dict) else {}

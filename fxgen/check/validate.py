@@ -27,16 +27,33 @@ import torch
 import torch.fx
 
 from fxgen._errors import Location, SpecError, Suggestions
+from fxgen.check.blocks import (
+    block_names,
+    class_cycles,
+    declaration_problems,
+    format_problems,
+    module_values,
+    uses,
+)
 from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES, Construct, MakeTensor
 from fxgen.check.nodes import NodeChecks
 from fxgen.check.schema import check_schema
-from fxgen.construct.modules import construct_call, same_random_state
+from fxgen.construct.modules import construct_call, same_random_state, set_attr_path
 from fxgen.policy.policy import DEFAULT_POLICY, Policy, TargetError, policy_for
 from fxgen.read.reader import Document, parse_text, read_document
 from fxgen.read.yaml_events import JsonPath
+from fxgen.spec.expr import ExprError
 from fxgen.spec.init import check_init, init_call
-from fxgen.spec.model import FORMAT_VERSION, Spec
+from fxgen.spec.model import FORMAT_VERSION, ArgSpec, ClassSpec, Spec
 from fxgen.spec.packed import PACKED_TOTAL_LIMIT, PackedError, check_packed, packed_size
+from fxgen.spec.resolve import (
+    BindError,
+    bind,
+    has_arguments,
+    substitute,
+    substitute_declaration,
+    substitute_init,
+)
 from fxgen.spec.values import DTYPES
 
 __all__ = [
@@ -85,11 +102,18 @@ def _validate(
     errors = check_schema(doc)
     if errors:
         raise SpecError(errors)
+    if doc.data["fxgen"] >= 2:
+        construct = make_tensor = None  # blocks are built by the build itself, from the validated Spec
     checker = _Checker(doc, policy, construct, make_tensor)
+    for where, message in format_problems(doc.data) + class_cycles(doc.data):
+        checker.error(where, message)
+    if checker.errors:  # the other checks assume the format's shape and acyclic blocks
+        raise SpecError(checker.errors)
     if construct is not None and make_tensor is not None:
         checker.plan = _draw_plan(doc.data)
     state = torch.random.get_rng_state() if make_tensor is not None else None
     checker.run()
+    checker.check_unused_blocks()
     if checker.errors:
         raise SpecError(checker.errors)
     made: dict[str, Any] | None = checker.constructed
@@ -98,16 +122,20 @@ def _validate(
             torch.random.set_rng_state(state)
         made = None
     spec = Spec.from_dict(doc.data, document=doc)
-    for node, canonical in zip(spec.nodes, checker.canonical_types, strict=True):
-        node.type = canonical
-        if node.op == "output" and node.name == "output":
-            node.name = None  # torch.fx's own name for it; to_spec leaves it out too
-    if any(node.name is None and node.op != "output" for node in spec.nodes):
-        # torch.fx names unnamed nodes itself ("relu"); a later explicit name may collide with
-        # one of those. Building the bare graph (no modules, no tensors) is the exact check.
-        from fxgen.construct.graph import build_graph
+    bodies: list[tuple[Spec | ClassSpec, list[str | None]]] = [(spec, checker.canonical_types)]
+    bodies += [(spec.classes[name], types) for name, types in checker.block_types.items()]
+    for body, types in bodies:
+        for node, canonical in zip(body.nodes, types, strict=True):
+            node.type = canonical
+            if node.op == "output" and node.name == "output":
+                node.name = None  # torch.fx's own name for it; to_spec leaves it out too
+    for graph in (spec, *(spec.block(name) for name in spec.classes)):
+        if any(node.name is None and node.op != "output" for node in graph.nodes):
+            # torch.fx names unnamed nodes itself ("relu"); a later explicit name may collide with
+            # one of those. Building the bare graph (no modules, no tensors) is the exact check.
+            from fxgen.construct.graph import build_graph
 
-        build_graph(spec, policy)
+            build_graph(graph, policy)
     return spec, made
 
 
@@ -127,6 +155,17 @@ def parse_data(data: dict[str, Any], path: str = "<spec>") -> Document:
     return parse_text(text, path, json_syntax=True)
 
 
+_SIMPLE_TYPES: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def _is_a(value: Any, expected: type) -> bool:
+    """``value`` as an argument of ``expected`` type, as a type checker reads it (an int is a
+    float; a bool is not an int)."""
+    if isinstance(value, bool):
+        return expected is bool
+    return isinstance(value, (int, float) if expected is float else expected)
+
+
 def _check_version(doc: Document) -> None:
     data = doc.data
     if not isinstance(data, dict):
@@ -144,18 +183,167 @@ def _check_version(doc: Document) -> None:
 
 
 class _Checker(NodeChecks):
-    """Every check of a document: the declarations here, the nodes in ``NodeChecks``."""
+    """Every check of a graph body: the declarations here, the nodes in ``NodeChecks``. One
+    checks the top class; in format 2, one more checks each block, once per distinct set of
+    argument values the model constructs it with (``instantiate``), or once without values for a
+    block nothing uses."""
 
     # What a load makes during validation, in order, when that is not the declarations' order.
     plan: list[tuple[str, str]] | None = None
 
+    def __init__(self, *args: Any, env: dict[str, Any] | None = None, top: _Checker | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs, parent=top)
+        self.top = top or self
+        self.blocks = block_names(self.doc.data)
+        self.arguments = list(self.data.get("args", {}))
+        self.label = f"block {self.scope[1]!r}" if self.scope else f"class {self.doc.data['name']!r}"
+        if top is None:
+            self.block_types: dict[str, list[str | None]] = {}  # block -> its nodes' canonical types
+            self.instantiated: dict[tuple[str, str], Any] = {}  # (block, its values) -> a stand-in module
+            self.active: set[str] = set()  # blocks being checked now (a cycle is reported, not followed)
+            env = self.top_values()
+        self.env = env  # the values of this body's arguments, when known
+
+    def top_values(self) -> dict[str, Any] | None:
+        """The top class's arguments at their defaults (what ``fxgen.load`` builds), or None."""
+        try:
+            return bind({n: ArgSpec.from_data(a) for n, a in self.data.get("args", {}).items()}, [], {})
+        except BindError:
+            return None  # check_arguments reports the missing default
+
     def run(self) -> None:
-        self.check_class_name()
+        if not self.scope:
+            self.check_class_name()
+        self.check_arguments()
         self.check_paths()
         self.check_tensors("parameters")  # before the modules: a plan may create tensors among them
         self.check_tensors("buffers")
         self.check_modules()
         self.check_nodes()
+
+    # -- format 2: arguments and blocks ------------------------------------------------------
+    def check_arguments(self) -> None:
+        for name, decl in self.data.get("args", {}).items():
+            where: JsonPath = ("args", name)
+            if not IDENTIFIER.fullmatch(name):
+                self.error(where, f"argument name {name!r} is not an identifier; use only letters, digits and _",
+                           key=True)  # fmt: skip
+            elif keyword.iskeyword(name) or keyword.issoftkeyword(name):
+                self.error(where, f"argument name {name!r} is a Python keyword; choose another name", key=True)
+            elif name in ("self", *RESERVED_NAMES) or hasattr(builtins, name) or name in self.top.class_names:
+                self.error(where, f"argument name {name!r} would shadow a name the generated code uses", key=True)
+            arg = ArgSpec.from_data(decl)
+            try:
+                self.policy.resolve_type(arg.type)
+            except TargetError as exc:
+                self.error((*where, "type") if isinstance(decl, dict) else where, f"argument {name!r}: {exc}")
+            if isinstance(decl, dict) and "default" in decl:
+                default = decl["default"]
+                if has_arguments(default):
+                    self.error((*where, "default"), f"argument {name!r}: a default is a constant, not an "
+                               "expression or a module")  # fmt: skip
+                else:
+                    value = self.decode_constant(default, (*where, "default"))
+                    expected = _SIMPLE_TYPES.get(arg.type)
+                    if expected is not None and value is not None and not _is_a(value, expected):
+                        self.error((*where, "default"), f"argument {name!r}: the default {value!r} is not "
+                                   f"{arg.type}; write a default of the declared type")  # fmt: skip
+            elif not self.scope:
+                self.error(where, f"argument {name!r} of the top class needs a default: fxgen.load builds the "
+                           f"model with it (`{name}: {{type: {arg.type}, default: ...}}`)", key=True)  # fmt: skip
+
+    @functools.cached_property
+    def class_names(self) -> frozenset[str]:
+        """The names an ``__init__`` may call: the blocks, the spec's class, and the top-level
+        package of every class the spec declares (an argument must not hide them)."""
+        bodies = [self.doc.data, *self.doc.data.get("classes", {}).values()]
+        roots = {name.split(".")[0] for body in bodies for entry in body.get("modules", {}).values()
+                 for _, name in uses(entry)}  # fmt: skip
+        return frozenset(roots | self.blocks | {self.doc.data["name"]})
+
+    def check_declaration(self, value: Any, where: JsonPath) -> bool:
+        """The expressions in a declaration value name this body's arguments; module values
+        name classes that exist. Reported here, at their own place; True if all is well."""
+        problems = declaration_problems(value, where, self.arguments, self.label)
+        names_ok = True
+        for rel, used in module_values(value):
+            decl: Any = value
+            for key in rel[:-1]:  # the module value's {class, args, kwargs}
+                decl = decl[key]
+            names_ok = self.check_kwargs(decl.get("kwargs", {}), (*where, *rel[:-1], "kwargs")) and names_ok
+            if used not in self.blocks:
+                try:
+                    self.policy.resolve_module_class(used)
+                except TargetError as exc:
+                    problems.append(((*where, *rel), f"module value: {self.unknown_class(used, exc)}"))
+        for at, message in problems:
+            self.error(at, message)
+        return names_ok and not problems
+
+    def unknown_class(self, name: str, exc: TargetError) -> str:
+        """Why ``name`` is no class: in format 2 a bare name is a block of this spec."""
+        if "." in name or self.doc.data["fxgen"] < 2:
+            return str(exc)
+        close = Suggestions(self.blocks).closest(name)
+        if close:
+            return f"no block {name!r} in this spec; did you mean {close!r}?"
+        known = f" (its blocks: {', '.join(sorted(self.blocks))})" if self.blocks else ""
+        return (f"no block {name!r} in this spec{known}; declare it under `classes`, or write a qualified "
+                "class such as torch.nn.Linear")  # fmt: skip
+
+    def instantiate(self, name: str, values: dict[str, Any]) -> Any:
+        """Check block ``name`` built with ``values`` (once per distinct set of values) and return a
+        stand-in module holding what it declares (for attribute checks), or None if it fails."""
+        top = self.top
+        key = (name, repr(sorted(values.items())))
+        if key in top.instantiated:
+            return top.instantiated[key]
+        if name in top.active:
+            return None  # a cycle, reported by class_cycles
+        top.active.add(name)
+        try:
+            checker = _Checker(self.doc, self.policy, scope=("classes", name), env=values, top=top)
+            reported = len(self.errors)
+            checker.run()
+            top.block_types.setdefault(name, checker.canonical_types)
+            top.instantiated[key] = None if len(self.errors) > reported else checker.stand_in(name)
+        finally:
+            top.active.discard(name)
+        return top.instantiated[key]
+
+    def check_unused_blocks(self) -> None:
+        """A block no declaration uses is still checked, without argument values."""
+        for name in sorted(self.blocks - set(self.block_types)):
+            checker = _Checker(self.doc, self.policy, scope=("classes", name), env=None, top=self)
+            checker.run()
+            self.block_types[name] = checker.canonical_types
+
+    def stand_in(self, name: str) -> torch.nn.Module:
+        """A module named after the block, holding the modules, parameters and buffers it
+        declares (meta tensors): what get_attr checks and container constructors see of it."""
+        module: torch.nn.Module = type(name, (torch.nn.Module,), {})()
+        for path, instance in self.instances.items():
+            set_attr_path(module, path, instance)
+        for table in ("parameters", "buffers"):
+            for path, entry in self.data.get(table, {}).items():
+                shape = substitute(entry.get("shape", []), self.env or {}) if "value" not in entry else []
+                with contextlib.suppress(Exception):  # reported by check_tensor
+                    tensor = torch.empty(shape, dtype=DTYPES[entry.get("dtype", "float32")], device="meta")
+                    if table == "parameters":
+                        tensor = torch.nn.Parameter(tensor, requires_grad=False)
+                    set_attr_path(module, path, tensor)
+        return module
+
+    def make_value(self, decl: dict[str, Any]) -> torch.nn.Module:
+        """A module value (its arguments substituted) as validation builds it: a block as its
+        stand-in, any other class on the meta device."""
+        name = decl["class"]
+        if name in self.blocks:
+            values = bind({n: ArgSpec.from_data(a) for n, a in self.doc.data["classes"][name].get("args", {}).items()},
+                          decl.get("args", []), decl.get("kwargs", {}))  # fmt: skip
+            return self.instantiate(name, values) or torch.nn.Module()
+        cls = self.policy.resolve_module_class(name)
+        return construct_call(cls, decl.get("args", []), decl.get("kwargs", {}), "meta", make_module=self.make_value)
 
     # -- declarations ------------------------------------------------------------------------
     def check_class_name(self) -> None:
@@ -212,11 +400,16 @@ class _Checker(NodeChecks):
 
     def check_module(self, path: str, entry: dict[str, Any]) -> None:
         where: JsonPath = ("modules", path)
+        if self.doc.data["fxgen"] >= 2:
+            concrete = self.concrete_module(path, entry, where)
+            if concrete is None:
+                return
+            entry = concrete
         try:
             cls = self.policy.resolve_module_class(entry["class"])
         except TargetError as exc:
             hint = "; call functions with a call_function node" if "not an nn.Module" in str(exc) else ""
-            self.error((*where, "class"), f"module {path!r}: {exc}{hint}")
+            self.error((*where, "class"), f"module {path!r}: {self.unknown_class(entry['class'], exc)}{hint}")
             return
         args = self.decode_constant(entry.get("args", []), (*where, "args"))
         kwargs = self.decode_constant(entry.get("kwargs", {}), (*where, "kwargs"), mapping=True)
@@ -233,6 +426,74 @@ class _Checker(NodeChecks):
             return
         self.module_classes[path] = cls
         self.instances[path] = module
+
+    def concrete_module(self, path: str, entry: dict[str, Any], where: JsonPath) -> dict[str, Any] | None:
+        """A format-2 declaration with its arguments substituted, for the checks of a format-1
+        one; None when it is checked here already (a block, a module value) or cannot be yet."""
+        ok = self.check_declaration(entry.get("args", []), (*where, "args"))
+        ok = self.check_declaration(entry.get("kwargs", {}), (*where, "kwargs")) and ok
+        local = entry["class"] in self.blocks
+        if not ok or (self.env is None and (local or has_arguments(entry))):
+            return None  # without argument values, the structure is all that can be checked
+        try:
+            concrete = substitute_declaration(entry, self.env or {})
+        except ExprError as exc:
+            self.error(where, f"module {path!r}: {exc} (with {_shown(self.env)})")
+            return None
+        if not self.block_values_bind(entry, where):
+            return None
+        if local:
+            block = self.doc.data["classes"][entry["class"]]
+            try:
+                values = bind({n: ArgSpec.from_data(a) for n, a in block.get("args", {}).items()},
+                              concrete.get("args", []), concrete.get("kwargs", {}))  # fmt: skip
+            except BindError as exc:
+                self.error(where, f"module {path!r}: arguments do not fit block {entry['class']!r}: {exc}; its "
+                           f"arguments are ({', '.join(block.get('args', {}))})")  # fmt: skip
+                return None
+            stand_in = self.instantiate(entry["class"], values)
+            if stand_in is not None:
+                self.module_classes[path], self.instances[path] = type(stand_in), stand_in
+            return None
+        if not has_arguments(concrete):
+            return concrete
+        try:  # module values: built now, with the class's constructor, to check the whole call
+            cls = self.policy.resolve_module_class(concrete["class"])
+            module = construct_call(cls, concrete.get("args", []), concrete.get("kwargs", {}), "meta",
+                                    make_module=self.make_value)  # fmt: skip
+        except TargetError as exc:
+            self.error((*where, "class"), f"module {path!r}: {exc}")
+            return None
+        except Exception as exc:
+            text = str(exc).strip().splitlines()
+            self.error(where, f"module {path!r}: {entry['class']} cannot be built with these arguments: "
+                       f"{type(exc).__name__}: {text[0] if text else ''}"[:400])  # fmt: skip
+            return None
+        self.module_classes[path], self.instances[path] = cls, module
+        return None
+
+    def block_values_bind(self, entry: dict[str, Any], where: JsonPath) -> bool:
+        """Each block used as a module value gets arguments that fit it: reported at that
+        value, as the constructor of the enclosing module would only say that it failed."""
+        ok = True
+        for field in ("args", "kwargs"):
+            for rel, used in module_values(entry.get(field)):
+                if used not in self.blocks:
+                    continue
+                at = (field, *rel[:-1])  # the {class, args, kwargs} of the module value
+                decl: Any = entry
+                for key in at:
+                    decl = decl[key]
+                block = self.doc.data["classes"][used]
+                try:
+                    value = substitute_declaration(decl, self.env or {})
+                    bind({n: ArgSpec.from_data(a) for n, a in block.get("args", {}).items()},
+                         value.get("args", []), value.get("kwargs", {}))  # fmt: skip
+                except (BindError, ExprError) as exc:
+                    self.error((*where, *at), f"module value: arguments do not fit block {used!r}: {exc}; its "
+                               f"arguments are ({', '.join(block.get('args', {}))})")  # fmt: skip
+                    ok = False
+        return ok
 
     def bind_problem(self, cls: type, entry: dict[str, Any], args: list[Any], kwargs: dict[str, Any]) -> str | None:
         """Why ``cls``'s signature refuses the (decoded) arguments, or None: bound once per
@@ -280,6 +541,18 @@ class _Checker(NodeChecks):
 
     def check_tensor(self, table: str, path: str, entry: dict[str, Any]) -> None:
         where: JsonPath = (table, path)
+        if has_arguments(entry.get("shape")) or has_arguments(entry.get("init")):
+            ok = self.check_declaration(entry.get("shape", []), (*where, "shape"))
+            ok = self.check_declaration(entry.get("init"), (*where, "init")) and ok
+            if not ok or self.env is None:
+                return
+            try:
+                entry = {**entry, "shape": substitute(entry["shape"], self.env)}
+                if "init" in entry:
+                    entry["init"] = substitute_init(entry["init"], self.env)
+            except ExprError as exc:
+                self.error(where, f"{path!r}: {exc} (with {_shown(self.env)})", key=True)
+                return
         dtype = entry.get("dtype", "float32")
         if "value" in entry:
             try:
@@ -312,8 +585,8 @@ class _Checker(NodeChecks):
 
     def check_packed(self, where: JsonPath, path: str, data: str, shape: list[int], dtype: str) -> None:
         """Packed data decodes to exactly its shape and dtype, within the limits (bounded memory)."""
-        self.packed_bytes += packed_size(shape, dtype)
-        if self.packed_bytes > PACKED_TOTAL_LIMIT:
+        self.totals["packed_bytes"] += packed_size(shape, dtype)
+        if self.totals["packed_bytes"] > PACKED_TOTAL_LIMIT:
             self.error((*where, "data"), f"{path!r}: the spec's packed tensors take more than {PACKED_TOTAL_LIMIT} "
                        "bytes together; keep large tensors in the weights file as persistent buffers")  # fmt: skip
             return
@@ -321,6 +594,10 @@ class _Checker(NodeChecks):
             check_packed(data, shape, dtype)
         except PackedError as exc:
             self.error((*where, "data"), f"{path!r}: {exc}")
+
+
+def _shown(env: dict[str, Any] | None) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in (env or {}).items()) or "no arguments"
 
 
 @functools.cache

@@ -14,17 +14,27 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
 from fxgen._errors import Diagnostic, FxgenError, SpecError
 from fxgen.blackstyle import formatter
 from fxgen.codegen import render
+from fxgen.codegen.constructor import (
+    ClassBuild,
+    body_annotations,
+    container_classes,
+    init_def,
+    init_lines,
+    loop_variable,
+    reached_items,
+)
 from fxgen.codegen.render import (
     FORWARD_DEPTH,
     Imports,
+    declared_classes,
     forward_lines,
-    init_lines,
     signature,
     string,
 )
@@ -86,30 +96,66 @@ def _docstring(doc: str | None) -> list[str]:
 
 
 def render_spec(spec: Spec, *, label: str, digest: str) -> str:
-    """The complete file text for ``spec`` (header included)."""
+    """The complete file text for ``spec`` (header included): its blocks (format 2), each after
+    the blocks it uses, then its own class."""
     render.new_render()  # each render checks its own names
     imports = Imports()
-    render.plan_names(spec, imports, _module_of)
-    tree = ModelTree(spec)
-    init = init_lines(spec, tree, imports, _module_of)
-    forward = forward_lines(spec, tree, imports, _module_of)
-    params, returns = signature(spec, imports, _module_of)
+    bodies = [spec.block(name) for name in block_order(spec)] + [spec]
+    render.plan_names(bodies, imports, _module_of)
+    classes: list[dict[str, Any]] = []
+    for body in bodies:
+        classes += _render_class(body, imports, owner=None if body is spec else body.name)
     packed = render.packed_lines(imports.packed) if imports.packed else []
     if packed:
         imports.stdlib.update(("base64", "sys", "zlib"))  # what the template's _unpack uses
-    def_line = f"def forward(self{params}){returns}:"
-    def_lines = ["    " + line for line in formatter.format_def(def_line, 1)]
-    body = _template().render(
-        imports=formatter.block(imports.lines(), 0),
-        class_name=spec.name,
-        doc_lines=_docstring(spec.doc),
-        init_lines=formatter.block(init, 2),
-        def_lines=def_lines,
-        forward_lines=formatter.block(forward, FORWARD_DEPTH),
-        packed_lines=packed,
-    )
-    header = Header(VERSION, safe_label(label), digest, body_digest(body))
-    return header.render() + body
+    text = _template().render(imports=formatter.block(imports.lines(), 0), classes=classes, packed_lines=packed)
+    header = Header(VERSION, safe_label(label), digest, body_digest(text))
+    return header.render() + text
+
+
+def _render_class(spec: Spec, imports: Imports, owner: str | None) -> list[dict[str, Any]]:
+    """The template's view of one class of the spec, after the typed containers it uses."""
+    tree = ModelTree(spec)
+    build = ClassBuild(spec, tree, imports, _module_of, loop=loop_variable(spec), owner=owner,
+                       reached=reached_items(spec, tree))  # fmt: skip
+    out: list[dict[str, Any]] = [
+        {"name": name, "doc": [doc], "fields": fields, "model": False}
+        for name, (doc, fields) in container_classes(build, spec.name)
+    ]
+    init = init_lines(build)
+    forward = forward_lines(spec, tree, imports, _module_of)
+    params, returns = signature(spec, imports, _module_of)
+    out.append({
+        "name": spec.name,
+        "doc": _docstring(spec.doc),
+        "fields": body_annotations(build),
+        "model": True,
+        "init_def": ["    " + line for line in formatter.format_def(init_def(build), 1)],
+        "init": formatter.block(init, 2),
+        "forward_def": ["    " + line for line in formatter.format_def(f"def forward(self{params}){returns}:", 1)],
+        "forward": formatter.block(forward, FORWARD_DEPTH),
+    })  # fmt: skip
+    return out
+
+
+def block_order(spec: Spec) -> list[str]:
+    """The spec's blocks in declaration order, each after the blocks it uses."""
+    order: dict[str, None] = {}
+    seen: set[str] = set()  # blocks never use each other in a cycle (validation)
+
+    def visit(name: str) -> None:
+        if name in seen:
+            return
+        seen.add(name)
+        for module in spec.classes[name].modules.values():
+            for used in declared_classes(module):
+                if used in spec.classes:
+                    visit(used)
+        order[name] = None
+
+    for name in spec.classes:
+        visit(name)
+    return list(order)
 
 
 def spec_label(spec: Spec) -> str:

@@ -8,7 +8,9 @@ lines longer than black's limit need black itself (see ``fxgen.blackstyle.format
 
 from __future__ import annotations
 
+import ast
 import builtins
+import functools
 import keyword
 import math
 import re
@@ -17,9 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fxgen.blackstyle.fast import fits
-from fxgen.spec.init import init_call
-from fxgen.spec.model import NO_DEFAULT, BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
-from fxgen.spec.tree import Container, ModelTree, shared_containers
+from fxgen.spec.model import NO_DEFAULT, ModuleSpec, Node, Spec
+from fxgen.spec.tree import ModelTree, shared_containers
 from fxgen.spec.values import parse_ref
 
 __all__ = [
@@ -28,13 +29,19 @@ __all__ = [
     "PACKED_TABLE",
     "Imports",
     "access",
+    "annotation",
     "attribute_name",
+    "call_args",
+    "checked",
+    "child",
+    "declared_classes",
     "forward_lines",
-    "init_lines",
     "literal",
     "new_render",
+    "packed_key",
     "packed_lines",
     "plan_names",
+    "qualified",
     "signature",
     "string",
 ]
@@ -104,7 +111,8 @@ class Imports:
     aliases: dict[tuple[str, str], str] = field(default_factory=dict)
     taken: set[str] = field(default_factory=set)  # names an alias must not shadow (see ``plan_names``)
     written: dict[str, str] = field(default_factory=dict)  # qualified name -> its source text
-    packed: dict[str, str] = field(default_factory=dict)  # buffer path -> packed data, written after the class
+    # buffer path (a block's: (block, path)) -> packed data, written after the classes
+    packed: dict[str | tuple[str, str], str] = field(default_factory=dict)
 
     def alias(self, module: str, attribute: str) -> str:
         """The file's name for ``attribute`` of ``module``: the attribute's own name unless that is
@@ -152,13 +160,18 @@ PACKED_HELPER = "_unpack"
 PACKED_TABLE = "_PACKED"
 
 
-def packed_lines(packed: dict[str, str]) -> list[str]:
+def packed_key(key: str | tuple[str, str]) -> str:
+    """A key of the packed table as source: a path, or a block's ``("Block", "path")``."""
+    return string(key) if isinstance(key, str) else f"({string(key[0])}, {string(key[1])})"
+
+
+def packed_lines(packed: dict[str | tuple[str, str], str]) -> list[str]:
     """``_PACKED = {path: data, ...}`` as black writes it: each entry on its own line, long data
     as implicitly concatenated strings of 76 characters (the width of base64 in MIME), so no
     line of it is longer than black's limit unless the path itself is."""
     lines = [f"{PACKED_TABLE} = {{"]
     for path, data in packed.items():
-        key = string(path)
+        key = packed_key(path)
         if len(data) <= _PACKED_WIDTH:
             lines.append(f"    {key}: {string(data)},")
             continue
@@ -319,17 +332,39 @@ def _qualified(name: str, imports: Imports, module_of: Any) -> str:
     return ".".join((imports.alias(module, attribute), *rest))
 
 
-def plan_names(spec: Spec, imports: Imports, module_of: Any) -> None:
-    """Reserve what the file's names must not shadow (every node name, the class, builtins and
-    what the file itself defines), then give every name from another package its alias, in the
-    order the spec names them: aliases are then fixed before ``forward`` picks its locals."""
-    imports.taken |= {n.name for n in spec.nodes if n.name is not None} | _SHADOW_FREE | _FILE_NAMES | {spec.name}
-    names = [m.cls for m in spec.modules.values()]
-    names += [n.target for n in spec.nodes if n.op == "call_function" and n.target]
-    names += [name for n in spec.nodes if n.type for name in _DOTTED.findall(n.type)]
+def plan_names(specs: list[Spec], imports: Imports, module_of: Any) -> None:
+    """Reserve what the file's names must not shadow (every class's node and argument names, the
+    classes, builtins and what the file itself defines), then give every name from another
+    package its alias, in the order the spec names them: aliases are then fixed before
+    ``forward`` picks its locals."""
+    imports.taken |= _SHADOW_FREE | _FILE_NAMES
+    names: list[str] = []
+    for spec in specs:
+        imports.taken |= {n.name for n in spec.nodes if n.name is not None} | {spec.name, *spec.args}
+        for module in spec.modules.values():
+            names += declared_classes(module)
+        names += [n.target for n in spec.nodes if n.op == "call_function" and n.target]
+        names += [name for n in spec.nodes if n.type for name in _DOTTED.findall(n.type)]
+        names += [name for arg in spec.args.values() for name in _DOTTED.findall(arg.type)]
     for name in names:
         if "." in name and name.split(".", 1)[0] not in ("torch", *_STDLIB_ROOTS):
             qualified(name, imports, module_of)
+
+
+def declared_classes(module: ModuleSpec) -> list[str]:
+    """The classes a declaration constructs: its own, then its module values' (format 2)."""
+    out = [module.cls]
+    stack: list[Any] = [module.args, module.kwargs]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(reversed(value))
+        elif isinstance(value, dict):
+            if isinstance(value.get("module"), dict):
+                out += declared_classes(ModuleSpec.from_data(value["module"]))
+            else:
+                stack.extend(reversed(list(value.values())))
+    return out
 
 
 _FILE_NAMES = frozenset({"F", "base64", "sys", "zlib", PACKED_HELPER, PACKED_TABLE})  # module-level names fxgen's own code uses
@@ -356,11 +391,11 @@ def access(tree: ModelTree, path: str, bound: dict[str, str] | None = None) -> s
                 expr, start = name, prefix.count(".") + 1
                 break
     for part, kind in tree.steps(path, start):
-        expr = _child(expr, part, kind)
+        expr = child(expr, part, kind)
     return expr
 
 
-def _child(expr: str, part: str, kind: str) -> str:
+def child(expr: str, part: str, kind: str) -> str:
     if kind == "list":
         return f"{expr}[{int(part)}]"
     if kind == "dict":
@@ -376,121 +411,6 @@ def attribute_name(name: str) -> bool:
     return is_identifier(name) and not name.startswith("__")
 
 
-def init_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any) -> list[str]:
-    """The body of ``__init__`` after ``super().__init__()``."""
-    lines: list[str] = []
-    _emit_children("self", "", tree.root, lines, imports, module_of)
-    return lines
-
-
-def _emit_children(
-    expr: str, prefix: str, node: Container, lines: list[str], imports: Imports, module_of: Any
-) -> None:
-    """``prefix``: the path of ``node`` followed by a dot (``""`` at the model)."""
-    for key, item in node.children.items():
-        named = attribute_name(key)  # else reached as getattr(expr, "key") and set by add_module & co
-        target = f"{expr}.{key}" if named else _child(expr, key, "attr")
-        if isinstance(item, ModuleSpec):
-            ctor = _constructor(item, imports, module_of)
-            lines.append(f"{target} = {ctor}" if named else f"{expr}.add_module({string(key)}, {ctor})")
-        elif isinstance(item, ParameterSpec):
-            value = _tensor(item, imports, param=True)
-            if named:
-                lines.append(f"{target} = {value}")
-            else:
-                lines.append(f"{expr}.register_parameter({string(key)}, {value})")
-            lines.extend(_init_call(target, item, imports))
-        elif isinstance(item, BufferSpec):
-            extra = "" if item.persistent else ", persistent=False"
-            value = _tensor(item, imports, param=False, path=prefix + key)
-            lines.append(f"{expr}.register_buffer({string(key)}, {value}{extra})")
-            lines.extend(_init_call(target, item, imports))
-        else:
-            creation = _container_expr(item, imports, module_of)
-            lines.append(f"{target} = {creation}" if named else f"{expr}.add_module({string(key)}, {creation})")
-            _emit_nested(target, prefix + key + ".", item, lines, imports, module_of)
-
-
-def _emit_nested(
-    expr: str, prefix: str, node: Container, lines: list[str], imports: Imports, module_of: Any
-) -> None:
-    """Statements for a container's contents that its creation expression did not hold."""
-    if node.kind == "attr":
-        _emit_children(expr, prefix, node, lines, imports, module_of)
-        return
-    for key, item in node.children.items():
-        if isinstance(item, Container):
-            _emit_nested(_child(expr, key, node.kind), prefix + key + ".", item, lines, imports, module_of)
-
-
-def _container_expr(node: Container, imports: Imports, module_of: Any) -> str:
-    kind = node.kind
-
-    def item_expr(item: Any) -> str:
-        if isinstance(item, ModuleSpec):
-            return _constructor(item, imports, module_of)
-        return _container_expr(item, imports, module_of)
-
-    if kind == "list":
-        return "nn.ModuleList([" + ", ".join(item_expr(i) for i in node.children.values()) + "])"
-    if kind == "dict":
-        body = ", ".join(f"{string(k)}: {item_expr(i)}" for k, i in node.children.items())
-        return "nn.ModuleDict({" + body + "})"
-    return "nn.Module()"
-
-
-def _constructor(item: ModuleSpec, imports: Imports, module_of: Any) -> str:
-    return f"{qualified(item.cls, imports, module_of)}({call_args(item.args, item.kwargs, imports)})"
-
-
-def _shape(shape: list[int], *, tuple_: bool = False) -> str:
-    """Sizes as ``torch.empty`` takes them (``2, 3``), or as one tuple (``(2, 3)``, ``(8,)``)."""
-    if not shape:
-        return "()"
-    text = ", ".join(map(str, shape))
-    if not tuple_:
-        return text
-    return f"({text},)" if len(shape) == 1 else f"({text})"
-
-
-def _tensor(item: ParameterSpec | BufferSpec, imports: Imports, *, param: bool, path: str = "") -> str:
-    imports.torch = True
-    dtype = "" if item.dtype == "float32" else f", dtype=torch.{checked(item.dtype)}"
-    if isinstance(item, BufferSpec) and item.value is not None:
-        value = f"torch.tensor({literal(item.value, imports)}, dtype=torch.{checked(item.dtype)})"
-    elif isinstance(item, BufferSpec) and item.data is not None:
-        assert item.shape is not None
-        imports.packed[path] = item.data
-        shape = _shape(item.shape, tuple_=True)
-        value = f"{PACKED_HELPER}({PACKED_TABLE}[{string(path)}], torch.{checked(item.dtype)}, {shape})"
-    else:
-        assert item.shape is not None
-        name, kwargs = init_call(item.init)
-        if name in ("zeros", "ones"):
-            value = f"torch.{name}({_shape(item.shape)}{dtype})"
-        elif name == "constant":
-            fill = kwargs["val"]
-            if not dtype and not (isinstance(fill, float) or _tag(fill) == "float"):
-                dtype = ", dtype=torch.float32"  # torch.full infers int64/bool from an int/bool fill
-            value = f"torch.full({_shape(item.shape, tuple_=True)}, {literal(fill, imports)}{dtype})"
-        else:
-            value = f"torch.empty({_shape(item.shape)}{dtype})"
-    if param:
-        grad = "" if item.requires_grad else ", requires_grad=False"  # type: ignore[union-attr]
-        return f"nn.Parameter({value}{grad})"
-    return value
-
-
-def _init_call(target: str, item: ParameterSpec | BufferSpec, imports: Imports) -> list[str]:
-    if isinstance(item, BufferSpec) and item.value is not None:
-        return []
-    name, kwargs = init_call(item.init)
-    if name in ("zeros", "ones", "constant"):
-        return []
-    args = "".join(f", {checked(k)}={literal(v, imports)}" for k, v in kwargs.items())
-    return [f"nn.init.{checked(name)}_({target}{args})"]
-
-
 # -- forward ---------------------------------------------------------------------------------
 def signature(spec: Spec, imports: Imports, module_of: Any) -> tuple[str, str]:
     """``(", x: torch.Tensor, scale: float = 1.0", " -> torch.Tensor")`` for ``def forward``."""
@@ -501,22 +421,56 @@ def signature(spec: Spec, imports: Imports, module_of: Any) -> tuple[str, str]:
         assert node.name is not None
         text = checked(node.name)
         if node.type is not None:
-            text += ": " + _annotation(node.type, imports, module_of)
+            text += ": " + annotation(node.type, imports, module_of)
         if node.default is not NO_DEFAULT:
             text += (" = " if node.type is not None else "=") + literal(node.default, imports)
         params.append(text)
     output = spec.nodes[-1]
-    returns = f" -> {_annotation(output.type, imports, module_of)}" if output.type is not None else ""
+    returns = f" -> {annotation(output.type, imports, module_of)}" if output.type is not None else ""
     return "".join(", " + p for p in params), returns
 
 
-def _annotation(text: str, imports: Imports, module_of: Any) -> str:
+def annotation(text: str, imports: Imports, module_of: Any) -> str:
     """A canonical type expression (validated by the policy); record the modules it names."""
     if not all(ch.isalnum() or ch in "_.[], " for ch in text):
         raise UnsafeName(f"type {text!r} is not a plain type expression")
     # the policy resolved each name, so its module is imported; names from other packages are
     # written as their aliases
-    return _DOTTED.sub(lambda found: qualified(found.group(0), imports, module_of), text)
+    return _DOTTED.sub(lambda found: qualified(found.group(0), imports, module_of), modern_type(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def modern_type(text: str) -> str:
+    """A type as current Python writes it (PEP 604 and 585, what ruff's pyupgrade rules ask
+    for): ``typing.Optional[X]`` is ``X | None``, ``typing.Union[A, B]`` is ``A | B``,
+    ``typing.List[X]`` is ``list[X]``. torch.fx spells types the old way; TorchScript reads both."""
+    if "typing." not in text:
+        return text
+    return ast.unparse(_modern(ast.parse(text, mode="eval").body))
+
+
+def _modern(node: ast.expr) -> ast.expr:
+    if isinstance(node, ast.Subscript):
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        items = [_modern(item) for item in items]
+        name = ast.unparse(node.value)
+        if name in ("typing.Optional", "typing.Union"):
+            if name == "typing.Optional":
+                items.append(ast.Constant(None))
+            union = items[0]
+            for item in items[1:]:
+                union = ast.BinOp(union, ast.BitOr(), item)
+            return union
+        value = ast.Name(_BUILTIN_GENERICS[name]) if name in _BUILTIN_GENERICS else node.value
+        inner = ast.Tuple(items) if isinstance(node.slice, ast.Tuple) else items[0]
+        return ast.Subscript(value, inner)
+    if isinstance(node, ast.Attribute) and ast.unparse(node) in _BUILTIN_GENERICS:
+        return ast.Name(_BUILTIN_GENERICS[ast.unparse(node)])
+    return node
+
+
+_BUILTIN_GENERICS = {"typing.List": "list", "typing.Dict": "dict", "typing.Tuple": "tuple", "typing.Set": "set",
+                     "typing.FrozenSet": "frozenset", "typing.Type": "type"}  # fmt: skip
 
 
 _NOT_WORD = re.compile(r"[^A-Za-z0-9_]+")

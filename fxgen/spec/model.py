@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 __all__ = [
     "FORMAT_VERSION",
     "NO_DEFAULT",
+    "ArgSpec",
     "BufferSpec",
+    "ClassSpec",
     "ModuleSpec",
     "Node",
     "ParameterSpec",
@@ -31,7 +33,7 @@ __all__ = [
 ]
 
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # the newest format this fxgen reads and writes; format 1 is a subset of it
 
 
 class _NoDefault:
@@ -69,6 +71,11 @@ class ModuleSpec:
         if self.kwargs:
             out["kwargs"] = self.kwargs
         return out
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> ModuleSpec:
+        """From a schema-valid declaration (``{class, args, kwargs}``)."""
+        return cls(data["class"], list(data.get("args", [])), dict(data.get("kwargs", {})))
 
 
 @dataclass
@@ -150,8 +157,75 @@ class Node:
 
 
 @dataclass
+class ArgSpec:
+    """A constructor argument of a class (format 2): its type and, if it has one, its default
+    (in the value encoding). Written ``int`` alone, or ``{type: int, default: 1}``."""
+
+    type: str
+    default: Any = NO_DEFAULT
+
+    def to_dict(self) -> Any:
+        return self.type if self.default is NO_DEFAULT else {"type": self.type, "default": self.default}
+
+    @classmethod
+    def from_data(cls, data: Any) -> ArgSpec:
+        return cls(data) if isinstance(data, str) else cls(data["type"], data.get("default", NO_DEFAULT))
+
+
+_TABLES = ("modules", "parameters", "buffers")
+
+
+def _body(data: dict[str, Any]) -> dict[str, Any]:
+    """The fields a graph body has, top class and blocks alike, from schema-valid data."""
+    return {
+        "doc": data.get("doc"),
+        "args": {name: ArgSpec.from_data(a) for name, a in data.get("args", {}).items()},
+        "modules": {path: ModuleSpec.from_data(m) for path, m in data.get("modules", {}).items()},
+        "parameters": {path: ParameterSpec(**p) for path, p in data.get("parameters", {}).items()},
+        "buffers": {path: BufferSpec(**b) for path, b in data.get("buffers", {}).items()},
+        "nodes": [Node(**n) for n in data["nodes"]],
+    }
+
+
+def _body_dict(body: Spec | ClassSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if body.doc is not None:
+        out["doc"] = body.doc
+    if body.args:
+        out["args"] = {name: arg.to_dict() for name, arg in body.args.items()}
+    for key in _TABLES:
+        table = getattr(body, key)
+        if table:
+            out[key] = {path: item.to_dict() for path, item in table.items()}
+    out["nodes"] = [node.to_dict() for node in body.nodes]
+    return out
+
+
+@dataclass
+class ClassSpec:
+    """A block of a format-2 spec: a graph of its own, with its own modules, parameters and
+    buffers, and constructor arguments. It becomes a class in the generated file."""
+
+    nodes: list[Node]
+    doc: str | None = None
+    args: dict[str, ArgSpec] = field(default_factory=dict)
+    modules: dict[str, ModuleSpec] = field(default_factory=dict)
+    parameters: dict[str, ParameterSpec] = field(default_factory=dict)
+    buffers: dict[str, BufferSpec] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ClassSpec:
+        return cls(**_body(data))
+
+    def to_dict(self) -> dict[str, Any]:
+        return _body_dict(self)
+
+
+@dataclass
 class Spec:
-    """A whole model spec. ``document`` (where it was read from) takes no part in equality."""
+    """A whole model spec: the top class (its graph and declarations) and, in format 2, the
+    blocks it is built from and its constructor arguments. ``document`` (where it was read from)
+    and ``scope`` (which part of it this Spec is) take no part in equality."""
 
     name: str
     nodes: list[Node]
@@ -159,15 +233,27 @@ class Spec:
     modules: dict[str, ModuleSpec] = field(default_factory=dict)
     parameters: dict[str, ParameterSpec] = field(default_factory=dict)
     buffers: dict[str, BufferSpec] = field(default_factory=dict)
-    fxgen: int = FORMAT_VERSION
+    fxgen: int = 1
+    args: dict[str, ArgSpec] = field(default_factory=dict)
+    classes: dict[str, ClassSpec] = field(default_factory=dict)
     document: Document | None = field(default=None, compare=False, repr=False)
+    scope: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def locate(self, key: tuple[str | int, ...]) -> Location:
-        """Where ``key`` (a JSON path into the spec) is in the file it was read from; a Spec made
-        in memory has no file, so errors about it name the class instead."""
+        """Where ``key`` (a JSON path into this class's part of the spec) is in the file it was
+        read from; a Spec made in memory has no file, so errors about it name the class instead."""
         if self.document is not None:
-            return self.document.locate(key)
+            return self.document.locate((*self.scope, *key))
         return Location(f"<spec {self.name}>")
+
+    def block(self, name: str) -> Spec:
+        """The block ``name`` as a Spec of its own (its graph and declarations; the spec's other
+        blocks, which it may use; located inside ``classes:``): what builds and renders a
+        block is what builds and renders the top class."""
+        body = self.classes[name]
+        return Spec(name=name, nodes=body.nodes, doc=body.doc, modules=body.modules, parameters=body.parameters,
+                    buffers=body.buffers, fxgen=self.fxgen, args=body.args, classes=self.classes,
+                    document=self.document, scope=("classes", name))  # fmt: skip
 
     # -- dict form -------------------------------------------------------------------------
     @classmethod
@@ -176,27 +262,22 @@ class Spec:
         return cls(
             fxgen=data["fxgen"],
             name=data["name"],
-            doc=data.get("doc"),
-            modules={
-                path: ModuleSpec(m["class"], list(m.get("args", [])), dict(m.get("kwargs", {})))
-                for path, m in data.get("modules", {}).items()
-            },
-            parameters={path: ParameterSpec(**p) for path, p in data.get("parameters", {}).items()},
-            buffers={path: BufferSpec(**b) for path, b in data.get("buffers", {}).items()},
-            nodes=[Node(**n) for n in data["nodes"]],
+            classes={name: ClassSpec.from_dict(c) for name, c in data.get("classes", {}).items()},
             document=document,
+            **_body(data),
         )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data in the canonical key order; defaults are left out."""
         out: dict[str, Any] = {"fxgen": self.fxgen, "name": self.name}
-        if self.doc is not None:
-            out["doc"] = self.doc
-        for key in ("modules", "parameters", "buffers"):
-            table = getattr(self, key)
-            if table:
-                out[key] = {path: item.to_dict() for path, item in table.items()}
-        out["nodes"] = [node.to_dict() for node in self.nodes]
+        body = _body_dict(self)
+        if "doc" in body:
+            out["doc"] = body.pop("doc")
+        if "args" in body:
+            out["args"] = body.pop("args")
+        if self.classes:
+            out["classes"] = {name: c.to_dict() for name, c in self.classes.items()}
+        out.update(body)
         return out
 
     # -- text forms --------------------------------------------------------------------------
@@ -208,18 +289,7 @@ class Spec:
         lines: list[str] = []
         if schema_ref:
             lines.append(f"# yaml-language-server: $schema={schema_ref}")
-        data = self.to_dict()
-        for key, value in data.items():
-            if key in ("modules", "parameters", "buffers"):
-                lines.append(f"{key}:")
-                for path, item in value.items():
-                    lines.append(_flow_entry(f"  {_scalar(path)}: ", item, "    "))
-            elif key == "nodes":
-                lines.append("nodes:")
-                for node in value:
-                    lines.append(_flow_entry("  - ", node, "    "))
-            else:
-                lines.append(_flow_entry(f"{key}: ", value, "  "))
+        _yaml_body(self.to_dict(), "", lines)
         return "\n".join(lines) + "\n"
 
     def to_file(self, path: str | Path) -> None:
@@ -229,6 +299,27 @@ class Spec:
         path = Path(path)
         text = self.to_json() if path.suffix == ".json" else self.to_yaml()
         write_atomic(path, text)
+
+
+def _yaml_body(data: dict[str, Any], indent: str, lines: list[str]) -> None:
+    """A graph body's keys in block style (a block's body one level deeper, under its name)."""
+    inner = indent + "  "
+    for key, value in data.items():
+        if key in (*_TABLES, "args"):
+            lines.append(f"{indent}{key}:")
+            for path, item in value.items():
+                lines.append(_flow_entry(f"{inner}{_scalar(path)}: ", item, inner + "  "))
+        elif key == "classes":
+            lines.append(f"{indent}classes:")
+            for name, body in value.items():
+                lines.append(f"{inner}{_scalar(name)}:")
+                _yaml_body(body, inner + "  ", lines)
+        elif key == "nodes":
+            lines.append(f"{indent}nodes:")
+            for node in value:
+                lines.append(_flow_entry(f"{inner}- ", node, inner + "  "))
+        else:
+            lines.append(_flow_entry(f"{indent}{key}: ", value, inner))
 
 
 _FLOW_WIDTH = 100

@@ -128,6 +128,13 @@ class ModelTree:
             node = node.children.get(part) if isinstance(node, Container) else None
         return tuple(out)
 
+    def item(self, path: str) -> Any:
+        """What the tree holds at ``path``: a declaration or a Container."""
+        node: Any = self.root
+        for part in path.split("."):
+            node = node.children[part]
+        return node
+
     def container_prefixes(self, path: str) -> tuple[str, ...]:
         """The proper prefixes of ``path`` that are containers (not the model, not declared),
         outermost first."""

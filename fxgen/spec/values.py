@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 __all__ = [
+    "DECLARATION_TAGS",
     "DTYPES",
     "LAYOUTS",
     "MEMORY_FORMATS",
@@ -55,8 +56,10 @@ _FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
 TAGS = (
     "tuple", "slice", "ellipsis", "dtype", "device", "memory_format", "layout",
-    "float", "complex", "dict", "size",
+    "float", "complex", "dict", "size", "arg", "module", "repeat",
 )  # fmt: skip
+# Format 2's tags for declarations: substituted (``fxgen.spec.resolve``) before anything decodes.
+DECLARATION_TAGS = frozenset({"arg", "module", "repeat"})
 
 
 _DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
@@ -163,7 +166,9 @@ def decode(value: Any, ref: Callable[[str], Any]) -> Any:
         return value
     if isinstance(value, list):
         return [decode(v, ref) for v in value]
-    ((tag, body),) = value.items()  # the schema guarantees one key
+    if len(value) != 1:  # the schema allows two keys for a repeat only
+        raise ValueError(_NOT_A_VALUE.format(tag="repeat"))
+    ((tag, body),) = value.items()
     if tag == "tuple":
         return tuple(decode(body, ref) if type(body) is list else (decode(v, ref) for v in body))
     if tag == "slice":
@@ -189,7 +194,13 @@ def decode(value: Any, ref: Callable[[str], Any]) -> Any:
         return {k: decode(v, ref) for k, v in body.items()}
     if tag == "size":
         return torch.Size(body)
+    if tag in DECLARATION_TAGS:
+        raise ValueError(_NOT_A_VALUE.format(tag=tag))
     raise ValueError(f"unknown value tag {tag!r}")
+
+
+_NOT_A_VALUE = ("{{{tag}: ...}} is only meaningful in a format-2 declaration (module arguments, tensor "
+                "shapes and inits): a graph never depends on constructor arguments")
 
 
 def decode_kwargs(kwargs: dict[str, Any], ref: Callable[[str], Any]) -> dict[str, Any]:

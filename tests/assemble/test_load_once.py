@@ -23,7 +23,8 @@ from fxgen.assemble import load as loading
 from fxgen.assemble import module as building
 from fxgen.check import validate as validation
 from fxgen.construct.graph import build_graph
-from fxgen.construct.modules import set_attr_path
+from fxgen.construct.modules import construct_call, set_attr_path
+from fxgen.policy.policy import DEFAULT_POLICY
 from fxgen.read import reader
 from fxgen.spec.model import Spec
 from fxgen.spec.tree import construction_order
@@ -77,7 +78,7 @@ def _drawn(load: Any, seed: int = 7) -> tuple[torch.fx.GraphModule, torch.Tensor
 def _assert_identical(a: torch.nn.Module, b: torch.nn.Module) -> None:
     """Same attribute tree (names, order, types, persistence) and bit-identical tensors."""
     def tree(root: torch.nn.Module) -> list[tuple[str, Any]]:  # each GraphModule has a class of its own
-        return [(n, type(m).__name__ if m is root else type(m)) for n, m in root.named_modules()]
+        return [(n, type(m).__name__ if isinstance(m, torch.fx.GraphModule) else type(m)) for n, m in root.named_modules()]
 
     assert tree(a) == tree(b)
     assert list(a.state_dict()) == list(b.state_dict())
@@ -137,7 +138,8 @@ def test_the_graph_module_holds_exactly_the_declared_tree() -> None:
     made: dict[str, Any] = {}  # made in the generated __init__'s order, attached as declared
     for table, path in building.construction_plan(spec.modules, spec.parameters, spec.buffers):
         if table == "modules":
-            made[path] = building.construct(spec.modules[path], loading.policy_for(None), None)
+            entry = spec.modules[path]
+            made[path] = construct_call(DEFAULT_POLICY.resolve_module_class(entry.cls), entry.args, entry.kwargs, None)
         else:
             made[path] = building.make_tensor(spec.parameters[path] if table == "parameters" else spec.buffers[path])
     for path in spec.modules:
@@ -168,7 +170,7 @@ def test_an_unvalidated_spec_object_still_builds_as_before() -> None:
 
 def _spy(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     calls: dict[str, list[Any]] = {"real": [], "meta": [], "build": []}
-    real_call, meta_build, construct = loading.construct_call, validation._meta_build, building.construct
+    real_call, meta_build, build_call = loading.construct_call, validation._meta_build, building.construct_call
 
     def counted(cls: type, args: Any, kwargs: Any, device: Any) -> Any:
         calls["real" if device is None else "meta"].append(cls)
@@ -176,7 +178,7 @@ def _spy(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
 
     monkeypatch.setattr(loading, "construct_call", counted)
     monkeypatch.setattr(validation, "_meta_build", lambda entry, cls: calls["meta"].append(cls) or meta_build(entry, cls))
-    monkeypatch.setattr(building, "construct", lambda *a: calls["build"].append(a) or construct(*a))
+    monkeypatch.setattr(building, "construct_call", lambda *a, **k: calls["build"].append(a) or build_call(*a, **k))
     return calls
 
 

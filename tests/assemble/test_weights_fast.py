@@ -189,19 +189,16 @@ def test_declared_modules_are_built_on_meta_without_initialisation(
     path = tmp_path / "w.safetensors"
     _save(fxgen.load(data), path)
     built: list[tuple[Any, Any]] = []
-    construct, construct_call = fxgen.assemble.load.construct, fxgen.assemble.load.construct_call
-    monkeypatch.setattr(
-        fxgen.assemble.load, "construct", lambda entry, policy, device: built.append((entry.args, device)) or construct(entry, policy, device)
-    )
-    monkeypatch.setattr(  # validation constructs them for the load, the build keeps them
-        fxgen.assemble.load, "construct_call", lambda cls, args, kwargs, device: built.append((args, device)) or construct_call(cls, args, kwargs, device)
-    )
+    for stage in (fxgen.assemble.load, fxgen.assemble.module):  # validation constructs them, the build keeps them
+        original = stage.construct_call  # type: ignore[attr-defined]
+        monkeypatch.setattr(stage, "construct_call", lambda cls, args, kwargs, device, original=original, **kw:
+                            built.append((args, device)) or original(cls, args, kwargs, device, **kw))  # fmt: skip
     placed: dict[str, Any] = {}
 
     def spy(spec: Any, policy: Any, **kw: Any) -> Any:
-        for table, paths in (("parameters", spec.parameters), ("buffers", spec.buffers)):
-            if "placement" in kw:
-                placed.update({p: kw["placement"](table, p) for p in paths})
+        placement = kw["builder"].placement
+        for table, tensors in (("parameters", spec.parameters), ("buffers", spec.buffers)):
+            placed.update({p: placement(table, d) for p, d in tensors.items()})
         return build_module(spec, policy, **kw)
 
     monkeypatch.setattr(fxgen.assemble.load, "build_module", spy)
@@ -295,7 +292,7 @@ def test_a_meta_tensor_left_behind_is_an_error(tmp_path: Path, monkeypatch: pyte
     data = _spec({"pos": {"class": "test_weights_fast.Positional", "args": [BIG]}})
     path = tmp_path / "w.safetensors"
     _save(fxgen.load(data, allow=ALLOW), path)
-    monkeypatch.setattr(fxgen.assemble.load, "has_meta_tensors", lambda module, saved=True: saved)
+    monkeypatch.setattr(fxgen.assemble.load, "has_meta_tensors", lambda module, saved=True, recurse=True: saved)
     with pytest.raises(WeightsError) as info:
         fxgen.load(data, weights=path, allow=ALLOW)
     assert "uninitialised" in str(info.value) and str(info.value).startswith(str(path))

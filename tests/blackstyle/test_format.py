@@ -10,8 +10,10 @@ depths the generated file uses, and ``def`` signatures for ``funcdef.split_def``
 
 from __future__ import annotations
 
+import io
 import keyword
 import sys
+import tokenize
 from pathlib import Path
 from typing import Any
 
@@ -149,11 +151,14 @@ ANNOTATIONS = [
     "tuple[torch.Tensor, torch.Tensor]", "tuple[int, ...]", "typing.Callable[[int, int], torch.Tensor]",
     "typing.Callable[..., int]", "dict[str, torch.Tensor]", "typing.Union[int, float, None]", "torch.dtype",
     "typing.Optional[tuple[torch.Tensor, ...]]", "list[typing.Optional[torch.Tensor]]",
+    # as the generated code writes them now (fxgen.codegen.render.modern_type)
+    "torch.Tensor | None", "int | float | None", "tuple[torch.Tensor, ...] | None", "list[torch.Tensor | None]",
 ]  # fmt: skip
 annotations = st.one_of(
     st.sampled_from(ANNOTATIONS),
     st.lists(st.sampled_from(ANNOTATIONS), min_size=1, max_size=9).map(lambda a: "tuple[" + ", ".join(a) + "]"),
     st.lists(st.sampled_from(ANNOTATIONS), min_size=1, max_size=4).map(lambda a: "typing.Union[" + ", ".join(a) + "]"),
+    st.lists(st.sampled_from(ANNOTATIONS), min_size=2, max_size=4).map(" | ".join),
 )
 defaults = st.one_of(
     numbers, strings, small_expressions, st.sampled_from(["None", "True", 'float("inf")', "(8,)", "torch.float32"])
@@ -259,8 +264,28 @@ def test_def_split_equals_black(signature: str, depth: int) -> None:
     """Long signatures: black's left-hand split, one parameter per line with a trailing comma,
     a lone ``self,``, long return annotations (and black's second pass over them)."""
     got = funcdef.split_def(signature, depth)
-    assert got is not None, signature
+    if got is None:
+        # black makes the invisible parentheses around a parameter's annotation visible to
+        # split ``A | B`` (visit_tname); the port leaves those signatures to black
+        assert has_union_parameter(signature), signature
+        return
     assert got == black_def_lines(signature, depth), signature
+
+
+def has_union_parameter(signature: str) -> bool:
+    """Whether a parameter of ``signature`` has a ``|`` outside the brackets of its annotation."""
+    depth, annotated = 0, False
+    for token in tokenize.generate_tokens(io.StringIO(signature + " pass\n").readline):
+        char = token.string if token.type == tokenize.OP else ""
+        depth += char in ("(", "[", "{")
+        depth -= char in (")", "]", "}")
+        if depth == 1 and char == ",":
+            annotated = False
+        elif depth == 1 and char == ":":
+            annotated = True
+        elif depth == 1 and char == "|" and annotated:
+            return True
+    return False
 
 
 @settings(max_examples=MANY)
@@ -277,7 +302,9 @@ def test_def_near_the_limit(params: list[str], returns: str | None, width: int) 
     bare = f"def forward(self, @: torch.Tensor{''.join(', ' + p for p in params)}){arrow}:"
     signature = bare.replace("@", "v" * max(width - 4 - len(bare) + 1, 1), 1)
     got = funcdef.split_def(signature, 1)
-    assert got is not None, signature
+    if got is None:  # union parameter annotations are left to black (test_def_split_equals_black)
+        assert has_union_parameter(signature), signature
+        return
     assert got == black_def_lines(signature, 1), signature
     assert formatter.format_def(signature, 1) == black_def_lines(signature, 1)
 
@@ -368,6 +395,12 @@ def test_unsupported_shapes_fall_back(statement: str) -> None:
     assert split.split(statement, 2) is None
 
 
+# Format 2's __init__ lines (a repeat's ``*[Block(c) for _ in range(n)]``, an argument expression
+# with parentheses) are left to black: the port has no comprehensions or parenthesised atoms yet.
+# A speed matter only; black writes those lines.
+FORMAT_1_EXAMPLES = [p for p in sorted((ROOT / "model_specs").glob("*.yaml")) if "\nfxgen: 1\n" in p.read_text()]
+
+
 def test_lines_fxgen_writes_take_the_fast_path() -> None:
     """The long statements of the benchmark workloads and examples are all claimed."""
 
@@ -384,7 +417,7 @@ def test_lines_fxgen_writes_take_the_fast_path() -> None:
     try:
         for shape in ("fan", "residual", "chain"):
             fxgen.generate(fxgen.load_spec(_write(shape)))
-        for path in sorted((ROOT / "model_specs").glob("*.yaml")):
+        for path in FORMAT_1_EXAMPLES:
             fxgen.generate(path)
     finally:
         formatter.block = original  # type: ignore[assignment]
@@ -402,7 +435,8 @@ def test_lines_fxgen_writes_take_the_fast_path() -> None:
         "def f(a, /, b):",
         "def f(a,):",
         "def f(a: 'int'):",
-        "def f(a: int | None):",
+        # a union that does not fit on its parameter's own line (black parenthesises it)
+        "def f(a: torch.Tensor | torch.Tensor | torch.Tensor | torch.Tensor | torch.Tensor | torch.Tensor | None):",
         "def f[T](a: T):",
         "async def f(a):",
         "def f(a) -> (int):",
@@ -427,7 +461,7 @@ def test_generating_the_examples_calls_black_zero_times(monkeypatch: pytest.Monk
 
     formatter.clear_caches()
     monkeypatch.setattr(black, "format_str", counting)
-    for path in sorted((ROOT / "model_specs").glob("*.yaml")):
+    for path in FORMAT_1_EXAMPLES:
         fxgen.generate(path)
     for shape in ("fan", "residual", "chain"):
         fxgen.generate(fxgen.load_spec(_write(shape)))

@@ -52,6 +52,7 @@ from fxgen.check.nodes import _is_number_literal
 from fxgen.check.validate import as_spec
 from fxgen.codegen import generate as codegen
 from fxgen.codegen import render
+from fxgen.codegen.render import modern_type
 from fxgen.construct.graph import build_graph
 from fxgen.policy.policy import DEFAULT_POLICY
 from fxgen.spec.init import INIT_SCHEMES, check_init
@@ -547,6 +548,14 @@ def test_renderer_specs_are_black_exact(spec: dict[str, Any]) -> None:
 _CONTAINERS = (torch.nn.Module, torch.nn.ModuleList, torch.nn.ModuleDict)
 
 
+def _is_container(module: torch.nn.Module) -> bool:
+    """A plain container: ``nn.Module()`` (as ``fxgen.load`` makes them), a list or dict, or one
+    of the typed container classes a generated file defines (``_MLPLora``: annotations only)."""
+    cls = type(module)
+    typed = cls.__bases__ == (torch.nn.Module,) and cls.__name__.startswith("_") and "forward" not in vars(cls)
+    return cls in _CONTAINERS or typed
+
+
 def layout(module: torch.nn.Module) -> list[tuple[Any, ...]]:
     """What ``__init__`` built: every parameter and buffer (persistent or not) with its shape,
     dtype and requires_grad, every declared submodule with its repr, in order. Undeclared
@@ -556,7 +565,7 @@ def layout(module: torch.nn.Module) -> list[tuple[Any, ...]]:
     out += [("buffer", k, tuple(b.shape), b.dtype) for k, b in module.named_buffers()]
     for key, sub in module.named_modules():
         if key:
-            out.append(("container", key) if type(sub) in _CONTAINERS else ("module", key, repr(sub)))
+            out.append(("container", key) if _is_container(sub) else ("module", key, repr(sub)))
     return out
 
 
@@ -642,7 +651,7 @@ def test_header_and_layout(example: Path) -> None:
     params = [p for p in spec.nodes if p.op == "placeholder"]
     assert [a.arg for a in forward.args.args] == ["self"] + [p.name for p in params]
     for arg, node in zip(forward.args.args[1:], params, strict=True):
-        assert (ast.unparse(arg.annotation) if arg.annotation else None) == node.type
+        assert (ast.unparse(arg.annotation) if arg.annotation else None) == (node.type and modern_type(node.type))
     defaults = [p.default for p in params if p.default is not NO_DEFAULT]
     assert [ast.literal_eval(d) for d in forward.args.defaults] == defaults
     # containers that several nodes reach into are bound to locals first (one lookup per call)
@@ -666,14 +675,14 @@ def test_readable_details() -> None:
     mlp = generate_example(ROOT / "model_specs" / "mlp.yaml")
     assert "self.layers = nn.ModuleList(" in mlp and "layers = self.layers\n" in mlp and "layers[0](normed)" in mlp
     assert "lora = self.lora\n" in mlp and "lora_a = lora.a\n" in mlp
-    assert "self.lora = nn.Module()" in mlp and "self.lora.a = nn.Parameter(torch.empty(4, 16))" in mlp
+    assert "self.lora = _MLPLora()" in mlp and "class _MLPLora(nn.Module):" in mlp and "self.lora.a = nn.Parameter(torch.empty(4, 16))" in mlp
     assert "nn.init.xavier_normal_(self.lora.a, gain=1.0)" in mlp
     assert "residual = x + scaled" in mlp
     indexing = generate_example(ROOT / "model_specs" / "indexing.yaml")
     for text in ("dims = x.shape", "head = x[:, 0:2]", "unsqueezed = head[..., None]", "strided = x[..., -4::2]"):
         assert text in indexing
     multi_io = generate_example(ROOT / "model_specs" / "multi_io.yaml")
-    assert "context_mask: typing.Optional[torch.Tensor] = None," in multi_io
+    assert "context_mask: torch.Tensor | None = None," in multi_io
     assert "shift: int = 1," in multi_io
     resnet = generate_example(ROOT / "model_specs" / "resnet_block.yaml")
     assert 'self.register_buffer("channel_bias", torch.full((8,), 0.1), persistent=False)' in resnet
@@ -915,6 +924,11 @@ def check_faithful(spec: Spec, source: str, inputs: list[Any], *, script: bool =
         expected = gm(*inputs)
         torch.manual_seed(0)
         assert_same(generated(*inputs), expected)
+    if spec.classes:
+        check_classes_traced(spec, generated)
+        if script:
+            check_scripting(spec, generated, inputs)
+        return
     # traced back: the original graph up to node names. torch.fx.symbolic_trace folds buffers
     # (and what is computed from them alone) into constants; a tracer that proxies buffers
     # gives back every node.
@@ -930,6 +944,35 @@ def check_faithful(spec: Spec, source: str, inputs: list[Any], *, script: bool =
         assert DEFAULT_POLICY.resolve_module_class(entry.cls) is DEFAULT_POLICY.resolve_module_class(spec.modules[path].cls)
     if script:
         check_scripting(spec, generated, inputs)
+
+
+class _LeafTracer(torch.fx.Tracer):
+    """Every submodule a leaf, buffers proxied: a format-2 class's graph calls its submodules
+    (blocks and containers of blocks included) and no further."""
+
+    proxy_buffer_attributes = True
+
+    def is_leaf_module(self, m: torch.nn.Module, module_qualified_name: str) -> bool:
+        return True
+
+
+def check_classes_traced(spec: Spec, generated: torch.nn.Module) -> None:
+    """Format 2: the generated top class and an instance of each generated block class, traced
+    one level deep, give back the graphs of the spec's classes up to node names."""
+    from fxgen.capture.to_spec import _node
+
+    bodies: list[tuple[Spec, torch.nn.Module]] = [(spec, generated)]
+    for name in spec.classes:
+        instance = next((m for m in generated.modules() if type(m).__name__ == name), None)
+        if instance is not None:
+            bodies.append((spec.block(name), instance))
+    assert len(bodies) > 1, "no block of the spec is used"
+    for body, module in bodies:
+        module.eval()
+        graph = _LeafTracer().trace(module)
+        traced = torch.fx.GraphModule(module, graph)
+        back = Spec(name=body.name, nodes=[_node(n) for n in graph.nodes])
+        assert_same_graph(canonical_graph(body, module), canonical_graph(back, traced, traced=True))
 
 
 def check_scripting(spec: Spec, generated: torch.nn.Module, inputs: list[Any]) -> None:
@@ -1080,7 +1123,7 @@ def test_allowed_types_outside_torch_are_imported() -> None:
         fxgen.generate(spec)
     source = fxgen.generate(spec, allow=["collections.OrderedDict"])
     assert "\nfrom collections import OrderedDict\n" in source
-    assert "table: typing.Optional[OrderedDict]" in source
+    assert "table: OrderedDict | None" in source
     assert_black_exact(source)
     namespace: dict[str, Any] = {}
     exec(compile(source, "<generated>", "exec"), namespace)  # fxgen's own output

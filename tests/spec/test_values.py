@@ -17,6 +17,7 @@ from fxgen.check.validate import validate_data
 from fxgen.read.schema import load_schema
 from fxgen.spec.model import NO_DEFAULT
 from fxgen.spec.values import (
+    DECLARATION_TAGS,
     DTYPES,
     LAYOUTS,
     MEMORY_FORMATS,
@@ -97,7 +98,13 @@ def test_encode_and_decode_round_trip(value: Any, encoded: Any) -> None:
 
 def test_every_tag_is_covered() -> None:
     covered = {next(iter(e)) for _, e in CASES if isinstance(e, dict)}
-    assert covered == set(TAGS)
+    assert covered == set(TAGS) - DECLARATION_TAGS  # those are resolved before decoding (fxgen.spec.resolve)
+
+
+@pytest.mark.parametrize("tagged", [{"arg": "n"}, {"module": {"class": "torch.nn.ReLU"}}, {"repeat": 2, "module": {}}])
+def test_declaration_tags_are_not_values(tagged: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="format-2 declaration"):
+        decode(tagged, no_ref)
 
 
 def test_tables_and_tags_agree_with_the_schema() -> None:

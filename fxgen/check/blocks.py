@@ -1,0 +1,165 @@
+"""Format 2's own rules: what only a format-2 spec may use, blocks and their arguments.
+
+These checks look at the document as data (schema-valid): a format-1 spec that uses a
+format-2 feature (``args``, ``classes``, ``{arg: ...}``, module values, repeats); block names;
+blocks that use each other in a cycle; the arguments of a class (their types, defaults, and the
+expressions that refer to them); and where those expressions may appear (declarations only: a
+graph never depends on arguments). ``fxgen.check.validate`` runs them, and constructs the blocks
+with concrete argument values to check what needs construction.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+from collections.abc import Iterator
+from typing import Any
+
+from fxgen._errors import Suggestions
+from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES
+from fxgen.read.yaml_events import JsonPath
+from fxgen.spec.expr import ExprError, names, parse
+from fxgen.spec.values import DECLARATION_TAGS
+
+__all__ = ["block_names", "class_cycles", "declaration_problems", "format_problems", "module_values", "uses"]
+
+Problem = tuple[JsonPath, str]
+
+
+def block_names(data: dict[str, Any]) -> set[str]:
+    """The names of the spec's blocks (format 2's ``classes``)."""
+    classes = data.get("classes", {})
+    return set(classes) if isinstance(classes, dict) else set()
+
+
+def format_problems(data: dict[str, Any]) -> list[Problem]:
+    """Format-2 features in a spec that says ``fxgen: 1``, and bad block names in one that says 2."""
+    if data.get("fxgen") == 1:
+        found: list[Problem] = [((key,), f"`{key}` needs `fxgen: 2`") for key in ("args", "classes") if key in data]
+        for path, tag in _declaration_tags(data):
+            found.append((path, f"{{{tag}: ...}} needs `fxgen: 2` (format 2 adds constructor arguments, module "
+                                "values and repeats)"))  # fmt: skip
+            break  # one is enough to say what to change
+        return found
+    problems: list[Problem] = []
+    top = data.get("name")
+    for name in block_names(data):
+        where: JsonPath = ("classes", name)
+        if not IDENTIFIER.fullmatch(name):
+            problems.append((where, f"block name {name!r} is not an identifier; use only letters, digits and _"))
+        elif keyword.iskeyword(name) or keyword.issoftkeyword(name):
+            problems.append((where, f"block name {name!r} is a Python keyword; choose another name"))
+        elif hasattr(builtins, name) or name in RESERVED_NAMES or name.startswith("_"):
+            problems.append((where, f"block name {name!r} would shadow a name the generated code uses; choose "
+                                    "another name"))  # fmt: skip
+        elif name == top:
+            problems.append((where, f"block name {name!r} is the spec's own class name; choose another name"))
+    return problems
+
+
+def _declaration_tags(data: dict[str, Any]) -> Iterator[tuple[JsonPath, str]]:
+    """Where format 2's tags appear in a body's declarations (module arguments, tensors)."""
+    for path, entry in data.get("modules", {}).items():
+        for field in ("args", "kwargs"):
+            for rel, tag in _tags(entry.get(field, [] if field == "args" else {})):
+                yield ("modules", path, field, *rel), tag
+    for table in ("parameters", "buffers"):
+        for path, entry in data.get(table, {}).items():
+            for field in ("shape", "init"):
+                for rel, tag in _tags(entry.get(field)):
+                    yield (table, path, field, *rel), tag
+
+
+def _tags(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str]]:
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _tags(item, (*path, i))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key in DECLARATION_TAGS:
+                yield (*path, key), key
+                return
+            yield from _tags(item, (*path, key))
+
+
+def uses(entry: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], str]]:
+    """Every class a module declaration names, itself and in its module values: (path, name)."""
+    yield ("class",), entry.get("class", "")
+    for field in ("args", "kwargs"):
+        yield from module_values(entry.get(field), (field,))
+
+
+def module_values(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str]]:
+    """The classes of the module values inside a declaration value, each with its path."""
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from module_values(item, (*path, i))
+    elif isinstance(value, dict):
+        if isinstance(value.get("module"), dict):
+            inner = value["module"]
+            for rel, name in uses(inner):
+                yield (*path, "module", *rel), name
+            return
+        for key, item in value.items():
+            yield from module_values(item, (*path, key))
+
+
+def class_cycles(data: dict[str, Any]) -> list[Problem]:
+    """Blocks that contain themselves, through their own modules or others' (located at the
+    declaration that closes the cycle)."""
+    blocks = block_names(data)
+    graph: dict[str, list[tuple[JsonPath, str]]] = {}
+    for name in blocks:
+        body = data["classes"][name]
+        graph[name] = [(("classes", name, "modules", path, *rel), used)
+                       for path, entry in body.get("modules", {}).items()
+                       for rel, used in uses(entry) if used in blocks]  # fmt: skip
+    problems: list[Problem] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(name: str, trail: list[str]) -> None:
+        state[name] = 1
+        for where, used in graph[name]:
+            if state.get(used) == 1:
+                cycle = " -> ".join([*trail[trail.index(used):], name, used]) if used in trail else f"{name} -> {used}"
+                problems.append((where, f"block {used!r} contains itself ({cycle}); a block cannot be built "
+                                        "from itself"))  # fmt: skip
+            elif used not in state:
+                visit(used, [*trail, name])
+        state[name] = 2
+
+    for name in sorted(blocks):
+        if name not in state:
+            visit(name, [])
+    return problems
+
+
+def declaration_problems(value: Any, where: JsonPath, arguments: list[str], scope: str) -> list[Problem]:
+    """What is wrong with the ``{arg: ...}`` expressions and repeats in a declaration value:
+    each must parse and name only arguments of its class (``scope`` names it for messages)."""
+    problems: list[Problem] = []
+    for path, text in _expressions(value, where):
+        try:
+            tree = parse(text)
+        except ExprError as exc:
+            problems.append((path, f"{{arg: {text}}}: {exc}"))
+            continue
+        unknown = [name for name in names(tree) if name not in arguments]
+        for name in unknown:
+            close = Suggestions(arguments).closest(name)
+            has = f" (its arguments: {', '.join(arguments)})" if arguments else " (it takes no arguments)"
+            hint = f"; did you mean {close!r}?" if close else f"; declare it under `args`{has}"
+            problems.append((path, f"{{arg: {text}}}: {name!r} is not an argument of {scope}{hint}"))
+    return problems
+
+
+def _expressions(value: Any, path: JsonPath) -> Iterator[tuple[JsonPath, str]]:
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _expressions(item, (*path, i))
+    elif isinstance(value, dict):
+        if set(value) == {"arg"} and isinstance(value["arg"], str):
+            yield (*path, "arg"), value["arg"]
+            return
+        for key, item in value.items():
+            yield from _expressions(item, (*path, key))

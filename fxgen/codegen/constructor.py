@@ -1,0 +1,357 @@
+"""Render stage, part 2: what a class builds — ``__init__``'s signature and body, and the types
+the class body declares.
+
+``__init__`` creates every declared module, parameter and buffer at its path, in the order
+``fxgen.spec.tree.construction_order`` fixes (the order ``fxgen.load`` draws from the random
+generator in). In format 2 a declaration may use the class's constructor arguments: ``{arg:
+cout * 4}`` is written as the same expression (``fxgen.spec.expr.render``), a module value
+``{module: D}`` as D's constructor call, a repeat ``{repeat: N, module: D}`` as the
+comprehension a person would write (``*[Block(c) for _ in range(n)]``).
+
+The class body declares the type of what ``__init__`` cannot show a type checker: buffers
+(``register_buffer``), and everything set inside a plain container, which becomes a small
+typed class of its own (``_TransformerBlockAttn``) instead of a bare ``nn.Module()``: so that
+``self.attn.q_proj(x)`` type-checks as a call of an ``nn.Linear``, not of ``Tensor | Module``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fxgen.codegen.render import (
+    PACKED_HELPER,
+    PACKED_TABLE,
+    Imports,
+    UnsafeName,
+    annotation,
+    attribute_name,
+    call_args,
+    checked,
+    child,
+    literal,
+    packed_key,
+    qualified,
+    string,
+)
+from fxgen.spec import expr
+from fxgen.spec.init import init_call
+from fxgen.spec.model import NO_DEFAULT, BufferSpec, ModuleSpec, ParameterSpec, Spec
+from fxgen.spec.resolve import has_arguments
+from fxgen.spec.tree import Container, ModelTree
+
+__all__ = ["ClassBuild", "body_annotations", "container_classes", "init_def", "init_lines", "loop_variable", "reached_items", "static_type"]
+
+
+@dataclass
+class ClassBuild:
+    """What rendering one class's ``__init__`` needs: the class, its tree, the file's imports,
+    and the typed container classes (path -> class name) the file defines for it."""
+
+    spec: Spec
+    tree: ModelTree
+    imports: Imports
+    module_of: Callable[[str], str]
+    containers: dict[str, str] = field(default_factory=dict)
+    loop: str = "_"  # a repeat's loop variable: no argument of the class is named so
+    owner: str | None = None  # a block's name (None for the spec's own class): keys its packed tensors
+    reached: set[str] = field(default_factory=set)  # see reached_items
+
+    def packed_key(self, path: str) -> str | tuple[str, str]:
+        return path if self.owner is None else (self.owner, path)
+
+
+# -- the signature --------------------------------------------------------------------------
+def init_def(build: ClassBuild) -> str:
+    """``def __init__(self, cin: int, stride: int = 1) -> None:`` (one line, unformatted)."""
+    params = []
+    for name, arg in build.spec.args.items():
+        text = f"{checked(name)}: {annotation(arg.type, build.imports, build.module_of)}"
+        if arg.default is not NO_DEFAULT:
+            text += " = " + literal(arg.default, build.imports)
+        params.append(text)
+    return f"def __init__(self{''.join(', ' + p for p in params)}) -> None:"
+
+
+def loop_variable(spec: Spec) -> str:
+    """``_``, unless the class has an argument of that name (a repeat's module may use it)."""
+    name, i = "_", 0
+    while name in spec.args:
+        i += 1
+        name = f"_{i}"
+    return name
+
+
+# -- the class body: typed containers ---------------------------------------------------------
+def container_classes(build: ClassBuild, owner: str) -> list[tuple[str, tuple[str, list[str]]]]:
+    """A typed class for each plain container of ``owner``'s tree (``(name, (docstring,
+    body))``, innermost first, so each is defined before the classes that name it). Containers
+    holding the same names of the same types share one class. Fills ``build.containers``.
+
+    The annotations are for type checkers only (``if typing.TYPE_CHECKING:``): TorchScript
+    reads a module's class annotations as its attributes' types, and refuses module types there.
+    """
+    out: list[tuple[str, tuple[str, list[str]]]] = []
+    by_body: dict[tuple[str, ...], str] = {}
+
+    def visit(node: Container, path: str) -> None:
+        for key, item in node.children.items():
+            if isinstance(item, Container):
+                visit(item, f"{path}.{key}" if path else key)
+        if node is build.tree.root or node.kind != "attr":
+            return
+        fields = tuple(f"{key}: {kind}" for key, kind in _fields(build, node, path))
+        name = by_body.get(fields)
+        if name is None:
+            name = by_body[fields] = _container_name(build.imports, owner, path)
+            doc = f'    """A container of {owner}: its attributes are set by {owner}.__init__."""'
+            out.append((name, (doc, _type_checking(build.imports, list(fields)))))
+        build.containers[path] = name
+
+    visit(build.tree.root, "")
+    return out
+
+
+def body_annotations(build: ClassBuild) -> list[str]:
+    """The class's own declarations of what ``__init__`` shows no type for: its buffers (set by
+    ``register_buffer``), and, for type checkers only, the lists and dicts ``forward`` reaches
+    into the items of (``layers[0].fc``: typed ``Any``, as a checker knows an item only as an
+    ``nn.Module``, whose attributes are ``Tensor | Module``)."""
+    plain, checked_only = [], []
+    for key, kind in _fields(build, build.tree.root, ""):
+        if kind == "torch.Tensor":
+            plain.append(f"    {key}: {kind}")
+        elif kind == "typing.Any":
+            checked_only.append(f"{key}: {kind}")
+    return plain + _type_checking(build.imports, checked_only)
+
+
+def _type_checking(imports: Imports, fields: list[str]) -> list[str]:
+    if not fields:
+        return []
+    imports.stdlib.add("typing")
+    return ["    if typing.TYPE_CHECKING:", *("        " + field for field in fields)]
+
+
+def _fields(build: ClassBuild, node: Container, path: str) -> list[tuple[str, str]]:
+    """``(attribute, its type)`` for the children of ``node`` that are set by name."""
+    out = []
+    for key, item in node.children.items():
+        if attribute_name(key):
+            out.append((key, static_type(build, item, f"{path}.{key}" if path else key)))
+    return out
+
+
+def static_type(build: ClassBuild, item: Any, path: str) -> str:
+    """The type a checker should see for what ``path`` holds."""
+    if isinstance(item, ModuleSpec):
+        return qualified(item.cls, build.imports, build.module_of)
+    if isinstance(item, ParameterSpec):
+        return "nn.Parameter"
+    if isinstance(item, BufferSpec):
+        build.imports.torch = True
+        return "torch.Tensor"
+    if path in build.reached:
+        build.imports.stdlib.add("typing")
+        return "typing.Any"
+    if item.kind == "list":
+        return "nn.ModuleList"
+    if item.kind == "dict":
+        return "nn.ModuleDict"
+    return build.containers[path]
+
+
+def reached_items(spec: Spec, tree: ModelTree) -> set[str]:
+    """The lists and dicts whose items ``forward`` goes on from (``layers.0.fc``: ``layers``)."""
+    out: set[str] = set()
+    for node in spec.nodes:
+        if node.op in ("call_module", "get_attr") and node.target is not None:
+            steps = tree.steps(node.target)
+            for i, (_, kind) in enumerate(steps[:-1]):
+                if kind in ("list", "dict"):
+                    out.add(".".join(part for part, _ in steps[:i]))
+    return out
+
+
+def _container_name(imports: Imports, owner: str, path: str) -> str:
+    parts = [_NOT_WORD.sub("_", part) for part in path.split(".")]
+    base = "_" + owner + "".join(part[:1].upper() + part[1:] for part in parts)
+    name, i = base, 1
+    while name in imports.taken:
+        i += 1
+        name = f"{base}{i}"
+    imports.taken.add(name)
+    return checked(name)
+
+
+_NOT_WORD = re.compile(r"[^A-Za-z0-9_]+")
+
+
+# -- the body -------------------------------------------------------------------------------
+def init_lines(build: ClassBuild) -> list[str]:
+    """The body of ``__init__`` after ``super().__init__()``."""
+    lines: list[str] = []
+    _emit_children(build, "self", "", build.tree.root, lines)
+    return lines
+
+
+def _emit_children(build: ClassBuild, expr_: str, prefix: str, node: Container, lines: list[str]) -> None:
+    """``prefix``: the path of ``node`` followed by a dot (``""`` at the class)."""
+    for key, item in node.children.items():
+        named = attribute_name(key)  # else reached as getattr(expr, "key") and set by add_module & co
+        target = f"{expr_}.{key}" if named else child(expr_, key, "attr")
+        if isinstance(item, ModuleSpec):
+            ctor = constructor(build, item)
+            lines.append(f"{target} = {ctor}" if named else f"{expr_}.add_module({string(key)}, {ctor})")
+        elif isinstance(item, ParameterSpec):
+            value = _tensor(build, item, param=True)
+            if named:
+                lines.append(f"{target} = {value}")
+            else:
+                lines.append(f"{expr_}.register_parameter({string(key)}, {value})")
+            lines.extend(_init_call(build, target, item))
+        elif isinstance(item, BufferSpec):
+            extra = "" if item.persistent else ", persistent=False"
+            value = _tensor(build, item, param=False, path=prefix + key)
+            lines.append(f"{expr_}.register_buffer({string(key)}, {value}{extra})")
+            lines.extend(_init_call(build, target, item))
+        else:
+            creation = _container_expr(build, item, prefix + key)
+            lines.append(f"{target} = {creation}" if named else f"{expr_}.add_module({string(key)}, {creation})")
+            _emit_nested(build, target, prefix + key + ".", item, lines)
+
+
+def _emit_nested(build: ClassBuild, expr_: str, prefix: str, node: Container, lines: list[str]) -> None:
+    """Statements for a container's contents that its creation expression did not hold."""
+    if node.kind == "attr":
+        _emit_children(build, expr_, prefix, node, lines)
+        return
+    for key, item in node.children.items():
+        if isinstance(item, Container):
+            _emit_nested(build, child(expr_, key, node.kind), prefix + key + ".", item, lines)
+
+
+def _container_expr(build: ClassBuild, node: Container, path: str) -> str:
+    kind = node.kind
+
+    def item_expr(key: str, item: Any) -> str:
+        if isinstance(item, ModuleSpec):
+            return constructor(build, item)
+        return _container_expr(build, item, f"{path}.{key}")
+
+    if kind == "list":
+        return "nn.ModuleList([" + ", ".join(item_expr(k, i) for k, i in node.children.items()) + "])"
+    if kind == "dict":
+        body = ", ".join(f"{string(k)}: {item_expr(k, i)}" for k, i in node.children.items())
+        return "nn.ModuleDict({" + body + "})"
+    return f"{build.containers[path]}()" if path in build.containers else "nn.Module()"
+
+
+def constructor(build: ClassBuild, item: ModuleSpec) -> str:
+    """``Class(args...)``; a block of the spec is named as it is (a class of this file)."""
+    cls = qualified(item.cls, build.imports, build.module_of)
+    if has_arguments(item.args) or has_arguments(item.kwargs):
+        return f"{cls}({_declared_args(build, item.args, item.kwargs)})"
+    return f"{cls}({call_args(item.args, item.kwargs, build.imports)})"
+
+
+# -- format 2's declaration values ----------------------------------------------------------
+def _declared_args(build: ClassBuild, args: list[Any], kwargs: dict[str, Any]) -> str:
+    parts = _items(build, args)
+    parts += [f"{checked(k)}={declared(build, v)}" for k, v in kwargs.items()]
+    return ", ".join(parts)
+
+
+def _items(build: ClassBuild, items: list[Any]) -> list[str]:
+    """Items of an argument list or a list literal; a repeat is starred (``*[...]``)."""
+    return [("*" + _repeat(build, item)) if _is_repeat(item) else declared(build, item) for item in items]
+
+
+def _is_repeat(value: Any) -> bool:
+    return isinstance(value, dict) and "repeat" in value
+
+
+def _repeat(build: ClassBuild, value: dict[str, Any]) -> str:
+    made = constructor(build, ModuleSpec.from_data(value["module"]))
+    return f"[{made} for {build.loop} in range({declared(build, value['repeat'])})]"
+
+
+def declared(build: ClassBuild, value: Any) -> str:
+    """Source text of a declaration value: ``literal``, plus format 2's arguments, module
+    values and repeats, inside any list, tuple, slice or dict."""
+    if isinstance(value, list):
+        if len(value) == 1 and _is_repeat(value[0]):
+            return _repeat(build, value[0])  # [Block() for _ in range(n)], not [*[...]]
+        return "[" + ", ".join(_items(build, value)) + "]"
+    if not isinstance(value, dict) or not has_arguments(value):
+        return literal(value, build.imports)
+    ((tag, body),) = value.items()
+    if tag == "arg":
+        return expr.render(expr.parse(body))
+    if tag == "module":
+        return constructor(build, ModuleSpec.from_data(body))
+    if tag == "tuple":
+        items = _items(build, body)
+        return "(" + items[0] + ",)" if len(items) == 1 else "(" + ", ".join(items) + ")"
+    if tag == "slice":
+        return "slice(" + ", ".join(declared(build, v) for v in body) + ")"
+    if tag == "dict":
+        return "{" + ", ".join(f"{string(k)}: {declared(build, v)}" for k, v in body.items()) + "}"
+    raise UnsafeName(f"value tag {tag!r} cannot hold arguments")
+
+
+# -- tensors --------------------------------------------------------------------------------
+def _shape(build: ClassBuild, shape: list[Any], *, tuple_: bool = False) -> str:
+    """Sizes as ``torch.empty`` takes them (``2, 3``), or as one tuple (``(2, 3)``, ``(8,)``)."""
+    if not shape:
+        return "()"
+    text = ", ".join(str(d) if type(d) is int else declared(build, d) for d in shape)
+    if not tuple_:
+        return text
+    return f"({text},)" if len(shape) == 1 else f"({text})"
+
+
+def _tensor(build: ClassBuild, item: ParameterSpec | BufferSpec, *, param: bool, path: str = "") -> str:
+    imports = build.imports
+    imports.torch = True
+    dtype = "" if item.dtype == "float32" else f", dtype=torch.{checked(item.dtype)}"
+    if isinstance(item, BufferSpec) and item.value is not None:
+        value = f"torch.tensor({literal(item.value, imports)}, dtype=torch.{checked(item.dtype)})"
+    elif isinstance(item, BufferSpec) and item.data is not None:
+        assert item.shape is not None
+        key = build.packed_key(path)
+        imports.packed[key] = item.data
+        shape = _shape(build, item.shape, tuple_=True)
+        value = f"{PACKED_HELPER}({PACKED_TABLE}[{packed_key(key)}], torch.{checked(item.dtype)}, {shape})"
+    else:
+        assert item.shape is not None
+        name, kwargs = init_call(item.init)
+        if name in ("zeros", "ones"):
+            value = f"torch.{name}({_shape(build, item.shape)}{dtype})"
+        elif name == "constant":
+            fill = kwargs["val"]
+            if not dtype and not (isinstance(fill, float) or _tag(fill) == "float"):
+                dtype = ", dtype=torch.float32"  # torch.full infers int64/bool from an int/bool fill
+            value = f"torch.full({_shape(build, item.shape, tuple_=True)}, {declared(build, fill)}{dtype})"
+        else:
+            value = f"torch.empty({_shape(build, item.shape)}{dtype})"
+    if param:
+        grad = "" if item.requires_grad else ", requires_grad=False"  # type: ignore[union-attr]
+        return f"nn.Parameter({value}{grad})"
+    return value
+
+
+def _tag(value: Any) -> str | None:
+    return next(iter(value)) if isinstance(value, dict) else None
+
+
+def _init_call(build: ClassBuild, target: str, item: ParameterSpec | BufferSpec) -> list[str]:
+    if isinstance(item, BufferSpec) and item.value is not None:
+        return []
+    name, kwargs = init_call(item.init)
+    if name in ("zeros", "ones", "constant"):
+        return []
+    args = "".join(f", {checked(k)}={declared(build, v)}" for k, v in kwargs.items())
+    return [f"nn.init.{checked(name)}_({target}{args})"]
