@@ -48,7 +48,10 @@ EXPECTED: dict[str, Any] = {
     ],
     "mlp": T((4, 16)),
     "multi_io": (T((2, 4, 16)), T((2, 4, 1))),
+    "resnet": T((1, 1000)),  # format 2: ResNet-18 on a 64x64 image
     "resnet_block": T((2, 8, 16, 16)),
+    "unet": T((1, 2, 64, 64)),  # format 2: a mask per class, at the input's resolution
+    "vit": T((2, 10)),  # format 2: the class token's logits
     "transformer_block": T((2, 8, 32)),
 }
 
@@ -76,7 +79,7 @@ def assert_structure(got: Any, expected: Any, where: str = "output") -> None:
 
 def test_every_example_has_an_expectation() -> None:
     assert sorted(EXPECTED) == sorted(p.stem for p in EXAMPLES)
-    assert len(EXAMPLES) >= 6
+    assert len(EXAMPLES) >= 9
 
 
 def test_structure_check_can_fail() -> None:
