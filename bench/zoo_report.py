@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import subprocess
 import sys
 import tempfile
 import time
@@ -170,11 +171,29 @@ def exercised(results: list[Result]) -> str:
     return "\n".join(rows) + "\n"
 
 
+def type_check(workdir: Path) -> str:
+    """mypy and ``ruff check`` with their default settings over the generated files in
+    ``workdir``, as a person reading them would run the tools: a paragraph for the report."""
+    files = sorted(str(p) for p in workdir.glob("*.py"))
+    if not files:
+        return ""
+    ruff = subprocess.run(["ruff", "check", "--isolated", "--output-format", "concise", *files],
+                          capture_output=True, text=True)  # fmt: skip
+    mypy = subprocess.run([sys.executable, "-m", "mypy", "--config-file=", "--no-incremental", *files],
+                          capture_output=True, text=True)  # fmt: skip
+    problems = [line for line in (ruff.stdout + mypy.stdout).splitlines() if line.startswith(str(workdir))]
+    shown = "".join(f"    {line.removeprefix(str(workdir) + '/')}\n" for line in problems[:20])
+    return (f"Type check of the {len(files)} generated files (`--type-check`: `mypy` and `ruff check`, "
+            f"default settings): {len(problems)} problems.\n\n" + (f"```\n{shown}```\n\n" if shown else ""))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=None, help="model names to run")
     parser.add_argument("--library", nargs="*", default=None, help="libraries to run")
     parser.add_argument("--fast", action="store_true", help="only the CI subset")
+    parser.add_argument("--type-check", action="store_true",
+                        help="also run mypy and ruff (default settings) over every generated file")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="also write the table to this Markdown file")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
@@ -190,8 +209,9 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(Result(zm.name, zm.library, problem=f"not installed: {', '.join(missing)}"))
                 continue
             results.append(round_trip(zm, Path(tmp)))
+        checked = type_check(Path(tmp)) if args.type_check else ""
     elapsed = time.perf_counter() - started
-    text = summary(results) + "\n" + exercised(results) + "\n" + table(results)
+    text = summary(results) + "\n" + checked + exercised(results) + "\n" + table(results)
     print(text)
     if args.out:
         header = (
