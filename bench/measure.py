@@ -225,8 +225,8 @@ def interleaved(
     """Time ``a`` and ``b`` alternately (order flipped every round) to cancel drift.
 
     Runs ``warmup`` untimed rounds, at least ``min_rounds`` timed ones and then more until
-    ``budget`` seconds have passed. Returns the medians of each and the median of the per-round
-    ratios b/a. ``setup_a`` and ``setup_b`` run, untimed, before each call of ``a`` and ``b``;
+    ``budget`` seconds have passed. Returns the medians of each and the median and quartiles of
+    the per-round ratios b/a. ``setup_a`` and ``setup_b`` run, untimed, before each call of ``a`` and ``b``;
     ``collect`` freezes the objects alive after the warm-up and runs ``gc.collect()`` before
     every call, as :func:`measure` does for a stage.
     """
@@ -254,11 +254,14 @@ def interleaved(
             out.append(time.perf_counter() - t0)
         i += 1
     ratios = [y / x for x, y in zip(ta, tb, strict=True) if x > 0]
+    q1, _, q3 = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else (ratios[0],) * 3
     return {
         "a_median": statistics.median(ta),
         "b_median": statistics.median(tb),
         "ratio_of_medians": statistics.median(tb) / statistics.median(ta),
         "median_ratio": statistics.median(ratios),
+        "ratio_q1": q1,  # the spread of the per-round ratios: their quartiles
+        "ratio_q3": q3,
         "rounds": i,
     }
 

@@ -83,7 +83,7 @@ def main() -> None:
     parser.add_argument("--allow", action="append", default=[], help="a target to allow (as fxgen --allow)")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    print(f"{'workload':40s} {'fxgen':>10s} {'reference':>10s}  ratio")
+    print(f"{'workload':40s} {'fxgen':>10s} {'reference':>10s}  {'quartiles':>9s}  ratio (median per round)")
     with tempfile.TemporaryDirectory(prefix="fxgen-pair-") as tmp:
         for workload in args.workloads:
             for reference, pair in pairs(args.kind, workload, tuple(args.allow), Path(tmp)).items():
@@ -91,7 +91,8 @@ def main() -> None:
                                     max_rounds=args.rounds, setup_b=pair.setup, collect=True)  # fmt: skip
                 ta, tb = stats["b_median"], stats["a_median"]
                 label = workload if args.kind != "weights" else f"{workload} vs {reference}"
-                print(f"{label:40s} {ta * 1e3:8.2f} ms {tb * 1e3:8.2f} ms  {stats['median_ratio']:.2f}x")
+                spread = f"{stats['ratio_q1']:.2f}-{stats['ratio_q3']:.2f}"
+                print(f"{label:40s} {ta * 1e3:8.2f} ms {tb * 1e3:8.2f} ms  {spread:>9s}  {stats['median_ratio']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """fxgen's benchmark suite: where the time goes, against torch.fx / black / safetensors references.
 
     python bench/run.py [--sizes 100,1000,10000,100000] [--quick] [--out docs/benchmarks.md]
+    python bench/run.py --from-json run.json --out docs/benchmarks.md   # the report of an earlier run
 
 Workloads: synthetic specs (``bench/workloads.py``: chain, fan, residual) of each size, the
 example specs in ``model_specs/``, a sample of the traceable models of ``bench/zoo_models.py``
@@ -262,12 +263,20 @@ def main(argv: list[str] | None = None) -> int:
                              f"{','.join(map(str, HEAVY_SIZES))}, --quick {','.join(map(str, QUICK_HEAVY))})")
     parser.add_argument("--heavy-rounds", type=int, default=None,
                         help=f"fresh-process measurements per method and weight-heavy spec (default {HEAVY_ROUNDS}, --quick 1)")
+    parser.add_argument("--from-json", type=Path, default=None, metavar="JSON",
+                        help="measure nothing: write --out again from the raw records of an earlier run (--json)")
     parser.add_argument("--worker", nargs=2, metavar=("TASK", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         from stages import worker_main
 
         return worker_main(*args.worker)
+    if args.from_json:
+        from report import render  # type: ignore[import-not-found]
+
+        run = json.loads(args.from_json.read_text(encoding="utf-8"))
+        args.out.write_text(render(run["records"], run["check"], run["meta"]), encoding="utf-8")
+        return 0
 
     started = time.perf_counter()
     args.load_before = _loadavg()
