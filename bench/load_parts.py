@@ -101,13 +101,15 @@ def parts(path: Path, runs: int) -> dict[str, tuple[float, float]]:
     return out
 
 
-_WEIGHT_STEPS = (
+_WEIGHT_STEPS = (  # (label, module, function), timed exclusive of each other
     ("read the file", "fxgen.assemble.load", "read_weights"),
-    ("modules on meta", "fxgen.assemble.load", "_ModulesForWeights.__call__"),
+    ("modules on meta", "fxgen.assemble.module", "Builder.construct_validated"),
+    ("modules on meta", "fxgen.assemble.module", "Builder.module"),
     ("graph", "fxgen.assemble.module", "build_graph"),
     ("GraphModule + code", "fxgen.assemble.module", "_graph_module"),
     ("assign", "fxgen.assemble.load", "assign_weights"),
 )
+WEIGHT_STEPS = tuple(dict.fromkeys(label for label, *_ in _WEIGHT_STEPS))
 
 
 def weight_parts(path: Path, runs: int, tmp: Path) -> dict[str, float]:
@@ -139,12 +141,12 @@ def weight_parts(path: Path, runs: int, tmp: Path) -> dict[str, float]:
                 samples.setdefault(name, []).append(time.perf_counter() - t0)
                 continue
             spent: dict[str, float] = {}
-            with timed_functions(_WEIGHT_STEPS, spent, {}):
+            with timed_functions(_WEIGHT_STEPS, spent, {}, exclusive=True):
                 t0 = time.perf_counter()
                 fxgen.load(spec, weights=weights)
                 total = time.perf_counter() - t0
             samples.setdefault("load(spec, weights=...)", []).append(total)
-            for label, *_ in _WEIGHT_STEPS:
+            for label in WEIGHT_STEPS:
                 samples.setdefault("  " + label, []).append(spent.get(label, 0.0))
             samples.setdefault("  rest", []).append(total - sum(spent.values()))
     gc.unfreeze()

@@ -268,28 +268,37 @@ def interleaved(
 
 @contextlib.contextmanager
 def timed_functions(patches: Iterable[tuple[str, str, str]], spent: dict[str, float],
-                    calls: dict[str, int]) -> Iterator[None]:  # fmt: skip
+                    calls: dict[str, int], *, exclusive: bool = False) -> Iterator[None]:  # fmt: skip
     """Within the block, time the functions ``patches`` names, ``(label, module, attribute)``
     (``"Class.method"`` for a method): add each label's inclusive seconds to ``spent`` and its
-    calls to ``calls``, a function that calls itself timed once, at its outermost call. The
-    module global (or class attribute) is replaced by a timing wrapper, so calls through it are
-    timed; everything is put back on exit."""
+    calls to ``calls``, a function that calls itself timed once, at its outermost call. With
+    ``exclusive``, a timed call's seconds leave out those of the timed calls inside it, so the
+    labels add up to the time spent in all of them (for code that nests, like format-2 blocks).
+    The module global (or class attribute) is replaced by a timing wrapper, so calls through it
+    are timed; everything is put back on exit."""
     import importlib
 
     depth: dict[str, int] = {}
+    inner: list[float] = []  # per timed call in progress: the seconds of the timed calls inside it
     undo: list[tuple[Any, str, Any]] = []
 
     def wrap(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
             outer = depth.get(label, 0) == 0
             depth[label] = depth.get(label, 0) + 1
+            inner.append(0.0)
             t0 = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
+                elapsed = time.perf_counter() - t0
                 depth[label] -= 1
+                nested = inner.pop()
+                if inner:
+                    inner[-1] += elapsed
+                if exclusive or outer:
+                    spent[label] = spent.get(label, 0.0) + (elapsed - nested if exclusive else elapsed)
                 if outer:
-                    spent[label] = spent.get(label, 0.0) + time.perf_counter() - t0
                     calls[label] = calls.get(label, 0) + 1
 
         return timed
