@@ -1,6 +1,6 @@
 """Where ``fxgen.export`` spends its time: its steps, timed inside real exports, against ``symbolic_trace``.
 
-    python bench/export_parts.py monai.FlexibleUNet[resnet10] pytorchcv.sharesnet18 [--rounds 9]
+    python bench/pair.py export --parts monai.FlexibleUNet[resnet10] pytorchcv.sharesnet18 [--rounds 9]
 
 Target 4 (issue 21) is export, verification included, at most 2x torch.fx's ``symbolic_trace``;
 where a model misses, the report says which step dominates. The steps are fxgen's own functions,
@@ -26,9 +26,7 @@ ratio misses the target.
 
 from __future__ import annotations
 
-import argparse
 import gc
-import os
 import statistics
 import sys
 import time
@@ -151,30 +149,3 @@ def breakdown(export: Callable[[], Any], reference: Callable[[], Any], *, rounds
         "rounds": rounds,
     }
 
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("models", nargs="+", help="zoo model names (bench/zoo_models.py)")
-    parser.add_argument("--rounds", type=int, default=9)
-    args = parser.parse_args()
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    import torch
-    from stages import _zoo_trace, export_pair, zoo_trace_kw
-    from zoo_models import ZOO
-
-    torch.set_num_threads(1)
-    for name in args.models:
-        zm = next(z for z in ZOO if z.name == name)
-        model = zm.build()
-        pair = export_pair(model, zoo_trace_kw(zm), lambda zm=zm, model=model: _zoo_trace(zm, model))
-        b = breakdown(pair.fxgen, pair.reference, rounds=args.rounds)
-        print(f"{name}: export {b['export'] * 1e3:.2f} ms, symbolic_trace {b['reference'] * 1e3:.2f} ms, "
-              f"ratio {b['ratio']:.2f}x; the largest step besides tracing: {b['dominant']}")  # fmt: skip
-        for step in LEAVES:
-            sec = b["steps"][step]
-            print(f"  {step:24s} {sec * 1e3:8.2f} ms  {sec / b['reference']:5.2f}x symbolic_trace")
-        print("  calls: " + ", ".join(f"{k} {v}" for k, v in b["calls"].items()))
-
-
-if __name__ == "__main__":
-    main()

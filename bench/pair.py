@@ -4,6 +4,7 @@
     python bench/pair.py export monai.resnet18 monai.BasicUNet
     python bench/pair.py generate model_specs/multi_io.yaml
     python bench/pair.py weights model_specs/resnet_block.yaml
+    python bench/pair.py export --parts monai.resnet18 --rounds 9
 
 ``bench/run.py`` times a stage and then its reference, each as a median. On workloads of a few
 milliseconds that ratio moves by up to ±25% between runs (docs/performance.md); alternating the
@@ -19,7 +20,9 @@ objects alive after the warm-up are frozen, as in ``bench/run.py``.
 - ``weights``: ``fxgen.load(spec, weights=path)`` against references (a) and (b) (``stages.weights_pairs``:
   the generated class on meta + ``load_state_dict(assign=True)``, and built + ``load_state_dict``),
   on the file ``fxgen.save_weights`` writes for the spec; one line per reference. The weight-heavy
-  specs are timed in fresh processes instead: ``bench/heavy.py``.
+  specs are timed in fresh processes instead: ``bench/heavy.py``;
+- ``export --parts``: export's steps inside real exports, against ``symbolic_trace``
+  (``bench/export_parts.py``).
 """
 
 from __future__ import annotations
@@ -75,14 +78,33 @@ def pairs(kind: str, workload: str, allow: tuple[str, ...] = (), tmp: Path | Non
     return {"python_code": generate_pair(spec, fxgen.load(spec, allow=allow).graph, allow, label=path.name)}
 
 
+def print_parts(models: list[str], rounds: int) -> None:
+    """Export's steps on each zoo model, as multiples of its ``symbolic_trace`` (``export_parts``)."""
+    from export_parts import LEAVES, breakdown  # type: ignore[import-not-found]
+
+    for name in models:
+        pair = pairs("export", name)["symbolic_trace"]
+        b = breakdown(pair.fxgen, pair.reference, rounds=rounds)
+        print(f"{name}: export {b['export'] * 1e3:.2f} ms, symbolic_trace {b['reference'] * 1e3:.2f} ms, "
+              f"ratio {b['ratio']:.2f}x; the largest step besides tracing: {b['dominant']}")  # fmt: skip
+        for step in LEAVES:
+            sec = b["steps"][step]
+            print(f"  {step:24s} {sec * 1e3:8.2f} ms  {sec / b['reference']:5.2f}x symbolic_trace")
+        print("  calls: " + ", ".join(f"{k} {v}" for k, v in b["calls"].items()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("kind", choices=[k for k in TARGETS if k != "weights_init"])
     parser.add_argument("workloads", nargs="+", help="spec paths (load, generate) or zoo model names (export)")
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--allow", action="append", default=[], help="a target to allow (as fxgen --allow)")
+    parser.add_argument("--parts", action="store_true", help="export only: time export's steps (export_parts.py)")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.parts:
+        print_parts(args.workloads, args.rounds)
+        return
     print(f"{'workload':40s} {'fxgen':>10s} {'reference':>10s}  {'quartiles':>9s}  ratio (median per round)")
     with tempfile.TemporaryDirectory(prefix="fxgen-pair-") as tmp:
         for workload in args.workloads:

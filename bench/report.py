@@ -564,7 +564,7 @@ def _export_parts_table(t: Table, keys: list[str]) -> str:
             "tracing` is the tracer's own work; snapshot and restore are `fxgen/capture/preserve.py` around it; "
             "recovery is `capture.recover._recover`; verification is rebuilding each distinct constructor call "
             "and comparing every module with its rebuild (`check_rebuild`). Bold: the largest step besides "
-            "tracing. `python bench/export_parts.py MODEL...` prints the same for any zoo model.\n",
+            "tracing. `python bench/pair.py export --parts MODEL...` prints the same for any zoo model.\n",
             "| model | export / symbolic_trace | " + " | ".join(LEAVES) + " | modules, rebuilds |",
             "| --- | ---: |" + " ---: |" * (len(LEAVES) + 1)]  # fmt: skip
     for k, rec in recs:
