@@ -155,6 +155,13 @@ def parse_data(data: dict[str, Any], path: str = "<spec>") -> Document:
     return parse_text(text, path, json_syntax=True)
 
 
+def _item(value: Any, path: tuple[Any, ...]) -> Any:
+    """The part of a (schema-valid) declaration value at ``path``."""
+    for key in path:
+        value = value[key]
+    return value
+
+
 _SIMPLE_TYPES: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str}
 
 
@@ -267,9 +274,7 @@ class _Checker(NodeChecks):
         problems = declaration_problems(value, where, self.arguments, self.label)
         names_ok = True
         for rel, used in module_values(value):
-            decl: Any = value
-            for key in rel[:-1]:  # the module value's {class, args, kwargs}
-                decl = decl[key]
+            decl = _item(value, rel[:-1])  # the module value's {class, args, kwargs}
             names_ok = self.check_kwargs(decl.get("kwargs", {}), (*where, *rel[:-1], "kwargs")) and names_ok
             if used not in self.blocks:
                 try:
@@ -339,9 +344,7 @@ class _Checker(NodeChecks):
         stand-in, any other class on the meta device."""
         name = decl["class"]
         if name in self.blocks:
-            values = bind({n: ArgSpec.from_data(a) for n, a in self.doc.data["classes"][name].get("args", {}).items()},
-                          decl.get("args", []), decl.get("kwargs", {}))  # fmt: skip
-            return self.instantiate(name, values) or torch.nn.Module()
+            return self.instantiate(name, self.bind_block(name, decl)) or torch.nn.Module()
         cls = self.policy.resolve_module_class(name)
         return construct_call(cls, decl.get("args", []), decl.get("kwargs", {}), "meta", make_module=self.make_value)
 
@@ -443,13 +446,10 @@ class _Checker(NodeChecks):
         if not self.block_values_bind(entry, where):
             return None
         if local:
-            block = self.doc.data["classes"][entry["class"]]
             try:
-                values = bind({n: ArgSpec.from_data(a) for n, a in block.get("args", {}).items()},
-                              concrete.get("args", []), concrete.get("kwargs", {}))  # fmt: skip
+                values = self.bind_block(entry["class"], concrete)
             except BindError as exc:
-                self.error(where, f"module {path!r}: arguments do not fit block {entry['class']!r}: {exc}; its "
-                           f"arguments are ({', '.join(block.get('args', {}))})")  # fmt: skip
+                self.error(where, f"module {path!r}: {self.unfit_block(entry['class'], exc)}")
                 return None
             stand_in = self.instantiate(entry["class"], values)
             if stand_in is not None:
@@ -481,19 +481,22 @@ class _Checker(NodeChecks):
                 if used not in self.blocks:
                     continue
                 at = (field, *rel[:-1])  # the {class, args, kwargs} of the module value
-                decl: Any = entry
-                for key in at:
-                    decl = decl[key]
-                block = self.doc.data["classes"][used]
                 try:
-                    value = substitute_declaration(decl, self.env or {})
-                    bind({n: ArgSpec.from_data(a) for n, a in block.get("args", {}).items()},
-                         value.get("args", []), value.get("kwargs", {}))  # fmt: skip
+                    self.bind_block(used, substitute_declaration(_item(entry, at), self.env or {}))
                 except (BindError, ExprError) as exc:
-                    self.error((*where, *at), f"module value: arguments do not fit block {used!r}: {exc}; its "
-                               f"arguments are ({', '.join(block.get('args', {}))})")  # fmt: skip
+                    self.error((*where, *at), f"module value: {self.unfit_block(used, exc)}")
                     ok = False
         return ok
+
+    def bind_block(self, name: str, decl: dict[str, Any]) -> dict[str, Any]:
+        """Block ``name``'s argument values for a (concrete) declaration of it; BindError if
+        they do not fit."""
+        params = {n: ArgSpec.from_data(a) for n, a in self.doc.data["classes"][name].get("args", {}).items()}
+        return bind(params, decl.get("args", []), decl.get("kwargs", {}))
+
+    def unfit_block(self, name: str, exc: Exception) -> str:
+        arguments = ", ".join(self.doc.data["classes"][name].get("args", {}))
+        return f"arguments do not fit block {name!r}: {exc}; its arguments are ({arguments})"
 
     def bind_problem(self, cls: type, entry: dict[str, Any], args: list[Any], kwargs: dict[str, Any]) -> str | None:
         """Why ``cls``'s signature refuses the (decoded) arguments, or None: bound once per
