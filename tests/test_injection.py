@@ -34,6 +34,7 @@ from fxgen.check.validate import validate_data
 from fxgen.codegen.render import declared_classes
 from fxgen.policy.tables import SAFE_BUILTINS
 from fxgen.spec.init import INIT_SCHEMES
+from fxgen.spec.values import iter_refs
 
 PACKED = base64.b64encode(zlib.compress(b"\x00\x3c\x00\xc0")).decode()  # float16 [1.0, -2.0]
 BASE: dict[str, Any] = {
@@ -447,7 +448,7 @@ def _check_class(
     assert ast.unparse(init.body[0]) == "super().__init__()"
     for stmt in init.body[1:]:
         if isinstance(stmt, ast.Assign):
-            assert len(stmt.targets) == 1 and ast.unparse(stmt.targets[0]).startswith("self")
+            assert len(stmt.targets) == 1 and _on_self(stmt.targets[0]), ast.unparse(stmt)
         else:
             assert isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call), ast.unparse(stmt)
 
@@ -457,20 +458,21 @@ def _check_class(
     locals_, statements = {"self"}, []
     for stmt in forward.body:
         target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
-        if isinstance(target, ast.Name) and target.id not in node_names and _on_self(_uncast(stmt.value), locals_):
+        if isinstance(target, ast.Name) and target.id not in (*node_names, "_") and _on_self(_uncast(stmt.value), locals_):
             locals_.add(target.id)
         else:
             statements.append(stmt)
     bound |= locals_
     computed = [n for n in body.nodes if n.op != "placeholder"]
     assert len(statements) == len(computed)
+    used = {ref for n in body.nodes for value in (n.args, n.kwargs) for _, ref in iter_refs(value)}
     for stmt, node in zip(statements, computed, strict=True):
         if node.op == "output":
             assert isinstance(stmt, ast.Return)
-        elif node.name is not None:
+        elif node.name in used:
             assert isinstance(stmt, ast.Assign) and [ast.unparse(t) for t in stmt.targets] == [node.name]
-        else:
-            assert isinstance(stmt, ast.Expr)
+        else:  # a result nothing reads: a bare call, or an operator's value thrown away
+            assert isinstance(stmt, ast.Expr) or [ast.unparse(t) for t in stmt.targets] == ["_"]
 
     # calls: only what declarations and nodes require
     allowed = set(INIT_CALLS | VALUE_CALLS | {"getattr", "range"} | ({"_unpack"} if packed else set()))

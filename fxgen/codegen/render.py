@@ -21,7 +21,7 @@ from typing import Any
 from fxgen.blackstyle.fast import fits
 from fxgen.spec.model import NO_DEFAULT, ModuleSpec, Node, Spec
 from fxgen.spec.tree import ModelTree, shared_containers
-from fxgen.spec.values import parse_ref
+from fxgen.spec.values import iter_refs, parse_ref
 
 __all__ = [
     "FORWARD_DEPTH",
@@ -132,18 +132,30 @@ class Imports:
         return name
 
     def lines(self) -> list[str]:
-        groups = [[f"import {m}" for m in sorted(self.stdlib)]]
-        third = []
+        """The import block as ``ruff check`` (isort's rules, default settings) sorts it: the
+        standard library, then everything else; plain imports before from-imports, modules in
+        natural case-insensitive order, one from-import per module for the names bound as
+        themselves, one per ``as`` alias, names ordered constants, classes, then the rest."""
+        plain = [(m, f"import {m}") for m in self.stdlib]
+        groups = [[line for _, line in sorted(plain, key=lambda item: _module_key(item[0]))]]
+        plain = [(m, f"import {m}") for m in self.torch_modules]
         if self.torch or self.torch_modules:
-            third.append("import torch")
-        third.extend(f"import {m}" for m in sorted(self.torch_modules))
+            plain.append(("torch", "import torch"))
         if self.functional:
-            third.append("import torch.nn.functional as F")
-        third.append("from torch import nn")
-        groups.append(third)
-        groups.append(
-            [f"from {m} import {a}" + ("" if a == alias else f" as {alias}") for (m, a), alias in sorted(self.aliases.items())]
-        )
+            plain.append(("torch.nn.functional", "import torch.nn.functional as F"))
+        named: dict[str, list[str]] = {"torch": ["nn"]}
+        froms: list[tuple[str, str, str]] = []  # (module, first name, statement)
+        for (module, attribute), alias in self.aliases.items():
+            if attribute == alias:
+                named.setdefault(module, []).append(attribute)
+            else:
+                froms.append((module, attribute, f"from {module} import {attribute} as {alias}"))
+        for module, names in named.items():
+            names.sort(key=_member_key)
+            froms.append((module, names[0], f"from {module} import {', '.join(names)}"))
+        third = [line for _, line in sorted(plain, key=lambda item: _module_key(item[0]))]
+        froms.sort(key=lambda item: (_module_key(item[0]), _member_key(item[1])))
+        groups.append(third + [line for _, _, line in froms])
         out: list[str] = []
         for group in groups:
             if group:
@@ -151,6 +163,39 @@ class Imports:
                     out.append("")
                 out.extend(group)
         return out
+
+
+@functools.cmp_to_key
+def _natural(a: str, b: str) -> int:
+    """Natural order (``mod2`` before ``mod10``), comparing as ruff does (the natord crate):
+    character by character, a run of digits against a run of digits as a number."""
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i].isdigit() and b[j].isdigit():
+            m, n = i, j
+            while m < len(a) and a[m].isdigit():
+                m += 1
+            while n < len(b) and b[n].isdigit():
+                n += 1
+            x, y = int(a[i:m]), int(b[j:n])
+            if x != y:
+                return -1 if x < y else 1
+            i, j = m, n
+        elif a[i] != b[j]:
+            return -1 if a[i] < b[j] else 1
+        else:
+            i, j = i + 1, j + 1
+    return (len(a) - i > 0) - (len(b) - j > 0)
+
+
+def _module_key(module: str) -> tuple[object, ...]:
+    return (_natural(module.lower()), _natural(module))
+
+
+def _member_key(name: str) -> tuple[object, ...]:
+    """isort's order-by-type: CONSTANTS, then Classes, then everything else."""
+    kind = 0 if len(name) > 1 and name.isupper() else 1 if name[:1].isupper() else 2
+    return (kind, _natural(name.lower()), _natural(name))
 
 
 # The module-level names a file with packed tensors defines after its class (fxgen.codegen.generate).
@@ -484,6 +529,8 @@ FORWARD_DEPTH = 2  # indentation levels of forward's body (class, def): where fx
 
 def forward_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any) -> list[str]:
     """One statement per node, operators as Python operators, no ``x = None`` clean-up lines.
+    A node nothing uses is a bare call (an in-place ``masked_fill_``), or ``_ = a == b`` for
+    an operator a trace recorded: naming a result no one reads is what linters flag (F841).
 
     A container that several nodes reach into is bound to a local just before its first use
     (``layer1 = self.layer1``), so each call pays for one lookup per container, as the
@@ -494,8 +541,10 @@ def forward_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any)
     """
     targets = [n.target for n in spec.nodes if n.op in ("call_module", "get_attr") and n.target is not None]
     local = _Locals(imports)
+    local.taken.add("_")  # where a result nothing uses goes (node names are never ``_``: a soft keyword)
     names = {prefix: local.name(prefix) for prefix in shared_containers(tree, targets)}
     bound: dict[str, str] = {}
+    used = {ref for n in spec.nodes for value in (n.args, n.kwargs) for _, ref in iter_refs(value)}
     lines = []
     for node in spec.nodes:
         if node.op == "placeholder":
@@ -518,7 +567,12 @@ def forward_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any)
             expr = callee if node.op == "get_attr" else f"{callee}({call_args(node.args, node.kwargs, imports)})"
         else:
             expr = _expression(node, imports, module_of)
-        lines.append(f"{checked(node.name)} = {expr}" if node.name is not None else expr)
+        if node.name in used:
+            lines.append(f"{checked(node.name)} = {expr}")
+        elif node.op == "get_attr" or _operator_form(node, imports) is not None:
+            lines.append(f"_ = {expr}")  # a bare `a == b` or `x.shape` reads as a mistake (B015, B018)
+        else:
+            lines.append(expr)
     return lines
 
 
@@ -604,7 +658,19 @@ def _expression(node: Node, imports: Imports, module_of: Any) -> str:
     assert node.target is not None
     if node.op == "call_method":
         return f"{_operand(args[0], imports, before='.')}.{checked(node.target)}({call_args(args[1:], kwargs, imports)})"
-    target = node.target
+    operator = _operator_form(node, imports)
+    if operator is not None:
+        return operator
+    return f"{qualified(node.target, imports, module_of)}({call_args(args, kwargs, imports)})"
+
+
+def _operator_form(node: Node, imports: Imports) -> str | None:
+    """A call_function node written as Python's operator or attribute syntax (``a + b``,
+    ``x[0]``, ``x.shape``), or None when it is written as a call."""
+    args, kwargs, target = node.args, node.kwargs, node.target
+    assert target is not None
+    if node.op != "call_function":
+        return None
     if target.startswith("operator.") and not kwargs:
         op = target.removeprefix("operator.")
         if op == "pow" and len(args) == 2:
@@ -619,4 +685,4 @@ def _expression(node: Node, imports: Imports, module_of: Any) -> str:
         attr = args[1]
         if is_identifier(attr) and parse_ref(attr) is None:
             return f"{_operand(args[0], imports, before='.')}.{attr}"
-    return f"{qualified(target, imports, module_of)}({call_args(args, kwargs, imports)})"
+    return None

@@ -1071,6 +1071,38 @@ def test_shared_containers_are_looked_up_once_per_call() -> None:
     assert torch.equal(generated(x), loaded(x))
 
 
+def test_results_nothing_uses_are_not_named(tmp_path: Path) -> None:
+    """A node nothing reads is a bare call (its side effect kept) or ``_ = a == b`` (a bare
+    comparison reads as a mistake), never a name no one uses: ruff's default rules find nothing,
+    and the module computes the same."""
+    spec = {
+        "fxgen": 1, "name": "Unused",
+        "buffers": {"mask": {"shape": [3], "dtype": "bool", "init": "zeros"}},
+        "nodes": [{"op": "placeholder", "name": "x"},
+                  {"op": "call_function", "name": "r", "target": "torch.relu", "args": ["%x"]},
+                  {"op": "call_function", "name": "eq", "target": "operator.eq", "args": ["%x", 0]},
+                  {"op": "get_attr", "name": "m", "target": "mask"},
+                  {"op": "call_method", "name": "masked_fill_", "target": "masked_fill_", "args": ["%x", "%m", 1.0]},
+                  {"op": "get_attr", "name": "m2", "target": "mask"},
+                  {"op": "call_function", "name": "shape", "target": "getattr", "args": ["%x", "shape"]},
+                  {"op": "call_function", "name": "y", "target": "operator.add", "args": ["%r", "%x"]},
+                  {"op": "output", "args": ["%y"]}],
+    }  # fmt: skip
+    source = fxgen.generate(spec)
+    body = source.split("def forward", 1)[1]
+    for line in ("r = torch.relu(x)\n", "_ = x == 0\n", "x.masked_fill_(m, 1.0)\n", "_ = self.mask\n",
+                 "_ = x.shape\n", "y = r + x\n"):  # fmt: skip
+        assert "        " + line in body, line
+    path = tmp_path / "unused.py"
+    path.write_text(source)
+    ruff = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", "--output-format", "concise", str(path)],
+                          capture_output=True, text=True)  # fmt: skip
+    assert ruff.returncode == 0, ruff.stdout
+    generated = load_class(source, "Unused")()
+    x = torch.randn(3)
+    assert torch.equal(generated(x.clone()), fxgen.load(spec)(x.clone()))
+
+
 def test_long_subscripted_callees_are_bound_to_a_local() -> None:
     """A callee with a subscript whose ``target = callee(`` head does not fit is bound up to its
     last subscript, so black has no reason to split inside ``[...]``; the binding is reused and
