@@ -12,6 +12,8 @@ from typing import Any
 import torch
 import torch.fx
 
+from fxgen.capture.blocks import keep_blocks
+from fxgen.capture.hierarchy import TraceOptions
 from fxgen.capture.to_spec import graph_module_to_spec
 from fxgen.capture.trace import LeafSpec, trace
 from fxgen.check.checker import RESERVED_NAMES
@@ -28,8 +30,14 @@ def export(
     autowrap_functions: Iterable[Callable[..., Any]] = (),
     tracer_class: type[torch.fx.Tracer] | None = None,
     name: str | None = None,
+    flat: bool = False,
 ) -> Spec:
     """Trace ``module`` with torch.fx and turn the graph into a Spec.
+
+    By default the model's own classes are kept: each user-defined submodule class becomes a
+    block of a format-2 spec (``fxgen.capture.hierarchy``, ``fxgen.capture.blocks``), where
+    tracing it on its own gives exactly what tracing through it does; the others are inlined,
+    with a warning saying why. ``flat=True`` gives one graph (format 1).
 
     An already traced or transformed GraphModule is accepted as it is. Every call_module
     target becomes a verified constructor call (``fxgen.register_constructor`` covers classes
@@ -46,7 +54,15 @@ def export(
     avoid_reserved_names(gm.graph)
     for message in tied_notes(gm):
         warnings.warn(message, UserWarning, stacklevel=2)
-    return graph_module_to_spec(gm, name=name or _class_name(module))
+    name = name or _class_name(module)
+    if not flat and not isinstance(module, torch.fx.GraphModule):
+        options = TraceOptions(concrete_args, tuple(leaf_modules), tuple(autowrap_functions), tracer_class)
+        spec, notes = keep_blocks(module, gm, options, name)
+        for message in notes:
+            warnings.warn(message, UserWarning, stacklevel=2)
+        if spec is not None:
+            return spec
+    return graph_module_to_spec(gm, name=name)
 
 
 def tied_notes(module: torch.nn.Module) -> list[str]:

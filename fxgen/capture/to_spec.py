@@ -13,7 +13,7 @@ import builtins
 import dataclasses
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -32,7 +32,7 @@ from fxgen.spec.model import BufferSpec, ClassSpec, ModuleSpec, Node, ParameterS
 from fxgen.spec.packed import pack, unpack
 from fxgen.spec.values import UnencodableValue, dtype_name, encode
 
-__all__ = ["Submodules", "graph_module_to_spec", "to_spec"]
+__all__ = ["Submodules", "graph_module_to_spec", "recover_declaration", "to_spec"]
 
 
 LITERAL_LIMIT = 64  # tensors up to this many elements are written as readable literals, larger ones packed
@@ -44,21 +44,28 @@ def graph_module_to_spec(
     name: str | None = None,
     doc: str | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    given: Mapping[str, ModuleSpec] | None = None,
 ) -> Spec:
     """The spec of ``gm``: its graph's nodes plus the modules, parameters and buffers they use.
-    ``progress(done, total, path)`` is told of each module recovered and verified (the slow part)."""
+    ``progress(done, total, path)`` is told of each module recovered and verified (the slow part).
+    ``given`` declares modules export already knows how to write (blocks, kept Sequentials)."""
     declared = gm.meta.get(META_KEY)
     if declared is not None and declared.spec.fxgen >= 2:
         return _format2_spec(gm, declared.spec, name)
     call_modules = [n.target for n in gm.graph.nodes if n.op == "call_module"]
     modules: dict[str, ModuleSpec] = {}
     module_paths = list(declared.modules) if declared else _dedupe(call_modules)
+    if given:  # a call into a given module (``layer.0`` of a kept Sequential) is declared by it
+        module_paths = _dedupe([next((p for p in given if path.startswith(p + ".")), path) for path in module_paths])
     cache = RebuildCache()  # identical constructor calls are rebuilt once (each is compared)
     names: dict[type, str] = {}  # class -> its checked spec name, once per export
     submodules = Submodules(gm)
     for done, path in enumerate(module_paths, 1):
         if progress is not None:
             progress(done, len(module_paths), path)
+        if given is not None and path in given:
+            modules[path] = given[path]
+            continue
         sub = submodules.get(path)
         known = declared.modules.get(path) if declared else None
         if known is not None and _same_class(known.cls, sub):
@@ -147,6 +154,11 @@ class Submodules:
             return self._root.get_submodule(path)  # raises torch's AttributeError
         self._found[path] = child
         return child
+
+
+def recover_declaration(path: str, module: torch.nn.Module, cache: RebuildCache, names: dict[type, str]) -> ModuleSpec:
+    """The verified constructor call of a module fxgen can rebuild (``fxgen.capture.recover``)."""
+    return _recover(path, module, cache, names)
 
 
 def _recover(path: str, module: torch.nn.Module, cache: RebuildCache, names: dict[type, str]) -> ModuleSpec:

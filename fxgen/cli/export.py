@@ -15,10 +15,12 @@ import torch
 import torch.fx
 
 from fxgen._errors import ExportError
+from fxgen.capture.blocks import keep_blocks
 from fxgen.capture.export import avoid_reserved_names, spec_state, tied_notes
+from fxgen.capture.hierarchy import TraceOptions
 from fxgen.capture.to_spec import graph_module_to_spec
 from fxgen.capture.trace import trace
-from fxgen.spec.model import Spec
+from fxgen.spec.model import ClassSpec, Spec
 
 __all__ = ["export_command", "outside_default_policy"]
 
@@ -98,10 +100,19 @@ def export_command(ns: argparse.Namespace) -> None:
         progress.step(1, type(module).__name__)
         gm = trace(module, concrete_args=concrete, leaf_modules=leaves)
     avoid_reserved_names(gm.graph)
-    modules = len({node.target for node in gm.graph.nodes if node.op == "call_module"})
-    with Progress("verifying constructor calls", modules, quiet=quiet) as bar:
-        spec = graph_module_to_spec(gm, name=ns.name or type(module).__name__,
-                                    progress=lambda done, total, path: bar.step(done, path))  # fmt: skip
+    name = ns.name or type(module).__name__
+    spec: Spec | None = None
+    if not ns.flat:
+        with Progress("keeping the model's classes as blocks", 1, quiet=quiet) as progress:
+            progress.step(1, name)
+            options = TraceOptions(concrete, tuple(leaves))
+            spec, notes = keep_blocks(module, gm, options, name)
+        for note in notes:
+            print(f"fxgen: note: {note}", file=sys.stderr)
+    if spec is None:
+        modules = len({node.target for node in gm.graph.nodes if node.op == "call_module"})
+        with Progress("verifying constructor calls", modules, quiet=quiet) as bar:
+            spec = graph_module_to_spec(gm, name=name, progress=lambda done, total, path: bar.step(done, path))
     out: Path = ns.out
     text = spec.to_json() if out.suffix == ".json" else spec.to_yaml(schema_ref=_schema_ref(out))
     payload = weights_bytes(spec_state(gm)) if ns.weights is not None else None
@@ -118,8 +129,9 @@ def export_command(ns: argparse.Namespace) -> None:
     if not quiet:
         written = f"{out} and {ns.weights}" if payload is not None else str(out)
         tensors = len(spec.parameters) + len(spec.buffers)
+        blocks = f", {len(spec.classes)} block classes" if spec.classes else ""
         print(f"fxgen: exported {spec.name} to {written}: {len(spec.nodes)} nodes, {len(spec.modules)} modules, "
-              f"{tensors} tensors", file=sys.stderr)  # fmt: skip
+              f"{tensors} tensors{blocks}", file=sys.stderr)  # fmt: skip
 
 
 def _schema_ref(out: Path) -> str:
@@ -138,19 +150,26 @@ def _schema_ref(out: Path) -> str:
 
 def outside_default_policy(spec: Spec) -> list[str]:
     """The names the spec uses that the default target policy refuses (the narrowest entries to
-    allow: suggesting a whole package such as ``torch`` would also allow ``torch.load``)."""
+    allow: suggesting a whole package such as ``torch`` would also allow ``torch.load``), in the
+    top class and in every block; a block's own name is the spec's, never an import."""
+    from fxgen.codegen.render import declared_classes
     from fxgen.policy.policy import DEFAULT_POLICY, TargetError
 
     outside = set()
-    for module in spec.modules.values():
-        try:
-            DEFAULT_POLICY.resolve_module_class(module.cls)
-        except TargetError:
-            outside.add(module.cls)
-    for node in spec.nodes:
-        if node.op == "call_function" and node.target:
-            try:
-                DEFAULT_POLICY.resolve_function(node.target)
-            except TargetError:
-                outside.add(node.target)
+    bodies: list[Spec | ClassSpec] = [spec, *spec.classes.values()]
+    for body in bodies:
+        for module in body.modules.values():
+            for cls in declared_classes(module):
+                if cls in spec.classes:
+                    continue
+                try:
+                    DEFAULT_POLICY.resolve_module_class(cls)
+                except TargetError:
+                    outside.add(cls)
+        for node in body.nodes:
+            if node.op == "call_function" and node.target:
+                try:
+                    DEFAULT_POLICY.resolve_function(node.target)
+                except TargetError:
+                    outside.add(node.target)
     return sorted(outside)

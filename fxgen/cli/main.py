@@ -159,6 +159,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--leaf-module", action="append", default=[], metavar="CLASS",
                    help="qualified class name to keep as a call_module leaf (repeatable)")  # fmt: skip
     p.add_argument("--name", default=None, help="class name for the spec (default: the module's class name)")
+    p.add_argument("--flat", action="store_true",
+                   help="one graph (format 1) instead of keeping the model's own classes as blocks")  # fmt: skip
     p.add_argument("--out", required=True, type=Path, help="spec file to write (.yaml or .json)")
     p.add_argument("--weights", type=Path, default=None, help="safetensors file to write the weights to")
     p.set_defaults(command="export", run=cmd_export)

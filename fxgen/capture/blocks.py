@@ -1,0 +1,428 @@
+"""A traced hierarchy -> a format-2 Spec: the model's own classes kept as blocks.
+
+Each block instance is first written as a spec body of its own (its nodes; its modules,
+parameters and buffers, recovered and verified as in a flat export). Instances of one Python
+class whose graphs and declarations agree up to some numbers share one generated class: the
+numbers that differ become its constructor arguments, one argument per distinct column of
+values, named after the ``__init__`` parameter the instances store under that name
+(``self.stride = stride``) or else after what the value feeds (``conv1_out_channels``).
+Instances that differ otherwise get a class each (``Block``, ``Block2``). Nothing is guessed:
+substituting each instance's own values back into its class gives exactly its body, which is
+checked before the spec is handed on.
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import json
+import keyword
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+import torch.fx
+
+from fxgen._errors import ExportError
+from fxgen.capture.hierarchy import Hierarchy, NotTheSame, TraceOptions, block_classes, trace_blocks
+from fxgen.capture.rebuild import RebuildCache
+from fxgen.capture.recover import resolve_qualname
+from fxgen.capture.to_spec import graph_module_to_spec, recover_declaration
+from fxgen.check.checker import RESERVED_NAMES
+from fxgen.spec.model import ArgSpec, ClassSpec, ModuleSpec, Spec
+from fxgen.spec.resolve import substitute, substitute_declaration
+
+__all__ = ["hierarchical_spec", "keep_blocks"]
+
+
+_PENDING = "\0block:"  # the class of a block instance not yet given one, while bodies are written
+
+
+def keep_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, options: TraceOptions,
+                name: str) -> tuple[Spec | None, list[str]]:  # fmt: skip
+    """The format-2 spec keeping every user class that can be a block, and a note for each
+    class inlined (why); None when no class can be kept (export then writes the flat graph).
+
+    All classes are tried together; when they do not agree with the flat trace, each class on
+    its own, then the ones that agreed alone, adding one at a time while they still agree."""
+    classes = block_classes(module, options)
+    if not classes:
+        return None, []
+    reasons: dict[type, str] = {}
+    spec = _try(module, flat, classes, options, name, reasons)
+    if spec is not None:
+        return spec, []
+    for cls in classes:
+        _try(module, flat, [cls], options, name, reasons)
+    kept: list[type] = []
+    best: Spec | None = None
+    for cls in (c for c in classes if c not in reasons):
+        attempt = _try(module, flat, [*kept, cls], options, name, {})
+        if attempt is not None:
+            kept.append(cls)
+            best = attempt
+        else:
+            reasons[cls] = "it does not trace the same alongside the other blocks"
+    notes = [f"export: {_qualname(cls)} is inlined into its parent, not kept as a block: {why}"
+             for cls, why in reasons.items()]  # fmt: skip
+    return best, notes
+
+
+def _try(module: torch.nn.Module, flat: torch.fx.GraphModule, classes: list[type], options: TraceOptions,
+         name: str, reasons: dict[type, str]) -> Spec | None:  # fmt: skip
+    try:
+        return hierarchical_spec(trace_blocks(module, flat, classes, options), module, name)
+    except (NotTheSame, ExportError) as exc:
+        if len(classes) == 1:
+            reasons[classes[0]] = str(exc)
+        return None
+
+
+def _qualname(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def hierarchical_spec(hierarchy: Hierarchy, module: torch.nn.Module, name: str) -> Spec:
+    """The format-2 spec of a traced hierarchy (``module`` is the model it was traced from)."""
+    return _Writer(hierarchy, module).spec(name)
+
+
+class _Writer:
+    def __init__(self, hierarchy: Hierarchy, module: torch.nn.Module) -> None:
+        self.hierarchy = hierarchy
+        self.module = module
+        self.cache = RebuildCache()
+        self.names: dict[type, str] = {}
+        self.instances: dict[int, torch.nn.Module] = {id(m): m for m in module.modules() if id(m) in hierarchy.blocks}
+        self.raw: dict[int, dict[str, Any]] = {}  # instance -> its body, nested blocks pending
+        self.inside: dict[int, set[int]] = {}  # instance -> the block instances its body declares
+        self.declared: dict[int, dict[str, Any]] = {}  # instance -> its declaration ({class, args})
+        self.classes: dict[str, ClassSpec] = {}
+        self.arg_names: dict[str, list[str]] = {}  # block class -> its arguments, in order
+
+    def spec(self, name: str) -> Spec:
+        for key, gm in self.hierarchy.blocks.items():
+            self.raw[key], self.inside[key] = self._body(gm, type(self.instances[key]).__name__, self.instances[key])
+        top, _ = self._body(self.hierarchy.root, name, self.module)
+        self._name_classes(taken={name})
+        body = self._resolved(top)
+        return Spec(fxgen=2, name=name, doc=None, classes=self.classes, **_fields(body))
+
+    # -- one graph's body, nested blocks pending -------------------------------------------
+    def _body(self, gm: torch.fx.GraphModule, name: str, original: torch.nn.Module) -> tuple[dict[str, Any], set[int]]:
+        given: dict[str, ModuleSpec] = {}
+        inside: set[int] = set()
+        for node in gm.graph.nodes:
+            if node.op != "call_module":
+                continue
+            path = str(node.target)
+            owner = self._kept_owner(gm, path)
+            if owner is not None and owner not in given:
+                given[owner] = self._sequential(gm.get_submodule(owner), owner, inside)
+            elif owner is None and id(gm.get_submodule(path)) in self.hierarchy.blocks:
+                given[path] = self._pending(gm.get_submodule(path), inside)
+        spec = graph_module_to_spec(gm, name=name, given=given)
+        body = {key: value for key, value in spec.to_dict().items() if key not in ("fxgen", "name", "doc")}
+        return _in_model_order(body, original), inside
+
+    def _kept_owner(self, gm: torch.fx.GraphModule, path: str) -> str | None:
+        """The shortest prefix of ``path`` (itself included) that is a kept Sequential."""
+        parts = path.split(".")
+        for end in range(1, len(parts) + 1):
+            prefix = ".".join(parts[:end])
+            if id(gm.get_submodule(prefix)) in self.hierarchy.kept:
+                return prefix
+        return None
+
+    def _pending(self, block: torch.nn.Module, inside: set[int]) -> ModuleSpec:
+        inside.add(id(block))
+        return ModuleSpec(f"{_PENDING}{id(block)}")
+
+    def _sequential(self, seq: torch.nn.Module, path: str, inside: set[int]) -> ModuleSpec:
+        items = []
+        for name, child in seq.named_children():
+            if id(child) in self.hierarchy.blocks:
+                item = self._pending(child, inside)
+            elif id(child) in self.hierarchy.kept:
+                item = self._sequential(child, f"{path}.{name}", inside)
+            else:
+                item = recover_declaration(f"{path}.{name}", child, self.cache, self.names)
+            items.append({"module": item.to_dict()})
+        return ModuleSpec("torch.nn.Sequential", items)
+
+    # -- classes from instances --------------------------------------------------------------
+    def _name_classes(self, taken: set[str]) -> None:
+        """Give every instance its class, nested blocks first."""
+        left = set(self.raw)
+        while left:
+            ready = {k for k in left if not (self.inside[k] & left)}
+            if not ready:
+                raise NotTheSame("a block class contains itself")
+            by_class: dict[type, list[int]] = {}
+            for key in sorted(ready, key=list(self.raw).index):  # the model's order: stable names
+                by_class.setdefault(type(self.instances[key]), []).append(key)
+            for cls, keys in by_class.items():
+                bodies = {k: self._resolved(self.raw[k]) for k in keys}
+                for group in _groups(keys, bodies):
+                    self._make_class(cls, group, bodies, taken)
+            left -= ready
+
+    def _make_class(self, cls: type, group: list[int], bodies: dict[int, dict[str, Any]], taken: set[str]) -> None:
+        name = _fresh(_class_base(cls.__name__), taken)
+        first = bodies[group[0]]
+        columns: dict[str, list[Any]] = {}  # json of a column of values -> the column
+        where: dict[str, tuple[Any, ...]] = {}
+        for path, _ in _leaves(first):
+            column = [_at(bodies[k], path) for k in group]
+            if any(v != column[0] or type(v) is not type(column[0]) for v in column):
+                key = json.dumps(column)
+                columns.setdefault(key, column)
+                where.setdefault(key, path)
+        args: dict[str, ArgSpec] = {}
+        arg_of: dict[str, str] = {}
+        argument_names = set(RESERVED_NAMES) | set(dir(builtins)) | taken | {"self"}
+        for key, column in columns.items():
+            arg = self._arg_name(cls, [self.instances[k] for k in group], column, where[key], argument_names, first)
+            argument_names.add(arg)
+            args[arg] = ArgSpec(type(column[0]).__name__)
+            arg_of[key] = arg
+        body = _with_args(first, group, bodies, arg_of)
+        for i, k in enumerate(group):
+            env = {arg_of[key]: column[i] for key, column in columns.items()}
+            if _bound(body, env) != bodies[k]:  # each instance's own values give back its own body
+                raise NotTheSame(f"the instances of {cls.__name__} cannot share a class")
+            declaration: dict[str, Any] = {"class": name}
+            if args:
+                declaration["args"] = [env[a] for a in args]
+            self.declared[k] = declaration
+        self.classes[name] = ClassSpec(args=args, doc=_doc(cls), **_fields(body))
+        self.arg_names[name] = list(args)
+
+    def _arg_name(self, cls: type, instances: list[torch.nn.Module], column: list[Any], path: tuple[Any, ...],
+                  taken: set[str], body: dict[str, Any]) -> str:  # fmt: skip
+        """The ``__init__`` parameter each instance stores under its own name with these values,
+        else a name for what the value feeds."""
+        recorded = [_recorded_arguments(m) for m in instances]
+        for param in _init_params(cls):
+            if param in taken:
+                continue
+            for values in ([getattr(m, param, _MISSING) for m in instances], [r.get(param, _MISSING) for r in recorded]):
+                if all(type(s) is type(v) and s == v for s, v in zip(values, column, strict=True)):
+                    taken.add(param)
+                    return param
+        words = self._feeds(path, body)
+        for n in range(2 if path[0] != "modules" else 1, len(words)):  # the shortest name still free
+            candidate = "_".join(words[-n:])
+            if candidate.isidentifier() and not keyword.iskeyword(candidate) and candidate not in taken:
+                taken.add(candidate)
+                return candidate
+        return _fresh("_".join(words), taken, start=2, joiner="_")
+
+    def _feeds(self, path: tuple[Any, ...], body: dict[str, Any]) -> list[str]:
+        """``[conv1, out_channels]`` for ``("modules", "conv1", "args", 1)``; nested module
+        values add their index (``downsample, 0, out_channels``); a shape gives ``gamma, size0``."""
+        words: list[str] = []
+        i = 0
+        while i < len(path):
+            step = path[i]
+            if step in ("modules", "parameters", "buffers") and i == 0:
+                words.append(str(path[1]))
+                i += 2
+                continue
+            if step == "shape":
+                words.append(f"size{path[i + 1]}")
+                break
+            if step == "class":
+                break
+            if step == "module":
+                i += 1
+                continue
+            if step in ("args", "kwargs") and i + 1 < len(path):
+                cls_name = _at(body, path[:i]).get("class")
+                position = path[i + 1]
+                if step == "kwargs":
+                    words.append(str(position))
+                elif i + 2 < len(path) and path[i + 2] == "module":
+                    words.append(str(position))  # an item of a Sequential
+                else:
+                    words.append(self._param_name(cls_name, position))
+                i += 2
+                continue
+            words.append(str(step))
+            i += 1
+        words = [re.sub(r"[^A-Za-z0-9_]", "_", w) for w in words if w]
+        if not words or not words[0].isidentifier():
+            words.insert(0, "arg")
+        return words
+
+    def _param_name(self, cls_name: str | None, position: Any) -> str:
+        if not isinstance(position, int) or cls_name is None:
+            return str(position)
+        names = self.arg_names.get(cls_name)
+        if names is None:
+            try:
+                names = _init_params(resolve_qualname(cls_name))
+            except Exception:
+                names = []
+        return names[position] if position < len(names) else f"arg{position}"
+
+    def _resolved(self, body: Any) -> Any:
+        """``body`` with every pending block declaration replaced by the instance's own."""
+        if isinstance(body, dict):
+            cls = body.get("class")
+            if isinstance(cls, str) and cls.startswith(_PENDING):
+                declared = self.declared[int(cls.removeprefix(_PENDING))]
+                return {**declared, **{k: v for k, v in body.items() if k != "class"}}
+            return {k: self._resolved(v) for k, v in body.items()}
+        if isinstance(body, list):
+            return [self._resolved(v) for v in body]
+        return body
+
+
+_MISSING = object()
+
+
+def _groups(keys: list[int], bodies: dict[int, dict[str, Any]]) -> list[list[int]]:
+    """Instances whose bodies differ only in numbers and strings where an argument may stand
+    (module arguments, shapes): one group per class to write."""
+    groups: dict[str, list[int]] = {}
+    for k in keys:
+        groups.setdefault(json.dumps(_skeleton(bodies[k]), sort_keys=True), []).append(k)
+    return list(groups.values())
+
+
+def _skeleton(body: dict[str, Any]) -> Any:
+    """The body with each leaf an argument may replace written as its type only."""
+    out = json.loads(json.dumps(body))
+    for path, value in _leaves(body):
+        target = out
+        for step in path[:-1]:
+            target = target[step]
+        target[path[-1]] = f"\0{type(value).__name__}"
+    return out
+
+
+def _leaves(body: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """Where an argument may stand, with the value there: scalars in module arguments (nested
+    module values included) and in parameter and buffer shapes."""
+    for table in ("modules", "parameters", "buffers"):
+        for path, entry in body.get(table, {}).items():
+            if table == "modules":
+                yield from _argument_leaves(entry, (table, path))
+            else:
+                for i, size in enumerate(entry.get("shape", [])):
+                    if type(size) is int:
+                        yield (table, path, "shape", i), size
+
+
+def _argument_leaves(entry: dict[str, Any], at: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    for key in ("args", "kwargs"):
+        values = entry.get(key)
+        items = enumerate(values) if isinstance(values, list) else (values or {}).items()
+        for position, value in items:
+            if isinstance(value, dict) and set(value) == {"module"}:
+                yield from _argument_leaves(value["module"], (*at, key, position, "module"))
+            elif type(value) in (int, float, bool) or (isinstance(value, str) and not value.startswith("%")):
+                yield (*at, key, position), value
+
+
+def _at(body: Any, path: tuple[Any, ...]) -> Any:
+    for step in path:
+        body = body[step]
+    return body
+
+
+def _with_args(first: dict[str, Any], group: list[int], bodies: dict[int, dict[str, Any]],
+               arg_of: dict[str, str]) -> dict[str, Any]:  # fmt: skip
+    body = json.loads(json.dumps(first))
+    for path, _ in _leaves(first):
+        column = json.dumps([_at(bodies[k], path) for k in group])
+        if column in arg_of:
+            target = body
+            for step in path[:-1]:
+                target = target[step]
+            target[path[-1]] = {"arg": arg_of[column]}
+    return body
+
+
+def _bound(body: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
+    """A class body built with the arguments ``env``: what fxgen.load makes of it."""
+    out = dict(body)
+    if "modules" in out:
+        out["modules"] = {path: substitute_declaration(entry, env) for path, entry in out["modules"].items()}
+    for table in ("parameters", "buffers"):
+        if table in out:
+            out[table] = {path: _shaped(entry, env) for path, entry in out[table].items()}
+    return out
+
+
+def _init_params(cls: Any) -> list[str]:
+    try:
+        params = inspect.signature(cls.__init__).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in params if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def _in_model_order(body: dict[str, Any], original: torch.nn.Module) -> dict[str, Any]:
+    """Declarations in the order the model registers them (graphs call them in another), so the
+    state dict's keys come in the original's order."""
+    order = {path: i for i, (path, _) in enumerate(original.named_modules(remove_duplicate=False))}
+    order.update((key, i) for i, key in enumerate(original.state_dict(keep_vars=True)))
+    end = len(order)
+    out = dict(body)
+    for table in ("modules", "parameters", "buffers"):
+        if table in out:
+            out[table] = dict(sorted(out[table].items(), key=lambda item: order.get(item[0], end)))
+    return out
+
+
+def _shaped(entry: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
+    return {**entry, "shape": substitute(entry["shape"], env)} if "shape" in entry else entry
+
+
+def _class_base(name: str) -> str:
+    """A block name the checker takes: no leading underscore, no builtin's name."""
+    base = name.lstrip("_") or "Block"
+    return base + "Block" if hasattr(builtins, base) or base in RESERVED_NAMES else base
+
+
+def _recorded_arguments(module: torch.nn.Module) -> dict[str, Any]:
+    """The ``__init__`` arguments ``fxgen.record_constructors`` saw build ``module``, by name."""
+    from fxgen.capture.record import _CALLS
+
+    call = _CALLS.get(module)
+    if call is None:
+        return {}
+    try:
+        bound = inspect.signature(type(module).__init__).bind(module, *call[0], **call[1])
+    except TypeError:
+        return {}
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def _fresh(base: str, taken: set[str], *, start: int = 2, joiner: str = "") -> str:
+    if keyword.iskeyword(base) or keyword.issoftkeyword(base):
+        base += "_"
+    name, i = base, start
+    while name in taken:
+        name = f"{base}{joiner}{i}"
+        i += 1
+    taken.add(name)
+    return name
+
+
+def _doc(cls: type) -> str | None:
+    doc = inspect.getdoc(cls)
+    if not doc or doc == inspect.getdoc(torch.nn.Module):
+        return None
+    return doc.split("\n\n", 1)[0].strip() or None
+
+
+def _fields(body: dict[str, Any]) -> dict[str, Any]:
+    data: dict[str, Any] = {"fxgen": 2, "name": "X", "nodes": body["nodes"]}
+    data.update((k, body[k]) for k in ("modules", "parameters", "buffers") if k in body)
+    spec = Spec.from_dict(data)
+    return {"nodes": spec.nodes, "modules": spec.modules, "parameters": spec.parameters, "buffers": spec.buffers}

@@ -1,0 +1,219 @@
+"""Hierarchical export (the default): the model's own classes become blocks of a format-2 spec.
+
+Every case checks the promise that matters most, on the model itself: the original checkpoint
+loads strictly into ``fxgen.load(spec)`` and into the generated class, and both compute exactly
+what the original does. Around it: which classes are kept, shared and given arguments, and
+which are inlined (with a note) because tracing them on their own would compute something else.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+import reference_models as ref
+import torch
+from torch import nn
+
+import fxgen
+from fxgen.capture.hierarchy import NotTheSame, TraceOptions, trace_blocks
+from fxgen.capture.trace import trace
+
+
+def _generated(spec: fxgen.Spec) -> nn.Module:
+    namespace: dict[str, Any] = {}
+    exec(compile(fxgen.generate(spec), f"<generated {spec.name}>", "exec"), namespace)  # fxgen's own output
+    return namespace[spec.name]()
+
+
+def check_exact(model: nn.Module, *inputs: torch.Tensor) -> fxgen.Spec:
+    """Export ``model`` and prove the spec and its generated class are the model, bit for bit."""
+    model.eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no class silently inlined unless the test says so
+        spec = fxgen.export(model)
+    expected = model(*inputs)
+    for built in (fxgen.load(spec), _generated(spec)):
+        assert list(built.state_dict()) == list(model.state_dict())
+        built.load_state_dict(model.state_dict(), strict=True)
+        built.eval()
+        got = built(*inputs)
+        for a, b in zip(torch.utils._pytree.tree_leaves(got), torch.utils._pytree.tree_leaves(expected), strict=True):
+            assert torch.equal(a, b)
+    assert fxgen.to_spec(fxgen.load(spec)) == spec  # the spec reads back from what it builds
+    return spec
+
+
+class Block(nn.Module):
+    """A residual unit."""
+
+    def __init__(self, c: int, stride: int = 1) -> None:
+        super().__init__()
+        self.stride = stride
+        self.conv = nn.Conv2d(c, c, 3, padding=1, stride=stride)
+        self.bn = nn.BatchNorm2d(c)
+        self.down = nn.Sequential(nn.Conv2d(c, c, 1, stride=stride), nn.BatchNorm2d(c)) if stride > 1 else None
+
+    def forward(self, x: torch.Tensor, scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        y = self.bn(self.conv(x)).relu()
+        if scale is not None:
+            y = y * scale
+        identity = x if self.down is None else self.down(x)
+        return y + identity, y
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3)
+        self.layer = nn.Sequential(Block(8), Block(8))
+        self.b2 = Block(8, 2)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.stem(x)
+        x = self.layer[0](x)[0]
+        x = self.layer[1](x)[0]
+        a, b = self.b2(x, 2.0)  # a constant argument: bound while tracing the block
+        return self.head(a.mean((2, 3)) + b.mean((2, 3)))
+
+
+def test_blocks_constants_and_tuples() -> None:
+    spec = check_exact(Net(), torch.randn(2, 3, 12, 12))
+    assert spec.fxgen == 2
+    assert list(spec.classes) == ["Block", "Block2"]  # two graphs: with and without the scale and downsample
+    assert spec.classes["Block"].doc == "A residual unit."
+    assert [n.name for n in spec.classes["Block2"].nodes if n.op == "placeholder"] == ["x"]  # scale bound
+    assert spec.modules["b2"].cls == "Block2"
+
+
+def test_flat_export_is_format_1() -> None:
+    spec = fxgen.export(Net().eval(), flat=True)
+    assert spec.fxgen == 1 and not spec.classes
+    assert "layer.0.conv" in spec.modules
+
+
+def test_instances_share_a_class_whose_arguments_are_what_differs() -> None:
+    """torchvision's ResNet layout: one BasicBlock class for the blocks that keep their width,
+    one for those that change it; the width is an argument, named as ``__init__`` names it when
+    the constructor calls were recorded, and a Sequential of blocks stays one call."""
+    with fxgen.record_constructors(ref.BasicBlock):
+        model = ref.ResNet((2, 2, 2, 2), num_classes=10, width=8)
+    spec = check_exact(model, torch.randn(1, 3, 32, 32))
+    assert list(spec.classes) == ["BasicBlock", "BasicBlock2"]
+    assert list(spec.classes["BasicBlock"].args) == ["inplanes"]  # (equal to planes: the first that fits)
+    assert list(spec.classes["BasicBlock2"].args) == ["inplanes", "planes"]
+    assert spec.modules["layer2"].cls == "torch.nn.Sequential"
+    assert spec.modules["layer2"].args == [{"module": {"class": "BasicBlock2", "args": [8, 16]}},
+                                           {"module": {"class": "BasicBlock", "args": [16]}}]  # fmt: skip
+    assert [n.target for n in spec.nodes if n.op == "call_module"][4:8] == ["layer1", "layer2", "layer3", "layer4"]
+
+
+def test_unrecorded_arguments_are_named_after_what_they_feed() -> None:
+    spec = check_exact(ref.UNet(3, 2, 8), torch.randn(1, 3, 32, 32))
+    assert {name: list(c.args) for name, c in spec.classes.items()} == {
+        "DoubleConv": ["in_channels", "out_channels"], "Down": ["in_channels", "out_channels"],
+        "Up": ["in_channels", "out_channels"]}  # fmt: skip
+
+
+class Pair(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
+        return [self.a(x), self.b(x)]
+
+
+class Iterates(nn.Module):
+    """Iterates over what a block returns: a leaf's result cannot be iterated while tracing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pair = Pair()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        total = x
+        for y in self.pair(x):
+            total = total + y
+        return total
+
+
+def test_a_block_that_cannot_be_a_leaf_is_inlined_with_a_note() -> None:
+    model = Iterates().eval()
+    with pytest.warns(UserWarning, match=r"Pair is inlined into its parent, not kept as a block"):
+        spec = fxgen.export(model)
+    assert spec.fxgen == 1 and "pair.a" in spec.modules
+    x = torch.randn(2, 4)
+    built = fxgen.load(spec)
+    built.load_state_dict(model.state_dict(), strict=True)
+    assert torch.equal(built(x), model(x))
+
+
+class Scaled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor, k: int) -> torch.Tensor:
+        return self.lin(x) * k
+
+
+class CalledTwice(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.s = Scaled()
+        self.t = Scaled()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.s(x, 2) + self.s(x, 3) + self.t(x, 4)
+
+
+def test_one_instance_called_with_two_constants_is_not_a_block() -> None:
+    model = CalledTwice().eval()
+    with pytest.warns(UserWarning, match="called with different constant arguments"):
+        spec = fxgen.export(model)
+    assert spec.fxgen == 1
+    x = torch.randn(3, 4)
+    built = fxgen.load(spec)
+    built.load_state_dict(model.state_dict(), strict=True)
+    assert torch.equal(built(x), model(x))
+
+
+class WithCount(nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, int]:
+        return x.flatten(1), 3
+
+
+class UsesCount(nn.Module):
+    """A block returns a Python number with its tensor and the parent asks what it is: traced
+    through, an int; traced as a leaf, a Proxy, so the parent takes the other branch and both
+    traces succeed. The flat trace catches the difference."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = WithCount()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y, n = self.count(x)
+        return y * n if isinstance(n, int) else y
+
+
+def test_the_expanded_hierarchy_must_be_the_flat_trace() -> None:
+    model = UsesCount()
+    flat = trace(model)
+    with pytest.raises(NotTheSame, match="the flat graph has 2 nodes, traced as blocks 1"):
+        trace_blocks(model, flat, [WithCount], TraceOptions())
+    with pytest.warns(UserWarning, match="WithCount is inlined"):
+        spec = fxgen.export(model)
+    x = torch.randn(2, 3, 4)
+    assert torch.equal(fxgen.load(spec)(x), model(x))
+
+
+def test_export_is_deterministic() -> None:
+    torch.manual_seed(0)
+    first = fxgen.export(Net().eval()).to_yaml()
+    torch.manual_seed(0)
+    assert fxgen.export(Net().eval()).to_yaml() == first
