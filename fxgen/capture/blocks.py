@@ -205,7 +205,7 @@ class _Writer:
         else a name for what the value feeds."""
         recorded = [_recorded_arguments(m) for m in instances]
         for param in _init_params(cls):
-            if param in taken:
+            if param in taken or not _ASCII_NAME.fullmatch(param) or keyword.issoftkeyword(param):
                 continue
             for values in ([getattr(m, param, _MISSING) for m in instances], [r.get(param, _MISSING) for r in recorded]):
                 if all(type(s) is type(v) and s == v for s, v in zip(values, column, strict=True)):
@@ -281,6 +281,7 @@ class _Writer:
 
 
 _MISSING = object()
+_ASCII_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # what a spec's names may be
 
 
 def _groups(keys: list[int], bodies: dict[int, dict[str, Any]]) -> list[list[int]]:
@@ -383,8 +384,10 @@ def _shaped(entry: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
 
 
 def _class_base(name: str) -> str:
-    """A block name the checker takes: no leading underscore, no builtin's name."""
-    base = name.lstrip("_") or "Block"
+    """A block name the checker takes: ASCII, no leading underscore, no builtin's name."""
+    base = name.lstrip("_")
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", base):  # spec names are ASCII identifiers
+        base = re.sub(r"[^A-Za-z0-9_]", "", base).lstrip("_0123456789") or "Block"
     return base + "Block" if hasattr(builtins, base) or base in RESERVED_NAMES else base
 
 

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 import reference_models as ref
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 import fxgen
@@ -217,3 +219,104 @@ def test_export_is_deterministic() -> None:
     first = fxgen.export(Net().eval()).to_yaml()
     torch.manual_seed(0)
     assert fxgen.export(Net().eval()).to_yaml() == first
+
+
+class Résidu(nn.Module):
+    """Names a spec cannot hold (a non-ASCII class and argument) become names it can."""
+
+    def __init__(self, largeur: int, échelle: float = 0.5) -> None:
+        super().__init__()
+        self.échelle = échelle
+        self.lin = nn.Linear(largeur, largeur)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.lin(x) * self.échelle
+
+
+class Names(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = Résidu(4)
+        self.b = Résidu(6)
+        self.proj = nn.Linear(4, 6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(self.proj(self.a(x)))
+
+
+def test_names_from_the_model_are_made_spec_names() -> None:
+    with fxgen.record_constructors(Résidu):
+        model = Names()
+    spec = check_exact(model, torch.randn(3, 4))
+    assert list(spec.classes) == ["Rsidu"]
+    assert list(spec.classes["Rsidu"].args) == ["largeur"]
+
+
+# -- random models built from blocks: export is exact on every one ------------------------------
+class Residual(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + torch.relu(self.fc(x))
+
+
+class Project(nn.Module):
+    def __init__(self, cin: int, cout: int, gelu: bool) -> None:
+        super().__init__()
+        self.fc = nn.Linear(cin, cout)
+        self.act = nn.GELU() if gelu else nn.Tanh()
+        self.scale = nn.Parameter(torch.ones(cout))
+
+    def forward(self, x: torch.Tensor, shift: float = 0.0) -> torch.Tensor:
+        return self.act(self.fc(x)) * self.scale + shift
+
+
+class Stack(nn.Module):
+    def __init__(self, layers: list[tuple[str, int, int, Any]]) -> None:
+        super().__init__()
+        self.items = nn.ModuleList()
+        self.calls: list[Any] = []
+        for kind, cin, cout, extra in layers:
+            if kind == "res":
+                self.items.append(Residual(cin))
+            elif kind == "proj":
+                self.items.append(Project(cin, cout, gelu=extra[0]))
+            else:
+                self.items.append(nn.Sequential(*(Residual(cin) for _ in range(extra))))
+            self.calls.append(extra[1] if kind == "proj" else None)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for item, shift in zip(self.items, self.calls, strict=True):
+            x = item(x) if shift is None else item(x, shift)
+        return x
+
+
+@st.composite
+def stacks(draw: st.DrawFn) -> list[tuple[str, int, int, Any]]:
+    width = draw(st.sampled_from([2, 3, 4]))
+    layers = []
+    for _ in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(["res", "proj", "seq"]))
+        if kind == "proj":
+            cout = draw(st.sampled_from([2, 3, 4]))
+            layers.append((kind, width, cout, (draw(st.booleans()), draw(st.sampled_from([0.0, 1.5])))))
+            width = cout
+        else:
+            layers.append((kind, width, width, draw(st.integers(1, 3)) if kind == "seq" else None))
+    return layers
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stacks())
+def test_random_block_models_export_exactly(layers: list[tuple[str, int, int, Any]]) -> None:
+    torch.manual_seed(0)
+    model = Stack(layers)
+    spec = check_exact(model, torch.randn(2, layers[0][1]))
+    assert spec.fxgen == 2
+    kinds = {kind for kind, *_ in layers}
+    assert ("Residual" in spec.classes) == bool(kinds & {"res", "seq"})
+    # instances share a class unless their graphs or their submodules' classes differ
+    shapes = [(c.nodes, [(p, m.cls) for p, m in c.modules.items()]) for c in spec.classes.values()]
+    assert len(shapes) == len({repr(s) for s in shapes})

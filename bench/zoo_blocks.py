@@ -1,0 +1,195 @@
+"""Hierarchical against flat export on the zoo: how much code, and how fast its forward runs.
+
+For each traceable zoo model: export it both ways (the default keeps the model's classes as
+blocks; ``flat=True`` gives one graph), generate both files, and measure
+
+* lines: the generated file's non-blank lines (its three header comments left out) against the
+  non-blank lines of the original classes' source (``inspect.getsource`` of every class the
+  model instantiates that is not torch's); and classes, generated against original;
+* forward time: each generated class, holding the original's ``state_dict`` (loaded strictly),
+  against the original on the entry's inputs, under ``torch.no_grad()``. The three run in turn,
+  ``--rounds`` times; a ratio is the median of the per-round ratios, so drift in the machine's
+  speed hits both sides of a pair alike. Outputs are checked equal first.
+
+Usage: ``OMP_NUM_THREADS=1 python bench/zoo_blocks.py [--fast] [--only NAME...] [--out FILE]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import inspect
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from parity import import_file
+from zoo_models import ZOO, ZooModel
+from zoo_report import export_options
+
+import fxgen
+
+
+@dataclass
+class Row:
+    name: str
+    source_lines: int = 0
+    source_classes: int = 0
+    flat_lines: int = 0
+    blocks_lines: int = 0
+    blocks_classes: int = 0
+    flat_speed: float = float("nan")
+    blocks_speed: float = float("nan")
+    problem: str = ""
+
+
+def original_source(model: torch.nn.Module) -> tuple[int, int]:
+    """Non-blank source lines and the number of the classes ``model`` instantiates that are not torch's."""
+    classes = {type(m) for m in model.modules() if type(m).__module__.split(".")[0] != "torch"}
+    lines = 0
+    for cls in classes:
+        with contextlib.suppress(OSError, TypeError):  # a class made at run time has no source
+            lines += sum(1 for line in inspect.getsource(cls).splitlines() if line.strip())
+    return lines, len(classes)
+
+
+def code_lines(source: str) -> int:
+    return sum(1 for line in source.splitlines()[3:] if line.strip())
+
+
+def _generated(spec: fxgen.Spec, workdir: Path, stem: str, model: torch.nn.Module) -> tuple[str, torch.nn.Module]:
+    source = fxgen.generate(spec, allow=_allow(spec))
+    path = workdir / f"{stem}.py"
+    path.write_text(source)
+    generated = getattr(import_file(path, f"zoo_blocks_{stem}_{id(spec)}"), spec.name)().eval()
+    generated.load_state_dict(model.state_dict(), strict=True)
+    return source, generated
+
+
+def _allow(spec: fxgen.Spec) -> tuple[str, ...]:
+    from fxgen.cli.export import outside_default_policy
+
+    return tuple(outside_default_policy(spec))
+
+
+def _same(a: Any, b: Any) -> bool:
+    left, right = torch.utils._pytree.tree_leaves(a), torch.utils._pytree.tree_leaves(b)
+    return len(left) == len(right) and all(
+        torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y for x, y in zip(left, right, strict=True)
+    )
+
+
+def _time(model: Any, inputs: tuple[Any, ...]) -> float:
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        start = time.perf_counter()
+        model(*inputs)
+        return time.perf_counter() - start
+
+
+def speeds(original: torch.nn.Module, others: list[torch.nn.Module], inputs: tuple[Any, ...], rounds: int) -> list[float]:
+    """Median over rounds of (other's time / original's time), the models run in turn each round."""
+    ratios: list[list[float]] = [[] for _ in others]
+    with torch.no_grad():
+        for model in (original, *others):  # warm up
+            _time(model, inputs)
+        for _ in range(rounds):
+            base = _time(original, inputs)
+            for i, other in enumerate(others):
+                ratios[i].append(_time(other, inputs) / base)
+    return [statistics.median(r) for r in ratios]
+
+
+def measure(zm: ZooModel, workdir: Path, rounds: int) -> Row:
+    row = Row(zm.name)
+    try:
+        torch.manual_seed(0)
+        model = zm.build().eval()
+        inputs = zm.inputs()
+        row.source_lines, row.source_classes = original_source(model)
+        options = export_options(zm)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            blocks = fxgen.export(model, **options)
+            flat = fxgen.export(model, flat=True, **options)
+        stem = "".join(ch if ch.isalnum() else "_" for ch in zm.name).lower()
+        blocks_source, blocks_model = _generated(blocks, workdir, stem + "_blocks", model)
+        flat_source, flat_model = _generated(flat, workdir, stem + "_flat", model)
+        row.blocks_lines, row.flat_lines = code_lines(blocks_source), code_lines(flat_source)
+        row.blocks_classes = 1 + len(blocks.classes)
+        with torch.no_grad(), torch.random.fork_rng():
+            torch.manual_seed(0)
+            want = model(*inputs)
+            for label, other in (("blocks", blocks_model), ("flat", flat_model)):
+                torch.manual_seed(0)
+                if not _same(want, other(*inputs)):
+                    row.problem = f"the {label} export's outputs differ"
+                    return row
+        row.blocks_speed, row.flat_speed = speeds(model, [blocks_model, flat_model], inputs, rounds)
+    except Exception as exc:  # a report records every failure
+        row.problem = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:160]
+    return row
+
+
+def table(rows: list[Row]) -> str:
+    done = [r for r in rows if not r.problem and r.source_lines]
+    lines = [
+        "| model | original lines (classes) | blocks: lines (classes), ratio | flat: lines, ratio | forward, blocks | forward, flat |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        if r.problem:
+            lines.append(f"| {r.name} | {r.source_lines} ({r.source_classes}) | {r.problem} | | | |")
+            continue
+        lines.append(f"| {r.name} | {r.source_lines} ({r.source_classes}) | {r.blocks_lines} ({r.blocks_classes}), "
+                     f"{r.blocks_lines / max(r.source_lines, 1):.2f} | {r.flat_lines}, {r.flat_lines / max(r.source_lines, 1):.2f} "
+                     f"| {r.blocks_speed:.3f} | {r.flat_speed:.3f} |")  # fmt: skip
+    if done:
+        med = statistics.median
+        summary = (
+            f"\n{len(done)} models measured. Median lines ratio (generated / original source): blocks "
+            f"**{med(r.blocks_lines / r.source_lines for r in done):.2f}**, flat "
+            f"{med(r.flat_lines / r.source_lines for r in done):.2f}. Median forward time against the original: "
+            f"blocks **{med(r.blocks_speed for r in done):.3f}**, flat {med(r.flat_speed for r in done):.3f}; "
+            f"within 1.00 ± 0.03: blocks {sum(abs(r.blocks_speed - 1) <= 0.03 for r in done)} of {len(done)}, "
+            f"flat {sum(abs(r.flat_speed - 1) <= 0.03 for r in done)} of {len(done)}.\n"
+        )
+    else:
+        summary = ""
+    return "\n".join(lines) + "\n" + summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", default=None, help="model names to run")
+    parser.add_argument("--fast", action="store_true", help="only the CI subset of the zoo")
+    parser.add_argument("--rounds", type=int, default=30, help="timed rounds per model (default 30)")
+    parser.add_argument("--out", type=Path, default=None, help="also write the table to this Markdown file")
+    args = parser.parse_args(argv)
+    warnings.filterwarnings("ignore")
+    models = [z for z in ZOO if z.traceable and (not args.fast or z.fast) and (not args.only or z.name in args.only)
+              and all(importlib.util.find_spec(p) is not None for p in z.requires)]  # fmt: skip
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for zm in models:
+            rows.append(measure(zm, Path(tmp), args.rounds))
+            print(f"{zm.name}: done", file=sys.stderr)
+    text = table(rows)
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
