@@ -36,6 +36,10 @@ class Snapshot:
     def __init__(self, root: nn.Module) -> None:
         self._modules: list[tuple[nn.Module, dict[str, Any]]] = []
         self._containers: list[tuple[Any, Any]] = []  # (container, a shallow copy of its contents)
+        # Most containers a module holds are nn.Module's own empty bookkeeping (hook tables, empty
+        # parameter dicts): 7,664 of 8,325 on a 555-module network. They need no copy, only
+        # emptying again if tracing filled them.
+        self._empty: list[Any] = []
         self.proxies: list[str] = []  # where Proxies of an earlier trace are kept: "blocks.0.cache['k']"
         # A tracer may patch torch's functions while it runs (Hugging Face's HFTracer wraps
         # torch.ones, torch.tensor, ...) and, when tracing fails, not put them back: every later
@@ -58,6 +62,10 @@ class Snapshot:
         if not (issubclass(kind, (dict, list, set, tuple))) or id(value) in seen or depth == 0:
             return
         seen.add(id(value))
+        if not value:
+            if not issubclass(kind, tuple):
+                self._empty.append(value)
+            return
         if issubclass(kind, dict):
             self._containers.append((value, list(value.items())))
             for key, item in value.items():
@@ -78,6 +86,9 @@ class Snapshot:
             if current.keys() != attributes.keys() or any(current[k] is not v for k, v in attributes.items()):
                 current.clear()
                 current.update(attributes)
+        for container in self._empty:
+            if container:
+                container.clear()
         for container, contents in self._containers:
             if isinstance(container, dict):
                 if _changed(list(container.items()), contents, pairs=True):
