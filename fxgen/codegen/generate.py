@@ -108,7 +108,10 @@ def render_spec(spec: Spec, *, label: str, digest: str) -> str:
     packed = render.packed_lines(imports.packed) if imports.packed else []
     if packed:
         imports.stdlib.update(("base64", "sys", "zlib"))  # what the template's _unpack uses
-    text = _template().render(imports=formatter.block(imports.lines(), 0), classes=classes, packed_lines=packed)
+    import_lines = formatter.block(imports.lines(), 0)
+    if render.imports_other_packages(imports):
+        import_lines = [render.UNTYPED_IMPORTS, "", *import_lines]
+    text = _template().render(imports=import_lines, classes=classes, packed_lines=packed)
     header = Header(VERSION, safe_label(label), digest, body_digest(text))
     return header.render() + text
 

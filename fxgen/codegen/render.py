@@ -14,6 +14,7 @@ import functools
 import keyword
 import math
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -136,13 +137,12 @@ class Imports:
         standard library, then everything else; plain imports before from-imports, modules in
         natural case-insensitive order, one from-import per module for the names bound as
         themselves, one per ``as`` alias, names ordered constants, classes, then the rest."""
-        plain = [(m, f"import {m}") for m in self.stdlib]
-        groups = [[line for _, line in sorted(plain, key=lambda item: _module_key(item[0]))]]
-        plain = [(m, f"import {m}") for m in self.torch_modules]
+        stdlib = [(m, f"import {m}") for m in self.stdlib]
+        third = [(m, f"import {m}") for m in self.torch_modules]
         if self.torch or self.torch_modules:
-            plain.append(("torch", "import torch"))
+            third.append(("torch", "import torch"))
         if self.functional:
-            plain.append(("torch.nn.functional", "import torch.nn.functional as F"))
+            third.append(("torch.nn.functional", "import torch.nn.functional as F"))
         named: dict[str, list[str]] = {"torch": ["nn"]}
         froms: list[tuple[str, str, str]] = []  # (module, first name, statement)
         for (module, attribute), alias in self.aliases.items():
@@ -153,9 +153,14 @@ class Imports:
         for module, names in named.items():
             names.sort(key=_member_key)
             froms.append((module, names[0], f"from {module} import {', '.join(names)}"))
-        third = [line for _, line in sorted(plain, key=lambda item: _module_key(item[0]))]
         froms.sort(key=lambda item: (_module_key(item[0]), _member_key(item[1])))
-        groups.append(third + [line for _, _, line in froms])
+        groups = [[line for _, line in sorted(stdlib, key=lambda item: _module_key(item[0]))],
+                  [line for _, line in sorted(third, key=lambda item: _module_key(item[0]))]]  # fmt: skip
+        for module, _, line in froms:
+            if _in_stdlib(module):
+                groups[0].append(line)
+            else:
+                groups[1].append(line)
         out: list[str] = []
         for group in groups:
             if group:
@@ -163,6 +168,23 @@ class Imports:
                     out.append("")
                 out.extend(group)
         return out
+
+
+def imports_other_packages(imports: Imports) -> bool:
+    """Does the file import from a package other than torch and the standard library?"""
+    return any(not _in_stdlib(module) and module.partition(".")[0] != "torch" for module, _ in imports.aliases)
+
+
+def _in_stdlib(module: str) -> bool:
+    return module.partition(".")[0] in sys.stdlib_module_names
+
+
+# Another package may ship no type information (transformers does not), and mypy's default
+# settings then refuse the import; where it does, the comment changes nothing. Written whenever
+# a file imports from another package, so the file does not depend on what the generating machine
+# has installed. One line for the file: a ``# type: ignore`` on the import itself would move to
+# a line of its own when ruff's isort wraps a long import, where mypy no longer sees it.
+UNTYPED_IMPORTS = '# mypy: disable-error-code="import-untyped"'
 
 
 @functools.cmp_to_key

@@ -13,6 +13,7 @@ from fxgen.codegen.render import Imports
 
 _PARTS = ["a", "A", "a1", "a2", "a10", "b_c", "B_C", "mod", "Mod", "MOD", "m2x", "x", "X", "torch", "zz"]
 _STDLIB = ["typing", "base64", "zlib", "sys", "operator", "math", "collections"]
+_FROM_STDLIB = [("collections", "OrderedDict"), ("collections.abc", "Mapping"), ("enum", "Enum")]
 
 
 def _imports(rng: random.Random) -> Imports:
@@ -20,6 +21,8 @@ def _imports(rng: random.Random) -> Imports:
     imports.stdlib |= set(rng.sample(_STDLIB, rng.randint(0, 3)))
     if rng.random() < 0.3:
         imports.torch_modules |= set(rng.sample(["torch.fx", "torch.utils.checkpoint", "torch.nn.init"], 2))
+    for module, attribute in rng.sample(_FROM_STDLIB, rng.randint(0, 2)):
+        imports.aliases[(module, attribute)] = attribute
     for _ in range(rng.randint(0, 6)):
         module = ".".join(rng.choice(_PARTS) for _ in range(rng.randint(1, 3)))
         attribute = rng.choice(_PARTS)
@@ -52,3 +55,16 @@ def test_names_from_one_module_share_a_statement() -> None:
         "from monai.blocks import UpCat as monai_blocks_UpCat",
         "from torch import nn",
     ]
+
+
+def test_a_file_importing_another_package_tells_mypy_it_may_be_untyped() -> None:
+    """mypy's default settings refuse an import from a package without type information
+    (transformers ships none); the file says so once, whatever is installed where it is made."""
+    from fxgen.codegen.render import UNTYPED_IMPORTS, imports_other_packages
+
+    imports = Imports(torch=True)
+    imports.aliases[("collections", "OrderedDict")] = "OrderedDict"
+    assert not imports_other_packages(imports)
+    imports.aliases[("transformers.models.gptj.modeling_gptj", "get_embed_positions")] = "get_embed_positions"
+    assert imports_other_packages(imports)
+    assert UNTYPED_IMPORTS == '# mypy: disable-error-code="import-untyped"'
