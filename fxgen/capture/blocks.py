@@ -44,29 +44,46 @@ def keep_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, options: Tr
     """The format-2 spec keeping every user class that can be a block, and a note for each
     class inlined (why); None when no class can be kept (export then writes the flat graph).
 
-    All classes are tried together; when they do not agree with the flat trace, each class on
-    its own, then the ones that agreed alone, adding one at a time while they still agree."""
+    All classes are tried together; the class a difference points at (the block whose graph
+    holds the first node that differs, or whose trace failed) is inlined and the rest tried
+    again. A difference that points at no class falls back to trying them one by one."""
     classes = block_classes(module, options)
-    if not classes:
-        return None, []
     reasons: dict[type, str] = {}
-    spec = _try(module, flat, classes, options, name, reasons)
-    if spec is not None:
-        return spec, []
-    for cls in classes:
-        _try(module, flat, [cls], options, name, reasons)
+    spec: Spec | None = None
+    while classes:
+        try:
+            spec = hierarchical_spec(trace_blocks(module, flat, classes, options), module, name)
+            break
+        except NotTheSame as exc:
+            if exc.culprit not in classes:
+                spec, classes = _one_by_one(module, flat, classes, options, name, reasons)
+                break
+            for cls, why in {exc.culprit: str(exc), **exc.more}.items():
+                reasons.setdefault(cls, why)
+                if cls in classes:
+                    classes.remove(cls)
+        except ExportError as exc:  # what a flat export may still write: it decides (and says why)
+            return None, [f"export: the model's classes are not kept as blocks: {exc.message}"]
+    notes = [f"export: {_qualname(cls)} is inlined into its parent, not kept as a block: {why}"
+             for cls, why in reasons.items()]  # fmt: skip
+    return spec, notes
+
+
+def _one_by_one(module: torch.nn.Module, flat: torch.fx.GraphModule, classes: list[type], options: TraceOptions,
+                name: str, reasons: dict[type, str]) -> tuple[Spec | None, list[type]]:  # fmt: skip
+    """When a difference points at no class (the parent fails on a leaf's result): each class
+    on its own, then those that agreed alone, added one at a time while they still agree."""
+    alone = [cls for cls in classes if _try(module, flat, [cls], options, name, reasons) is not None]
     kept: list[type] = []
     best: Spec | None = None
-    for cls in (c for c in classes if c not in reasons):
+    for cls in alone:
         attempt = _try(module, flat, [*kept, cls], options, name, {})
         if attempt is not None:
             kept.append(cls)
             best = attempt
         else:
             reasons[cls] = "it does not trace the same alongside the other blocks"
-    notes = [f"export: {_qualname(cls)} is inlined into its parent, not kept as a block: {why}"
-             for cls, why in reasons.items()]  # fmt: skip
-    return best, notes
+    return best, kept
 
 
 def _try(module: torch.nn.Module, flat: torch.fx.GraphModule, classes: list[type], options: TraceOptions,
@@ -122,7 +139,7 @@ class _Writer:
                 given[owner] = self._sequential(gm.get_submodule(owner), owner, inside)
             elif owner is None and id(gm.get_submodule(path)) in self.hierarchy.blocks:
                 given[path] = self._pending(gm.get_submodule(path), inside)
-        spec = graph_module_to_spec(gm, name=name, given=given)
+        spec = graph_module_to_spec(gm, name=name, given=given, cache=self.cache)
         body = {key: value for key, value in spec.to_dict().items() if key not in ("fxgen", "name", "doc")}
         return _in_model_order(body, original), inside
 
@@ -191,7 +208,7 @@ class _Writer:
         for i, k in enumerate(group):
             env = {arg_of[key]: column[i] for key, column in columns.items()}
             if _bound(body, env) != bodies[k]:  # each instance's own values give back its own body
-                raise NotTheSame(f"the instances of {cls.__name__} cannot share a class")
+                raise NotTheSame(f"the instances of {cls.__name__} cannot share a class", cls)
             declaration: dict[str, Any] = {"class": name}
             if args:
                 declaration["args"] = [env[a] for a in args]

@@ -23,6 +23,7 @@ import torch.fx
 from torch.fx.node import map_aggregate
 
 from fxgen._errors import ExportError
+from fxgen.capture.preserve import Snapshot
 from fxgen.capture.trace import LeafSpec, trace
 
 __all__ = ["Hierarchy", "NotTheSame", "TraceOptions", "block_classes", "trace_blocks"]
@@ -30,7 +31,13 @@ __all__ = ["Hierarchy", "NotTheSame", "TraceOptions", "block_classes", "trace_bl
 
 class NotTheSame(Exception):
     """The blocks chosen cannot be traced on their own, or their graphs expanded are not the
-    flat trace: the message says why, for the note export gives."""
+    flat trace: the message says why, for the note export gives; ``culprit`` is the class to
+    inline, where it is known (None: a difference nothing points at)."""
+
+    def __init__(self, message: str, culprit: type | None = None, more: dict[type, str] | None = None) -> None:
+        super().__init__(message)
+        self.culprit = culprit
+        self.more = more or {}  # other classes found wrong in the same attempt, and why
 
 
 @dataclass
@@ -41,6 +48,11 @@ class Hierarchy:
     root: torch.fx.GraphModule
     blocks: dict[int, torch.fx.GraphModule] = field(default_factory=dict)
     kept: set[int] = field(default_factory=set)  # ids of the nn.Sequential containers called whole
+    params: dict[int, list[str]] = field(default_factory=dict)  # block -> the parameters its callers give nodes
+    # module or tensor (id) -> its first path in the model, the one torch.fx names it by: a module
+    # registered twice (``self.act`` also inside ``self.final``) is called at that path
+    paths: dict[int, str] = field(default_factory=dict)
+    failed: dict[type, str] = field(default_factory=dict)  # block classes that do not trace alone, and why
 
 
 @dataclass
@@ -91,22 +103,41 @@ def trace_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, classes: I
     blocks = {id(m): m for m in module.modules() if m is not module and type(m) in wanted}
     kept = _kept_sequentials(module, blocks, options)
     tracer_class = _leaf_tracer(options.tracer_class or torch.fx.Tracer, set(blocks) | kept)
+    snapshot = Snapshot(module)  # one for all the traces below (each would take its own)
     try:
-        root = _trace(module, options.concrete_args, options, tracer_class)
-        hierarchy = Hierarchy(root, kept=kept)
+        try:
+            root = _trace(module, options.concrete_args, options, tracer_class)
+        except ExportError as exc:
+            raise NotTheSame(str(exc)) from None  # the parent fails on a leaf's result: which one is not known
+        hierarchy = Hierarchy(root, kept=kept, paths=_first_paths(module))
         _trace_called(root, blocks, hierarchy, options, tracer_class)
-    except ExportError as exc:
-        raise NotTheSame(str(exc)) from None
-    difference = _first_difference(_expand_flat(flat), _expand(hierarchy))
-    if difference is not None:
-        raise NotTheSame(difference)
+    finally:
+        snapshot.restore()
+    if hierarchy.failed:  # every class whose instances cannot be traced on their own, at once
+        (culprit, message), *_ = hierarchy.failed.items()
+        raise NotTheSame(message, culprit, hierarchy.failed)
+    expanded = _expand(hierarchy)
+    at = _first_difference(_expand_flat(flat, hierarchy.paths), expanded)
+    if at is not None:
+        index, difference = at
+        owners = expanded.owners
+        owner = next((owners[i] for i in (index, index - 1) if 0 <= i < len(owners) and owners[i] is not None), None)
+        raise NotTheSame(difference, type(blocks[owner]) if owner is not None else None)
     return hierarchy
 
 
 def _trace(module: torch.nn.Module, concrete: dict[str, Any] | None, options: TraceOptions,
            tracer_class: type[torch.fx.Tracer]) -> torch.fx.GraphModule:  # fmt: skip
     return trace(module, concrete_args=concrete, leaf_modules=options.leaf_modules,
-                 autowrap_functions=options.autowrap_functions, tracer_class=tracer_class)  # fmt: skip
+                 autowrap_functions=options.autowrap_functions, tracer_class=tracer_class, preserve=False)  # fmt: skip
+
+
+def _first_paths(module: torch.nn.Module) -> dict[int, str]:
+    paths: dict[int, str] = {}
+    for named in (module.named_modules(), module.named_parameters(), module.named_buffers()):
+        for path, value in named:
+            paths.setdefault(id(value), path)
+    return paths
 
 
 def _leaf_tracer(base: type[torch.fx.Tracer], leaves: set[int]) -> type[torch.fx.Tracer]:
@@ -161,12 +192,21 @@ def _trace_called(gm: torch.fx.GraphModule, blocks: dict[int, torch.nn.Module], 
                 sites.setdefault(id(item), []).append((None, (node,), {}))  # called with one value
     for key, calls in sites.items():
         block = blocks[key]
-        params, constants = _bind_calls(block, calls)
-        if key not in hierarchy.blocks:
-            sub_gm = _trace(block, constants or None, TraceOptions(None, *_rest(options)), tracer_class)
-            _drop_constant_placeholders(sub_gm, constants, list(_signature(block).parameters))
-            hierarchy.blocks[key] = sub_gm
-            _trace_called(sub_gm, blocks, hierarchy, options, tracer_class)
+        if type(block) in hierarchy.failed:
+            continue
+        try:
+            if key not in hierarchy.blocks:
+                params, constants = _bind_calls(block, calls)
+                sub_gm = _trace(block, constants or None, TraceOptions(None, *_rest(options)), tracer_class)
+                _drop_constant_placeholders(sub_gm, constants, list(_signature(block).parameters))
+                hierarchy.blocks[key] = sub_gm
+                hierarchy.params[key] = params
+                _trace_called(sub_gm, blocks, hierarchy, options, tracer_class)
+            params = hierarchy.params[key]
+            _bind_calls(block, calls, expect=params)
+        except ExportError as exc:
+            hierarchy.failed.setdefault(type(block), str(exc))
+            continue
         for node, args, kwargs in calls:
             if node is not None:
                 bound = _signature(block).bind(*args, **kwargs).arguments
@@ -196,9 +236,11 @@ def _signature(block: torch.nn.Module) -> inspect.Signature:
 _CONSTANT_TYPES = (type(None), bool, int, float, str)
 
 
-def _bind_calls(block: torch.nn.Module, calls: list[tuple[Any, tuple[Any, ...], dict[str, Any]]]) -> tuple[list[str], dict[str, Any]]:
+def _bind_calls(block: torch.nn.Module, calls: list[tuple[Any, tuple[Any, ...], dict[str, Any]]],
+                expect: list[str] | None = None) -> tuple[list[str], dict[str, Any]]:  # fmt: skip
     """The block's parameters every call gives a node (in signature order), and the constants
-    the others have: the same at every call site, or the block is not traced on its own."""
+    the others have: the same at every call site, or the block is not traced on its own.
+    ``expect``: the parameters of an instance already traced from other call sites."""
     name = type(block).__name__
     signature = _signature(block)
     params: list[str] | None = None
@@ -218,6 +260,8 @@ def _bind_calls(block: torch.nn.Module, calls: list[tuple[Any, tuple[Any, ...], 
     for p, value in constants.items():
         if not _is_constant(value):
             raise ExportError(f"{name} is called with {p}={type(value).__name__}, which is not a plain constant")
+    if expect is not None and params != expect:
+        raise ExportError(f"{name} is called with different constant arguments at different places")
     return params or [], constants
 
 
@@ -274,31 +318,44 @@ class _Input:
     index: int
 
 
-def _expand_flat(flat: torch.fx.GraphModule) -> tuple[list[tuple[Any, ...]], Any]:
+def _expand_flat(flat: torch.fx.GraphModule, paths: dict[int, str]) -> list[tuple[Any, ...]]:
     records: list[tuple[Any, ...]] = []
     env: dict[torch.fx.Node, Any] = {}
     inputs = 0
-    result: Any = None
     for node in flat.graph.nodes:
         if node.op == "placeholder":
             env[node] = _Input(inputs)
             inputs += 1
         elif node.op == "output":
-            result = _mapped(node.args[0], env)
+            records.append(("output", _mapped(node.args[0], env)))
         else:
-            env[node] = _record(records, node, "", flat, env)
-    return records, result
+            env[node] = _record(records, node, "", flat, env, paths)
+    return records
 
 
-def _expand(hierarchy: Hierarchy) -> tuple[list[tuple[Any, ...]], Any]:
-    records: list[tuple[Any, ...]] = []
+class _Records(list[tuple[Any, ...]]):
+    """Expanded nodes, each with the block instance (``id``) whose graph it came from."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.owners: list[int | None] = []
+        self.owner: int | None = None
+
+    def append(self, record: tuple[Any, ...]) -> None:
+        super().append(record)
+        self.owners.append(self.owner)
+
+
+def _expand(hierarchy: Hierarchy) -> _Records:
+    records = _Records()
     inputs = [n for n in hierarchy.root.graph.nodes if n.op == "placeholder"]
     env: dict[torch.fx.Node, Any] = {n: _Input(i) for i, n in enumerate(inputs)}
-    return records, _walk(hierarchy.root, "", env, hierarchy, records)
+    records.append(("output", _walk(hierarchy.root, "", env, hierarchy, records)))
+    return records
 
 
 def _walk(gm: torch.fx.GraphModule, prefix: str, env: dict[torch.fx.Node, Any], hierarchy: Hierarchy,
-          records: list[tuple[Any, ...]]) -> Any:  # fmt: skip
+          records: _Records) -> Any:  # fmt: skip
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             continue
@@ -310,7 +367,7 @@ def _walk(gm: torch.fx.GraphModule, prefix: str, env: dict[torch.fx.Node, Any], 
         elif node.op == "call_function" and node.target is operator.getitem and _static_item(node, env):
             env[node] = _mapped(node.args[0], env)[node.args[1]]
         else:
-            env[node] = _record(records, node, prefix, gm, env)
+            env[node] = _record(records, node, prefix, gm, env, hierarchy.paths)
     return None
 
 
@@ -321,20 +378,24 @@ def _static_item(node: torch.fx.Node, env: dict[torch.fx.Node, Any]) -> bool:
 
 
 def _call(gm: torch.nn.Module, target: str, prefix: str, args: Any, kwargs: Any, hierarchy: Hierarchy,
-          records: list[tuple[Any, ...]]) -> Any:  # fmt: skip
+          records: _Records) -> Any:  # fmt: skip
     sub = gm.get_submodule(target)
     path = prefix + target
     block = hierarchy.blocks.get(id(sub))
     if block is not None:
         inputs = [n for n in block.graph.nodes if n.op == "placeholder"]
         env = dict(zip(inputs, args, strict=True))
-        return _walk(block, path + ".", env, hierarchy, records)
+        outer, records.owner = records.owner, id(sub)
+        try:
+            return _walk(block, path + ".", env, hierarchy, records)
+        finally:
+            records.owner = outer
     if id(sub) in hierarchy.kept:
         (value,) = args
         for name in sub._modules:
             value = _call(sub, name, path + ".", (value,), {}, hierarchy, records)
         return value
-    records.append(("call_module", path, args, kwargs))
+    records.append(("call_module", hierarchy.paths.get(id(sub), path), args, kwargs))
     return _Ref(len(records) - 1)
 
 
@@ -343,36 +404,41 @@ def _mapped(value: Any, env: dict[torch.fx.Node, Any]) -> Any:
 
 
 def _record(records: list[tuple[Any, ...]], node: torch.fx.Node, prefix: str, gm: torch.fx.GraphModule,
-            env: dict[torch.fx.Node, Any]) -> _Ref:  # fmt: skip
+            env: dict[torch.fx.Node, Any], paths: dict[int, str]) -> _Ref:  # fmt: skip
     target: Any = node.target
     if node.op == "get_attr":
-        target = _attribute_key(gm, str(target), prefix)
+        target = _attribute_key(gm, str(target), prefix, paths)
     elif node.op == "call_module":
-        target = prefix + str(target)
+        target = paths.get(id(gm.get_submodule(str(target))), prefix + str(target))
     records.append((node.op, target, _mapped(node.args, env), _mapped(node.kwargs, env)))
     return _Ref(len(records) - 1)
 
 
-def _attribute_key(gm: torch.fx.GraphModule, target: str, prefix: str) -> Any:
-    """A constant torch.fx made while tracing (``_tensor_constant0``) is named by the graph it is
-    in: compare it by value. Any other attribute by its path in the model."""
-    if not target.rpartition(".")[2].startswith("_tensor_constant"):
+def _attribute_key(gm: torch.fx.GraphModule, target: str, prefix: str, paths: dict[int, str]) -> Any:
+    """An attribute of the model by its first path in it; a constant torch.fx made while tracing
+    (``_tensor_constant0``), named by the graph it is in, by its value."""
+    value: Any = gm
+    for part in target.split("."):
+        value = getattr(value, part)
+    if id(value) in paths:
+        return paths[id(value)]
+    if not (isinstance(value, torch.Tensor) and target.rpartition(".")[2].startswith("_tensor_constant")):
         return prefix + target
-    tensor = gm.get_buffer(target) if target in dict(gm.named_buffers()) else getattr(gm, target)
-    data = tensor.detach().cpu()
-    return ("constant", str(data.dtype), tuple(data.shape), data.contiguous().view(-1).view(torch.uint8).numpy().tobytes()
-            if data.dtype != torch.bool else data.numpy().tobytes())  # fmt: skip
+    data = value.detach().cpu()
+    raw = data.numpy().tobytes() if data.dtype == torch.bool else data.contiguous().view(-1).view(torch.uint8).numpy().tobytes()
+    return ("constant", str(data.dtype), tuple(data.shape), raw)
 
 
-def _first_difference(flat: tuple[list[tuple[Any, ...]], Any], blocks: tuple[list[tuple[Any, ...]], Any]) -> str | None:
-    (a, out_a), (b, out_b) = flat, blocks
-    for i, (x, y) in enumerate(zip(a, b, strict=False)):
-        if not _equal(x, y):
-            return f"node {i} of the model's flat graph is {_show(x)}, traced as blocks it is {_show(y)}"
-    if len(a) != len(b):
-        return f"the flat graph has {len(a)} nodes, traced as blocks {len(b)}"
-    if not _equal(out_a, out_b):
-        return "the blocks return something else than the flat graph"
+def _first_difference(flat: list[tuple[Any, ...]], blocks: list[tuple[Any, ...]]) -> tuple[int, str] | None:
+    """Where the expanded hierarchy first differs from the flat graph, and how (outputs last)."""
+    for i, (x, y) in enumerate(zip(flat, blocks, strict=False)):
+        if _equal(x, y):
+            continue
+        if len(flat) != len(blocks):
+            return i, f"the flat graph has {len(flat) - 1} nodes, traced as blocks {len(blocks) - 1}"
+        if x[0] == "output":
+            return i, "the blocks return something else than the flat graph"
+        return i, f"node {i} of the model's flat graph is {_show(x)}, traced as blocks it is {_show(y)}"
     return None
 
 

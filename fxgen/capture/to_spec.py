@@ -45,10 +45,12 @@ def graph_module_to_spec(
     doc: str | None = None,
     progress: Callable[[int, int, str], None] | None = None,
     given: Mapping[str, ModuleSpec] | None = None,
+    cache: RebuildCache | None = None,
 ) -> Spec:
     """The spec of ``gm``: its graph's nodes plus the modules, parameters and buffers they use.
     ``progress(done, total, path)`` is told of each module recovered and verified (the slow part).
-    ``given`` declares modules export already knows how to write (blocks, kept Sequentials)."""
+    ``given`` declares modules export already knows how to write (blocks, kept Sequentials);
+    ``cache`` shares rebuilt constructor calls with other graphs of the same export."""
     declared = gm.meta.get(META_KEY)
     if declared is not None and declared.spec.fxgen >= 2:
         return _format2_spec(gm, declared.spec, name)
@@ -57,7 +59,7 @@ def graph_module_to_spec(
     module_paths = list(declared.modules) if declared else _dedupe(call_modules)
     if given:  # a call into a given module (``layer.0`` of a kept Sequential) is declared by it
         module_paths = _dedupe([next((p for p in given if path.startswith(p + ".")), path) for path in module_paths])
-    cache = RebuildCache()  # identical constructor calls are rebuilt once (each is compared)
+    cache = cache or RebuildCache()  # identical constructor calls are rebuilt once (each is compared)
     names: dict[type, str] = {}  # class -> its checked spec name, once per export
     submodules = Submodules(gm)
     for done, path in enumerate(module_paths, 1):

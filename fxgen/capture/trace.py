@@ -36,11 +36,13 @@ def trace(
     leaf_modules: Iterable[LeafSpec] = (),
     autowrap_functions: Iterable[Callable[..., Any]] = (),
     tracer_class: type[torch.fx.Tracer] | None = None,
+    preserve: bool = True,
 ) -> torch.fx.GraphModule:
     """``module`` as a GraphModule (returned as it is if it already is one).
 
     Its Python code is generated when first used (``code``, ``forward``, printing): export
-    itself only reads the graph.
+    itself only reads the graph. ``preserve=False``: the caller restores the model itself (one
+    snapshot around many traces of its parts: ``fxgen.capture.hierarchy``).
     """
     if isinstance(module, torch.fx.GraphModule):
         return module
@@ -59,8 +61,8 @@ def trace(
                 return False  # computed in the graph: see _PARAMETRIZE_MODULES
             return bool(super().is_leaf_module(m, qualname))
 
-    snapshot = Snapshot(module)
-    if snapshot.proxies:
+    snapshot = Snapshot(module) if preserve else None
+    if snapshot is not None and snapshot.proxies:
         raise ExportError(
             f"the model holds values of an earlier torch.fx trace ({', '.join(snapshot.proxies[:3])}): its "
             "forward stored traced values on the module (a cache filled on the first call); build the "
@@ -84,7 +86,8 @@ def trace(
         # Tracing may store Proxies on the model (a cache its forward fills), and torch.fx puts
         # the tensor constants it makes (`_tensor_constant0`) on it; the GraphModule has its own
         # copies. Leave the user's module as it was: a second export then traces the same graph.
-        snapshot.restore()
+        if snapshot is not None:
+            snapshot.restore()
 
 
 # A parametrized module (weight_norm, spectral_norm, orthogonal through torch.nn.utils.parametrize)
