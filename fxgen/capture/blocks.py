@@ -435,10 +435,16 @@ def _fresh(base: str, taken: set[str], *, start: int = 2, joiner: str = "") -> s
 
 
 def _doc(cls: type) -> str | None:
+    """The class's own summary: its docstring's first paragraph, up to its last full sentence
+    (a paragraph that introduces a list, ``Supported modes are:``, is cut before it)."""
     doc = inspect.getdoc(cls)
     if not doc or doc == inspect.getdoc(torch.nn.Module):
         return None
-    return doc.split("\n\n", 1)[0].strip() or None
+    summary = doc.split("\n\n", 1)[0].strip()
+    if summary.endswith(":"):
+        ends = [m.end() for m in re.finditer(r"\.(?=\s)", summary)]
+        summary = summary[: ends[-1]] if ends else ""
+    return summary or None
 
 
 def _fields(body: dict[str, Any]) -> dict[str, Any]:
