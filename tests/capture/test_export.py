@@ -263,3 +263,26 @@ def test_cli_export_tracing_error_is_one_line(tmp_path: Path) -> None:
 def test_cli_export_errors(tmp_path: Path, argv: list[str], message: str) -> None:
     done = _fxgen("export", *argv, "--out", "x.yaml", cwd=tmp_path)
     assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_cli_export_keeps_blocks_and_flat_does_not(tmp_path: Path) -> None:
+    """``fxgen export`` writes a format-2 spec with the model's classes; ``--flat`` one graph;
+    both load the weights they wrote into a model that computes what the original does."""
+    import reference_models
+
+    args = ["export", "reference_models:ResNet", "--kwargs", '{"width": 8, "num_classes": 5}']
+    done = _fxgen(*args, "--out", "blocks.yaml", "--weights", "w.safetensors", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "2 block classes" in done.stderr and "--allow" not in done.stderr  # blocks are the spec's own
+    done = _fxgen(*args, "--flat", "--out", "flat.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    blocks, flat = fxgen.load_spec(tmp_path / "blocks.yaml"), fxgen.load_spec(tmp_path / "flat.yaml")
+    assert (blocks.fxgen, list(blocks.classes), flat.fxgen) == (2, ["BasicBlock", "BasicBlock2"], 1)
+    original = reference_models.ResNet(width=8, num_classes=5).eval()
+    original.load_state_dict(load_file(str(tmp_path / "w.safetensors")), strict=True)
+    x = torch.randn(1, 3, 32, 32)
+    for spec in (blocks, flat):
+        assert torch.equal(fxgen.load(spec, weights=tmp_path / "w.safetensors").eval()(x), original(x))
+    done = _fxgen("generate", "blocks.yaml", "--out-dir", "gen", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "class BasicBlock(nn.Module):" in (tmp_path / "gen" / "blocks.py").read_text()
