@@ -225,7 +225,15 @@ def main(argv: list[str] | None = None) -> int:
             "torch.fx cannot trace, or traces wrongly, is listed with the reason; docs/export.md says what "
             "export promises.\n\n"
         )
-        args.out.write_text(header + text)
+        kept = ""  # the section bench/zoo_blocks.py writes into the same file stays
+        if args.out.exists():
+            from zoo_blocks import SECTION_END, SECTION_START
+
+            old = args.out.read_text()
+            start, end = old.find(SECTION_START), old.find(SECTION_END)
+            if 0 <= start < end:
+                kept = "\n" + old[start : end + len(SECTION_END)] + "\n"
+        args.out.write_text(header + text + kept)
     unexplained = [r for r in results if r.traceable and not r.passed and r.name not in LIMITATIONS]
     return 1 if unexplained else 0
 
