@@ -50,12 +50,13 @@ class CannotSplit(Exception):
 
 
 class Tracker:
-    """black.brackets.BracketTracker for fxgen's tokens (no for/lambda)."""
+    """black.brackets.BracketTracker for fxgen's tokens (no lambda; the ``for`` of a comprehension)."""
 
-    __slots__ = ("bracket_match", "delimiters", "depth", "invisible", "previous")
+    __slots__ = ("bracket_match", "delimiters", "depth", "for_loop_depths", "invisible", "previous")
 
     def __init__(self) -> None:
         self.depth = 0
+        self.for_loop_depths: list[int] = []
         self.bracket_match: dict[tuple[int, str], Leaf] = {}
         self.delimiters: dict[int, int] = {}
         self.previous: Leaf | None = None
@@ -63,6 +64,10 @@ class Tracker:
 
     def mark(self, leaf: Leaf) -> None:
         kind = leaf.type
+        # maybe_decrement_after_for_loop_variable: the loop variable sits one level deeper
+        if self.for_loop_depths and self.for_loop_depths[-1] == self.depth and kind == "NAME" and leaf.value == "in":
+            self.depth -= 1
+            self.for_loop_depths.pop()
         if kind in CLOSING:
             if self.depth == 0 and (0, kind) not in self.bracket_match:
                 return
@@ -85,6 +90,9 @@ class Tracker:
             if not leaf.value:
                 self.invisible.append(leaf)
         self.previous = leaf
+        if kind == "NAME" and leaf.value == "for":  # maybe_increment_for_loop_variable
+            self.depth += 1
+            self.for_loop_depths.append(self.depth)
 
     def max_priority(self, exclude: set[int] | frozenset[int] = frozenset()) -> int:
         return max(v for k, v in self.delimiters.items() if k not in exclude)

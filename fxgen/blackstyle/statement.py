@@ -9,7 +9,8 @@ tree: whether a bracket belongs to a trailer (call, subscript, parameter list) o
 right-hand side and the return annotation, the delimiter priority of a binary operator
 (``black.brackets.is_split_before_delimiter``; unary operators have none) and whether a leaf
 is part of an annotation. Anything else raises :class:`Unsupported` (the caller uses black):
-comments, keywords, implicit string concatenation, trailing commas, redundant parentheses,
+comments, keywords (but the ``for`` and ``in`` of ``[item for name in values]``), implicit string
+concatenation, trailing commas, redundant parentheses,
 operators inside subscripts, a unary operator on a power (black adds parentheses), spacing
 black would change.
 """
@@ -57,6 +58,9 @@ _TOKEN = re.compile(
 
 
 COMPARATOR_PRIORITY = 10
+
+
+COMPREHENSION_PRIORITY = 20  # black.brackets: a break before a comprehension's ``for``
 
 
 # black.brackets.MATH_PRIORITIES and COMPARATORS: the priority of a line break before a binary operator
@@ -369,13 +373,32 @@ class _Parser:
             for i in range(3):
                 self._append(Leaf(".", ".", "" if i else space))
         elif kind == "(":
+            operand = bool(self.out) and self.out[-1].priority > 0  # right after a binary operator
             self._take("(")
             count, trailing = self._sequence(")", self._expression)
-            if count == 1 and not trailing and not (after_unary or self._peek() in (".", "[", "**")):
-                # black may drop or keep them; fxgen writes them only around an operand
+            operand = operand or self._peek() in BINARY
+            if count == 1 and not trailing and not (after_unary or operand or self._peek() in (".", "[", "**")):
+                # black may drop parentheses that are not an operand's; fxgen writes them only there
                 raise Unsupported("parenthesized expression")
             if trailing and count != 1:
                 raise Unsupported("trailing comma")
+        elif kind == "[" and self._comprehension_ahead():
+            self._take("[")
+            self._expect_space("")
+            self._expression()
+            self._expect_space(" ")
+            self._take("NAME", priority=COMPREHENSION_PRIORITY)  # for
+            self._expect_space(" ")
+            if self._peek() != "NAME" or keyword.iskeyword(self.tokens[self.pos][1]):
+                raise Unsupported("a loop variable")
+            self._take("NAME")  # a name, or ``_``
+            if self._peek() != "NAME" or self.tokens[self.pos][1] != "in":
+                raise Unsupported("a comprehension other than [item for name in values]")
+            self._expect_space(" ")
+            self._take("NAME")  # in
+            self._expect_space(" ")
+            self._expression()
+            self._take("]")
         elif kind == "[":
             self._take("[")
             if self._sequence("]", self._expression)[1]:
@@ -386,6 +409,18 @@ class _Parser:
                 raise Unsupported("trailing comma")
         else:
             raise Unsupported(f"unexpected {kind!r}")
+
+    def _comprehension_ahead(self) -> bool:
+        """Is the list opening here ``[item for name in values]`` (a ``for`` at its own depth)?"""
+        depth = 0
+        for kind, value, _ in self.tokens[self.pos :]:
+            depth += kind in OPENING
+            depth -= kind in CLOSING
+            if depth == 0:
+                return False
+            if depth == 1 and kind == "NAME" and value == "for":
+                return True
+        return False
 
     def _sequence(self, closing: str, item: Callable[[], None], trailer: bool = False) -> tuple[int, bool]:
         """Comma-separated items up to ``closing``: (count, has a trailing comma)."""
@@ -408,6 +443,11 @@ class _Parser:
         return count, trailing
 
     def _argument(self) -> None:
+        if self._peek() in ("*", "**"):  # ``*items``: black.nodes.is_vararg, no delimiter
+            self._take(self._peek())
+            self._expect_space("")
+            self._expression()
+            return
         if self._peek() == "NAME" and self._peek(1) == "=":
             self._take("NAME")
             self._expect_space("")

@@ -145,6 +145,33 @@ operator_statements = st.one_of(
     operator_expressions.filter(lambda e: not e.startswith('"')),  # black: parentheses if is_arith_like
 )
 
+# -- format 2's __init__ lines: a repeat's ``*[Block(a) for _ in range(n)]`` among a call's
+# arguments, a module list built by a comprehension, argument expressions with parenthesised
+# operands (``(image_size // patch) * (image_size // patch) + 1``)
+_comprehensions = st.tuples(
+    st.one_of(calls, small_expressions, binary_expressions), st.one_of(names, st.just("_")),
+    st.one_of(calls, names, binary_expressions),
+).map(lambda t: f"[{t[0]} for {t[1]} in {t[2]}]")  # fmt: skip
+_starred = st.one_of(_comprehensions, names, dotted, calls).map("*".__add__)
+_grouped = st.tuples(operands, st.sampled_from(BINARY_OPS), operands).map(lambda t: f"({' '.join(t)})")
+_grouped_arithmetic = st.one_of(
+    st.tuples(_grouped, st.sampled_from(BINARY_OPS), st.one_of(operands, _grouped)).map(" ".join),
+    st.tuples(operands, st.sampled_from(BINARY_OPS), _grouped).map(" ".join),
+    st.tuples(_grouped, st.sampled_from(BINARY_OPS), operands, st.sampled_from(BINARY_OPS), operands).map(" ".join),
+)
+format2_expressions = st.one_of(
+    st.tuples(dotted, st.lists(st.one_of(expressions, _starred, _grouped_arithmetic), min_size=1, max_size=5)).map(
+        lambda t: f"{t[0]}({', '.join(t[1])})"
+    ),
+    st.tuples(dotted, _comprehensions).map(lambda t: f"{t[0]}({t[1]})"),
+    _comprehensions,
+    _grouped_arithmetic,
+)
+format2_statements = st.one_of(
+    st.tuples(targets, format2_expressions).map(" = ".join),
+    format2_expressions.map("return ".__add__),
+)
+
 # -- def signatures, as fxgen.codegen.render.signature writes them
 ANNOTATIONS = [
     "torch.Tensor", "int", "float", "bool", "str", "None", "typing.Optional[torch.Tensor]", "list[int]",
@@ -252,6 +279,25 @@ def assert_claimed_as_black(statement: str, depth: int) -> None:
     got = split.split(statement, depth)
     assert got is not None, statement
     assert got == black_lines(statement, depth), statement
+
+
+@settings(max_examples=MANY)
+@given(format2_statements, st.sampled_from([0, 1, 2]))
+@example(statement="self.layer2 = nn.Sequential(DownBlock(width, width * 2), *[BasicBlock(width * 2) for _ in range(blocks2 - 1)])", depth=2)
+@example(statement="self.pos_embedding = nn.Parameter(torch.empty(1, image_size // patch_size * (image_size // patch_size) + 1, dim))", depth=2)
+def test_comprehensions_starred_and_grouped_operands_equal_black(statement: str, depth: int) -> None:
+    assert_claimed_as_black(statement, depth)
+
+
+@settings(max_examples=MANY)
+@given(
+    format2_expressions,
+    st.sampled_from(["self.{pad} = {expr}", "self.{pad} = nn.Sequential({expr})", "return f({expr}, {pad})"]),
+    st.integers(70, 110),
+    st.sampled_from([0, 1, 2]),
+)
+def test_comprehensions_near_the_limit(expression: str, form: str, width: int, depth: int) -> None:
+    assert_claimed_as_black(padded(form, expression, width, depth), depth)
 
 
 @settings(max_examples=MANY)
@@ -379,7 +425,10 @@ def _same_length(kind: str, value: str) -> str:
         "f(a)  # comment",
         "x = -a ** b",  # black adds parentheses: -(a**b)
         "x = y[a + 1 :]",  # an operator in a subscript: black's complex-subscript spacing
-        "x = (a + b) * c",  # parentheses black may drop or keep
+        "x = (a + b)",  # parentheses black drops
+        "x = [a for b in c if d]",  # a comprehension with a condition
+        "x = [a for b, c in d]",
+        "x = {a: b for a in c}",
         '"a" + b',  # a bare string first: a docstring where it stands
         "x = a+b",  # spacing black would change
         "def f(x):\n    pass",
@@ -395,10 +444,7 @@ def test_unsupported_shapes_fall_back(statement: str) -> None:
     assert split.split(statement, 2) is None
 
 
-# Format 2's __init__ lines (a repeat's ``*[Block(c) for _ in range(n)]``, an argument expression
-# with parentheses) are left to black: the port has no comprehensions or parenthesised atoms yet.
-# A speed matter only; black writes those lines.
-FORMAT_1_EXAMPLES = [p for p in sorted((ROOT / "model_specs").glob("*.yaml")) if "\nfxgen: 1\n" in p.read_text()]
+EXAMPLES = sorted((ROOT / "model_specs").glob("*.yaml"))
 
 
 def test_lines_fxgen_writes_take_the_fast_path() -> None:
@@ -417,7 +463,7 @@ def test_lines_fxgen_writes_take_the_fast_path() -> None:
     try:
         for shape in ("fan", "residual", "chain"):
             fxgen.generate(fxgen.load_spec(_write(shape)))
-        for path in FORMAT_1_EXAMPLES:
+        for path in EXAMPLES:
             fxgen.generate(path)
     finally:
         formatter.block = original  # type: ignore[assignment]
@@ -461,7 +507,7 @@ def test_generating_the_examples_calls_black_zero_times(monkeypatch: pytest.Monk
 
     formatter.clear_caches()
     monkeypatch.setattr(black, "format_str", counting)
-    for path in FORMAT_1_EXAMPLES:
+    for path in EXAMPLES:
         fxgen.generate(path)
     for shape in ("fan", "residual", "chain"):
         fxgen.generate(fxgen.load_spec(_write(shape)))
