@@ -28,7 +28,7 @@ from fxgen._errors import ExportError
 from fxgen.capture.hierarchy import Hierarchy, NotTheSame, TraceOptions, block_classes, trace_blocks
 from fxgen.capture.rebuild import RebuildCache
 from fxgen.capture.recover import resolve_qualname
-from fxgen.capture.to_spec import graph_module_to_spec, recover_declaration
+from fxgen.capture.to_spec import avoid_reserved_names, graph_module_to_spec, recover_declaration
 from fxgen.check.checker import RESERVED_NAMES
 from fxgen.spec.model import ArgSpec, ClassSpec, ModuleSpec, Spec
 from fxgen.spec.resolve import substitute, substitute_declaration
@@ -139,6 +139,7 @@ class _Writer:
                 given[owner] = self._sequential(gm.get_submodule(owner), owner, inside)
             elif owner is None and id(gm.get_submodule(path)) in self.hierarchy.blocks:
                 given[path] = self._pending(gm.get_submodule(path), inside)
+        avoid_reserved_names(gm.graph)
         spec = graph_module_to_spec(gm, name=name, given=given, cache=self.cache)
         body = {key: value for key, value in spec.to_dict().items() if key not in ("fxgen", "name", "doc")}
         return _in_model_order(body, original), inside

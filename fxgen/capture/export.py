@@ -14,12 +14,11 @@ import torch.fx
 
 from fxgen.capture.blocks import keep_blocks
 from fxgen.capture.hierarchy import TraceOptions
-from fxgen.capture.to_spec import graph_module_to_spec
+from fxgen.capture.to_spec import avoid_reserved_names, graph_module_to_spec
 from fxgen.capture.trace import LeafSpec, trace
-from fxgen.check.checker import RESERVED_NAMES
 from fxgen.spec.model import Spec
 
-__all__ = ["avoid_reserved_names", "export", "save_weights", "spec_state", "tied_notes"]
+__all__ = ["export", "save_weights", "spec_state", "tied_notes"]
 
 
 def export(
@@ -97,18 +96,3 @@ def _class_name(module: torch.nn.Module) -> str:
     if isinstance(module, torch.fx.GraphModule):
         return type(module).__name__.removesuffix("GraphModuleImpl") or "GraphModule"
     return type(module).__name__
-
-
-def avoid_reserved_names(graph: torch.fx.Graph) -> None:
-    """Rename nodes whose names generated code reserves (``nn``, ``F``, ``math``…).
-
-    ``output`` is kept for the output node: torch.fx names a call of a submodule called
-    ``output`` "output" and the real output node "output_1"; specs leave the output node's
-    name out, so it must be "output".
-    """
-    for node in graph.nodes:
-        if node.op != "output" and (node.name in RESERVED_NAMES or node.name == "output"):
-            node._rename(node.name + "_1")
-    last = next(iter(reversed(graph.nodes)))
-    if last.op == "output" and last.name != "output":
-        last._rename("output")

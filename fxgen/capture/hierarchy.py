@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,7 @@ class Hierarchy:
     blocks: dict[int, torch.fx.GraphModule] = field(default_factory=dict)
     kept: set[int] = field(default_factory=set)  # ids of the nn.Sequential containers called whole
     params: dict[int, list[str]] = field(default_factory=dict)  # block -> the parameters its callers give nodes
+    read: dict[int, list[str]] = field(default_factory=dict)  # block -> its graph's placeholders (parameter names)
     # module or tensor (id) -> its first path in the model, the one torch.fx names it by: a module
     # registered twice (``self.act`` also inside ``self.final``) is called at that path
     paths: dict[int, str] = field(default_factory=dict)
@@ -198,19 +200,23 @@ def _trace_called(gm: torch.fx.GraphModule, blocks: dict[int, torch.nn.Module], 
             if key not in hierarchy.blocks:
                 params, constants = _bind_calls(block, calls)
                 sub_gm = _trace(block, constants or None, TraceOptions(None, *_rest(options)), tracer_class)
-                _drop_constant_placeholders(sub_gm, constants, list(_signature(block).parameters))
+                names = list(_signature(block).parameters)
+                _drop_constant_placeholders(sub_gm, constants, names)
+                read = [_parameter(n, names) for n in sub_gm.graph.nodes if n.op == "placeholder"]
+                if any(p not in params for p in read):
+                    raise ExportError(f"the traced graph of {type(block).__name__} takes {read}, its calls give {params}")
                 hierarchy.blocks[key] = sub_gm
                 hierarchy.params[key] = params
+                hierarchy.read[key] = read  # a tracer may leave out a parameter the graph never reads
                 _trace_called(sub_gm, blocks, hierarchy, options, tracer_class)
-            params = hierarchy.params[key]
-            _bind_calls(block, calls, expect=params)
+            _bind_calls(block, calls, expect=hierarchy.params[key])
         except ExportError as exc:
             hierarchy.failed.setdefault(type(block), str(exc))
             continue
         for node, args, kwargs in calls:
             if node is not None:
                 bound = _signature(block).bind(*args, **kwargs).arguments
-                node.args = tuple(bound[p] for p in params)
+                node.args = tuple(bound[p] for p in hierarchy.read[key])
                 node.kwargs = {}
     gm.recompile()
 
@@ -288,11 +294,11 @@ def _same_constants(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 def _drop_constant_placeholders(gm: torch.fx.GraphModule, constants: dict[str, Any], names: list[str]) -> None:
-    """torch.fx keeps a placeholder for each concrete argument (one per parameter, in order) and
-    asserts its value; the block's forward takes only the values its callers compute, so both go."""
+    """torch.fx keeps a placeholder for each concrete argument and asserts its value; the block's
+    forward takes only the values its callers compute, so both go."""
     graph = gm.graph
-    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    for node, name in zip(placeholders, names, strict=True):
+    for node in [n for n in graph.nodes if n.op == "placeholder"]:
+        name = _parameter(node, names)
         if name not in constants:
             continue
         for user in list(node.users):
@@ -305,6 +311,17 @@ def _drop_constant_placeholders(gm: torch.fx.GraphModule, constants: dict[str, A
             raise ExportError(f"the constant argument {name!r} is read as a value by the traced graph")
         graph.erase_node(node)
     gm.recompile()
+
+
+def _parameter(placeholder: torch.fx.Node, names: list[str]) -> str:
+    """The forward parameter (of ``names``) a placeholder stands for: torch.fx's target is its
+    name, or ``name_1`` for a concrete argument."""
+    target = str(placeholder.target).lstrip("*")
+    if target not in names:
+        base = re.fullmatch(r"(.+)_[0-9]+", target)
+        if base is not None and base.group(1) in names:
+            return base.group(1)
+    return target
 
 
 # -- the hierarchy expanded, against the flat trace ------------------------------------------
@@ -365,10 +382,29 @@ def _walk(gm: torch.fx.GraphModule, prefix: str, env: dict[torch.fx.Node, Any], 
             env[node] = _call(gm, str(node.target), prefix, _mapped(node.args, env), _mapped(node.kwargs, env),
                               hierarchy, records)  # fmt: skip
         elif node.op == "call_function" and node.target is operator.getitem and _static_item(node, env):
-            env[node] = _mapped(node.args[0], env)[node.args[1]]
+            try:
+                env[node] = _mapped(node.args[0], env)[node.args[1]]
+            except (KeyError, IndexError, TypeError):  # (a ModelOutput returned as a plain dict)
+                raise NotTheSame(f"{_producer(gm, node)} returns a value its caller cannot index with "
+                                 f"{node.args[1]!r} once the block is a class of its own", _block_type(gm, node, hierarchy)) from None
         else:
             env[node] = _record(records, node, prefix, gm, env, hierarchy.paths)
     return None
+
+
+def _block_type(gm: torch.fx.GraphModule, node: torch.fx.Node, hierarchy: Hierarchy) -> type | None:
+    """The block class whose call made ``node``'s first argument, if a block's call did."""
+    source = node.args[0]
+    if isinstance(source, torch.fx.Node) and source.op == "call_module":
+        sub = gm.get_submodule(str(source.target))
+        if id(sub) in hierarchy.blocks:
+            return type(sub)
+    return None
+
+
+def _producer(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str:
+    source = node.args[0]
+    return f"{source.target!r}" if isinstance(source, torch.fx.Node) else "a block"
 
 
 def _static_item(node: torch.fx.Node, env: dict[torch.fx.Node, Any]) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import keyword
 import math
 import operator
 from collections.abc import Callable, Mapping
@@ -25,6 +26,7 @@ from fxgen.assemble.module import META_KEY
 from fxgen.capture.rebuild import RebuildCache
 from fxgen.capture.recover import class_name
 from fxgen.capture.recover import resolve_qualname as _lookup
+from fxgen.check.checker import RESERVED_NAMES
 from fxgen.construct.graph import TARGET_KEY
 from fxgen.policy.policy import type_repr
 from fxgen.policy.tables import SAFE_BUILTINS
@@ -32,7 +34,7 @@ from fxgen.spec.model import BufferSpec, ClassSpec, ModuleSpec, Node, ParameterS
 from fxgen.spec.packed import pack, unpack
 from fxgen.spec.values import UnencodableValue, dtype_name, encode
 
-__all__ = ["Submodules", "graph_module_to_spec", "recover_declaration", "to_spec"]
+__all__ = ["Submodules", "avoid_reserved_names", "graph_module_to_spec", "recover_declaration", "to_spec"]
 
 
 LITERAL_LIMIT = 64  # tensors up to this many elements are written as readable literals, larger ones packed
@@ -85,6 +87,23 @@ def graph_module_to_spec(
     if doc is None and declared is not None:
         doc = type(gm).__doc__
     return Spec(name=cls_name, doc=doc, modules=modules, parameters=parameters, buffers=buffers, nodes=nodes)
+
+
+def avoid_reserved_names(graph: torch.fx.Graph) -> None:
+    """Rename nodes whose names generated code reserves (``nn``, ``F``, ``math``…) or Python
+    keeps (``_``, ``match``: soft keywords).
+
+    ``output`` is kept for the output node: torch.fx names a call of a submodule called
+    ``output`` "output" and the real output node "output_1"; specs leave the output node's
+    name out, so it must be "output".
+    """
+    for node in graph.nodes:
+        name = node.name
+        if node.op != "output" and (name in RESERVED_NAMES or name == "output" or keyword.issoftkeyword(name)):
+            node._rename(name + "_1")
+    last = next(iter(reversed(graph.nodes)))
+    if last.op == "output" and last.name != "output":
+        last._rename("output")
 
 
 def _format2_spec(gm: torch.fx.GraphModule, spec: Spec, name: str | None) -> Spec:

@@ -16,9 +16,9 @@ import torch.fx
 
 from fxgen._errors import ExportError
 from fxgen.capture.blocks import keep_blocks
-from fxgen.capture.export import avoid_reserved_names, spec_state, tied_notes
+from fxgen.capture.export import spec_state, tied_notes
 from fxgen.capture.hierarchy import TraceOptions
-from fxgen.capture.to_spec import graph_module_to_spec
+from fxgen.capture.to_spec import avoid_reserved_names, graph_module_to_spec
 from fxgen.capture.trace import trace
 from fxgen.spec.model import ClassSpec, Spec
 

@@ -320,3 +320,55 @@ def test_random_block_models_export_exactly(layers: list[tuple[str, int, int, An
     # instances share a class unless their graphs or their submodules' classes differ
     shapes = [(c.nodes, [(p, m.cls) for p, m in c.modules.items()]) for c in spec.classes.values()]
     assert len(shapes) == len({repr(s) for s in shapes})
+
+
+class Output(dict):  # type: ignore[type-arg]
+    """Indexable by position too, as Hugging Face's ModelOutput is."""
+
+    def __getitem__(self, key: Any) -> Any:
+        return list(self.values())[key] if isinstance(key, int) else super().__getitem__(key)
+
+
+class Head(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.output = nn.Linear(4, 4)  # a node named "output": renamed, as in a flat export
+        self.match = nn.ReLU()  # a soft keyword
+
+    def forward(self, x: torch.Tensor) -> Output:
+        return Output(logits=self.match(self.output(x)))
+
+
+class UsesOutput(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.head = Head()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(x)[0] * 2
+
+
+class NamesInside(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = Head()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.a(x)["logits"]
+
+
+def test_node_names_inside_blocks_are_spec_names() -> None:
+    spec = check_exact(NamesInside(), torch.randn(2, 4))
+    called = [n.name for n in spec.classes["Head"].nodes if n.op == "call_module"]
+    assert len(called) == 2 and not {"output", "match"} & set(called)
+
+
+def test_a_result_indexed_in_a_way_the_class_cannot_give_is_inlined() -> None:
+    """Traced as a class of its own, the block returns a plain dict: ``[0]`` would fail."""
+    model = UsesOutput().eval()
+    with pytest.warns(UserWarning, match="Head is inlined"):
+        spec = fxgen.export(model)
+    x = torch.randn(2, 4)
+    built = fxgen.load(spec)
+    built.load_state_dict(model.state_dict(), strict=True)
+    assert torch.equal(built(x), model(x))
