@@ -51,13 +51,14 @@ def _is_simple_operand(leaves: list[Leaf], index: int, kind: int) -> bool:
 
 
 def _is_simple_lookup(leaves: list[Leaf], index: int, kind: int) -> bool:
-    """handle_is_simple_look_up_prev / handle_is_simple_lookup_forward (``for`` never occurs)."""
+    """handle_is_simple_look_up_prev / handle_is_simple_lookup_forward (which stops at the
+    ``for`` of a comprehension)."""
     if kind == 1:
         while 0 <= index < len(leaves):
             current = leaves[index]
             if current.type in ("(", "["):
                 return False
-            if current.type not in ("NAME", "."):
+            if current.type not in ("NAME", ".") or current.value == "for":
                 return True
             index += 1
         return True

@@ -285,6 +285,7 @@ def assert_claimed_as_black(statement: str, depth: int) -> None:
 @given(format2_statements, st.sampled_from([0, 1, 2]))
 @example(statement="self.layer2 = nn.Sequential(DownBlock(width, width * 2), *[BasicBlock(width * 2) for _ in range(blocks2 - 1)])", depth=2)
 @example(statement="self.pos_embedding = nn.Parameter(torch.empty(1, image_size // patch_size * (image_size // patch_size) + 1, dim))", depth=2)
+@example(statement="return a00000000000000([(-1)[0] / _jmcn**k1os541cut8kkr for _ in mnone()])", depth=2)  # ** hugs before a for
 def test_comprehensions_starred_and_grouped_operands_equal_black(statement: str, depth: int) -> None:
     assert_claimed_as_black(statement, depth)
 
