@@ -28,8 +28,10 @@ LAYERS = [
     ("construct",),  # one declaration -> one torch object
     ("check",),  # Document -> Spec
     ("assemble",),  # Spec -> GraphModule (fxgen.load)
+    ("analysis",),  # Spec + example inputs -> shapes, FLOPs, pictures
     ("codegen",),  # Spec -> source text
     ("capture",),  # nn.Module -> Spec (fxgen.export)
+    ("transform",),  # Spec -> GraphModule -> passes -> Spec (fxgen.transform)
     ("cli",),  # the fxgen command
     ("__init__", "__main__"),  # the public API
 ]

@@ -138,6 +138,8 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", parents=[common], epilog=_EXAMPLES["show"], formatter_class=help_format, help="print a spec's graph as a table with parameter counts")
     p.add_argument("path", metavar="PATH")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="table (default; with declared inputs: shapes, dtypes and FLOPs), json")  # fmt: skip
     p.set_defaults(command="show", run=cmd_show)
 
     p = sub.add_parser("generate", parents=[common], epilog=_EXAMPLES["generate"], formatter_class=help_format, help="write generated/<spec>.py for each spec")
@@ -183,7 +185,12 @@ def cmd_validate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
         for done, path in enumerate(specs, 1):
             progress.step(done, str(path))
             try:
-                load_spec(path, allow=allow)
+                spec = load_spec(path, allow=allow)
+                if spec.inputs:  # the declared inputs must flow through the graph
+                    from fxgen.analysis.shapes import analyse
+                    from fxgen.policy.policy import policy_for
+
+                    analyse(spec, policy_for(allow))
             except SpecError as exc:
                 failed += 1
                 _report(exc.diagnostics)
@@ -204,10 +211,20 @@ def _summary(args: argparse.Namespace, text: str) -> None:
 
 def cmd_show(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
     from fxgen.check.validate import load_spec
-    from fxgen.cli.show import show
+    from fxgen.cli.show import show, show_json
+    from fxgen.policy.policy import policy_for
 
     spec = load_spec(args.path, allow=allow)
-    print(show(spec, allow=allow), end="")
+    analysis = None
+    if spec.inputs:
+        from fxgen.analysis.shapes import analyse
+
+        analysis = analyse(spec, policy_for(allow))
+    if args.format == "json":
+        text = show_json(spec, analysis, allow=allow)
+    else:
+        text = show(spec, allow=allow, analysis=analysis)
+    sys.stdout.write(text)
     _summary(args, f"{spec.name}: {_count(len(spec.nodes), 'node')}, {_count(len(spec.modules), 'module')}")
     return 0
 
