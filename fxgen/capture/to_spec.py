@@ -58,7 +58,7 @@ def graph_module_to_spec(
         return _format2_spec(gm, declared.spec, name)
     call_modules = [n.target for n in gm.graph.nodes if n.op == "call_module"]
     modules: dict[str, ModuleSpec] = {}
-    module_paths = list(declared.modules) if declared else _dedupe(call_modules)
+    module_paths = _dedupe([*declared.modules, *call_modules]) if declared else _dedupe(call_modules)
     if given:  # a call into a given module (``layer.0`` of a kept Sequential) is declared by it
         module_paths = _dedupe([next((p for p in given if path.startswith(p + ".")), path) for path in module_paths])
     cache = cache or RebuildCache()  # identical constructor calls are rebuilt once (each is compared)
