@@ -35,8 +35,10 @@ __all__ = [
     "load_spec",
     "record_constructors",
     "register_constructor",
+    "register_pass",
     "save_weights",
     "to_spec",
+    "transform",
     "validate",
 ]
 
@@ -48,8 +50,9 @@ _WHERE = {
     "ParameterSpec": "spec.model", "Spec": "spec.model",
     "DEFAULT_POLICY": "policy.policy", "Policy": "policy.policy",
     "load_spec": "check.validate", "validate": "check.validate",
-    "load": "assemble.load",
-    "generate": "codegen.generate",
+    "load": "transform.pipeline",
+    "generate": "transform.pipeline",
+    "transform": "transform.run", "register_pass": "transform.registry",
     "export": "capture.export", "save_weights": "capture.export", "to_spec": "capture.to_spec",
     "register_constructor": "capture.recover", "record_constructors": "capture.record",
 }  # fmt: skip
@@ -64,15 +67,16 @@ if TYPE_CHECKING:
         SpecError,
         WeightsError,
     )
-    from fxgen.assemble.load import load
     from fxgen.capture.export import export, save_weights
     from fxgen.capture.record import record_constructors
     from fxgen.capture.recover import register_constructor
     from fxgen.capture.to_spec import to_spec
     from fxgen.check.validate import load_spec, validate
-    from fxgen.codegen.generate import generate
     from fxgen.policy.policy import DEFAULT_POLICY, Policy
     from fxgen.spec.model import BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
+    from fxgen.transform.pipeline import generate, load
+    from fxgen.transform.registry import register_pass
+    from fxgen.transform.run import transform
 
 
 def __getattr__(name: str) -> Any:

@@ -132,7 +132,8 @@ PUBLIC_API = [
     "DEFAULT_POLICY", "BufferSpec", "Diagnostic", "ExportError", "FxgenError", "GenerateError",
     "Location", "ModuleSpec", "Node", "ParameterSpec", "Policy", "Spec", "SpecError",
     "WeightsError", "__version__", "export", "generate", "load", "load_spec",
-    "record_constructors", "register_constructor", "save_weights", "to_spec", "validate",
+    "record_constructors", "register_constructor", "register_pass", "save_weights", "to_spec",
+    "transform", "validate",
 ]  # fmt: skip
 
 

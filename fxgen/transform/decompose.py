@@ -41,7 +41,8 @@ def decompose(gm: torch.fx.GraphModule, args: Mapping[str, Any], context: PassCo
                 break
 
             def proxy(value: Any) -> Any:
-                return torch.fx.node.map_arg(value, lambda n: Proxy(n, tracer))
+                wrap: Any = lambda n: Proxy(n, tracer)  # noqa: E731
+                return torch.fx.node.map_arg(value, wrap)
 
             with graph.inserting_before(node):
                 result = rule(*proxy(bound.args), **proxy(bound.kwargs))

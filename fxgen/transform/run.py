@@ -159,6 +159,7 @@ def _still_declared(spec: Spec, gm: torch.fx.GraphModule, original: Mapping[str,
     def same(path: str, shape: Any, dtype: str) -> bool:
         from fxgen.spec.values import dtype_name
 
+        t: torch.Tensor
         try:
             t = gm.get_parameter(path)
         except AttributeError:
