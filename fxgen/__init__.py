@@ -50,9 +50,9 @@ _WHERE = {
     "ParameterSpec": "spec.model", "Spec": "spec.model",
     "DEFAULT_POLICY": "policy.policy", "Policy": "policy.policy",
     "load_spec": "check.validate", "validate": "check.validate",
-    "load": "transform.pipeline",
-    "generate": "transform.pipeline",
-    "transform": "transform.run", "register_pass": "transform.registry",
+    "load": "passes.pipeline",
+    "generate": "passes.pipeline",
+    "transform": "passes.run", "register_pass": "passes.registry",
     "export": "capture.export", "save_weights": "capture.export", "to_spec": "capture.to_spec",
     "register_constructor": "capture.recover", "record_constructors": "capture.record",
 }  # fmt: skip
@@ -72,11 +72,11 @@ if TYPE_CHECKING:
     from fxgen.capture.recover import register_constructor
     from fxgen.capture.to_spec import to_spec
     from fxgen.check.validate import load_spec, validate
+    from fxgen.passes.pipeline import generate, load
+    from fxgen.passes.registry import register_pass
+    from fxgen.passes.run import transform
     from fxgen.policy.policy import DEFAULT_POLICY, Policy
     from fxgen.spec.model import BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
-    from fxgen.transform.pipeline import generate, load
-    from fxgen.transform.registry import register_pass
-    from fxgen.transform.run import transform
 
 
 def __getattr__(name: str) -> Any:

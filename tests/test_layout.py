@@ -31,7 +31,7 @@ LAYERS = [
     ("analysis",),  # Spec + example inputs -> shapes, FLOPs, pictures
     ("codegen",),  # Spec -> source text
     ("capture",),  # nn.Module -> Spec (fxgen.export)
-    ("transform",),  # Spec -> GraphModule -> passes -> Spec (fxgen.transform)
+    ("passes",),  # Spec -> GraphModule -> passes -> Spec (fxgen.transform)
     ("cli",),  # the fxgen command
     ("__init__", "__main__"),  # the public API
 ]

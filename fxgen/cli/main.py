@@ -67,7 +67,7 @@ def project_passes(start: Path) -> tuple[str, ...]:
         passes = data.get("tool", {}).get("fxgen", {}).get("passes", {})
         if not (isinstance(passes, dict) and all(isinstance(v, str) and v.count(":") == 1 for v in passes.values())):
             raise FxgenError('[tool.fxgen] passes must map names to "pkg.module:function"', where)
-        from fxgen.transform.registry import register_pass
+        from fxgen.passes.registry import register_pass
 
         for name, ref in passes.items():
             module_name, _, attr = ref.partition(":")
@@ -261,7 +261,7 @@ def _prepared(spec: Any, allow: tuple[str, ...]) -> tuple[Any, Any]:
 
     policy = policy_for(allow)
     if spec.passes:
-        from fxgen.transform.pipeline import transformed
+        from fxgen.passes.pipeline import transformed
 
         result = transformed(spec, policy)
         assert result is not None
@@ -410,7 +410,7 @@ def _render_all(
     failures: dict[Path, Any] = {}
     if not jobs:
         return rendered, failures  # nothing to render: torch and black stay unimported
-    from fxgen.transform.pipeline import render_job_safely
+    from fxgen.passes.pipeline import render_job_safely
 
     workers = workers or os.cpu_count() or 1
     tasks = [(job, allow, shapes) for job in jobs]

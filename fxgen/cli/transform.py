@@ -60,8 +60,8 @@ def parse_pass(text: str, label: str) -> _PassDocument:
 
 def transform_command(args: argparse.Namespace, allow: tuple[str, ...], registered: tuple[str, ...]) -> int:
     from fxgen.check.validate import load_spec
+    from fxgen.passes.run import apply_passes, check_pass_list, pass_names
     from fxgen.policy.policy import policy_for
-    from fxgen.transform.run import apply_passes, check_pass_list, pass_names
 
     if args.out_weights is not None and args.weights is None:
         raise FxgenError("--out-weights needs --weights (the tensors to transform)")

@@ -19,9 +19,9 @@ import torch.fx
 
 from fxgen._errors import Diagnostic, FxgenError, SpecError
 from fxgen.check.validate import SpecLike, as_spec, validate_document
+from fxgen.passes.run import Transformed, apply_passes, pass_names
 from fxgen.policy.policy import Policy, policy_for
 from fxgen.spec.model import Spec
-from fxgen.transform.run import Transformed, apply_passes, pass_names
 from fxgen.write.outputs import Job
 
 __all__ = ["generate", "load", "prepare", "render_job", "render_job_safely", "shape_comments", "transformed"]

@@ -1,4 +1,4 @@
-"""Transform stage: a validated Spec and a list of passes -> a new, validated Spec (and tensors).
+"""Passes stage (``fxgen.transform``): a validated Spec and passes -> a new, validated Spec.
 
 Takes a Spec, the passes (names and arguments, checked by ``fxgen.check.passes``) and optionally
 the model's weights; builds the GraphModule (``assemble``), runs each pass over it with torch.fx's

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch.fx
 
-from fxgen.transform.registry import PassContext
+from fxgen.passes.context import PassContext
 
 __all__ = ["eliminate_dead_code"]
 

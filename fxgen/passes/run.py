@@ -22,13 +22,25 @@ from fxgen.capture.to_spec import graph_module_to_spec
 from fxgen.check.passes import BUILTIN_PASSES, check_passes, pass_entry
 from fxgen.check.validate import SpecLike, as_spec, parse_data, validate_body, validate_data
 from fxgen.construct.modules import same_random_state
+from fxgen.passes import dead_code, decompose, fold_constants, fuse_conv_bn, replace, rewrite
+from fxgen.passes.context import PassContext
+from fxgen.passes.registry import registered
 from fxgen.policy.policy import Policy, policy_for
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.model import Spec
-from fxgen.transform.registry import PassContext, builtin, registered
 
 __all__ = ["Transformed", "apply_passes", "check_pass_list", "pass_names", "transform"]
+
+
+_BUILTIN = {
+    "replace": replace.replace,
+    "rewrite": rewrite.rewrite,
+    "decompose": decompose.decompose,
+    "fuse_conv_bn": fuse_conv_bn.fuse_conv_bn,
+    "eliminate_dead_code": dead_code.eliminate_dead_code,
+    "fold_constants": fold_constants.fold_constants,
+}
 
 
 @dataclass
@@ -113,7 +125,7 @@ def apply_passes(
     for i, entry in enumerate(passes):
         name, args = pass_entry(entry)
         where = locate(i) if locate is not None else spec.locate(("passes", i))
-        function = builtin(name) if name in BUILTIN_PASSES else registered()[name]
+        function = _BUILTIN[name] if name in BUILTIN_PASSES else registered()[name]
         context = PassContext(policy, spec, where, notes)
         try:
             result = function(gm, args, context)

@@ -11,8 +11,8 @@ import torch.fx
 from torch.fx.proxy import GraphAppendingTracer, Proxy
 
 from fxgen.check.passes import DECOMPOSITIONS
-from fxgen.transform.bodies import body_module
-from fxgen.transform.registry import PassContext
+from fxgen.passes.bodies import body_module
+from fxgen.passes.context import PassContext
 
 __all__ = ["decompose"]
 

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from fxgen.transform.registry import PassContext
+from fxgen.passes.context import PassContext
 
 __all__ = ["fold_constants"]
 

@@ -11,7 +11,7 @@ from typing import Any
 import torch.fx
 from torch.fx.experimental.optimization import fuse
 
-from fxgen.transform.registry import PassContext
+from fxgen.passes.context import PassContext
 
 __all__ = ["fuse_conv_bn"]
 

@@ -9,8 +9,8 @@ from typing import Any
 import torch.fx
 from torch.fx import subgraph_rewriter
 
-from fxgen.transform.bodies import body_module
-from fxgen.transform.registry import PassContext
+from fxgen.passes.bodies import body_module
+from fxgen.passes.context import PassContext
 
 __all__ = ["rewrite"]
 
@@ -23,7 +23,7 @@ def rewrite(gm: torch.fx.GraphModule, args: Mapping[str, Any], context: PassCont
         matched = [n.name for p, n in match.nodes_map.items() if p.op not in ("placeholder", "output")]
         context.note(f"rewrite matched {', '.join(matched)}; replaced by "
                      f"{', '.join(n.name for n in match.replacements) or 'its inputs'}",
-                     context.locate_node(match.anchor.name))  # fmt: skip
+                     context.locate_node(matched[0] if matched else match.anchor.name))  # fmt: skip
     if not matches:
         context.note("rewrite: the pattern matched nothing")
     gm.recompile()

@@ -9,7 +9,7 @@ from typing import Any
 import torch.fx
 
 from fxgen.construct.graph import TARGET_KEY
-from fxgen.transform.registry import PassContext
+from fxgen.passes.context import PassContext
 
 __all__ = ["replace"]
 
