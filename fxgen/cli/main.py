@@ -174,8 +174,10 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", parents=[common], epilog=_EXAMPLES["show"], formatter_class=help_format, help="print a spec's graph as a table with parameter counts")
     p.add_argument("path", metavar="PATH")
-    p.add_argument("--format", choices=("table", "json"), default="table",
-                   help="table (default; with declared inputs: shapes, dtypes and FLOPs), json")  # fmt: skip
+    p.add_argument("--format", choices=("table", "json", "mermaid", "dot", "svg"), default="table",
+                   help="table (default; with declared inputs: shapes, dtypes and FLOPs), json, or a picture: "
+                        "mermaid, dot, svg (needs Graphviz); pictures show shapes on the edges when the spec "
+                        "declares inputs")  # fmt: skip
     p.set_defaults(command="show", run=cmd_show)
 
     p = sub.add_parser("generate", parents=[common], epilog=_EXAMPLES["generate"], formatter_class=help_format, help="write generated/<spec>.py for each spec")
@@ -274,6 +276,21 @@ def _prepared(spec: Any, allow: tuple[str, ...]) -> tuple[Any, Any]:
     return spec, analysis
 
 
+def _svg(source: str) -> str:
+    """Graphviz's ``dot -Tsvg`` of ``source``."""
+    import shutil
+    import subprocess
+
+    program = shutil.which("dot")
+    if program is None:
+        raise FxgenError("--format svg needs Graphviz's `dot` program, which is not installed (apt-get install "
+                         "graphviz, brew install graphviz); --format dot prints the source it would draw")  # fmt: skip
+    done = subprocess.run([program, "-Tsvg"], input=source, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise FxgenError(f"Graphviz's dot failed: {done.stderr.strip()[:300]}")
+    return done.stdout
+
+
 def cmd_show(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
     from fxgen.check.validate import load_spec
     from fxgen.cli.show import show, show_json
@@ -281,6 +298,12 @@ def cmd_show(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
     spec, analysis = _prepared(load_spec(args.path, allow=allow), allow)
     if args.format == "json":
         text = show_json(spec, analysis, allow=allow)
+    elif args.format in ("mermaid", "dot", "svg"):
+        from fxgen.analysis.pictures import dot, mermaid
+
+        text = mermaid(spec, analysis) if args.format == "mermaid" else dot(spec, analysis)
+        if args.format == "svg":
+            text = _svg(text)
     else:
         text = show(spec, allow=allow, analysis=analysis)
     sys.stdout.write(text)
