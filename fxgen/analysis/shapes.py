@@ -266,6 +266,8 @@ def _value_text(value: Any, names: dict[Any, Any]) -> str:
     """A node's value as the table and comments show it: ``float32[batch, 8]``, ``int``..."""
     if isinstance(value, torch.Tensor):
         return f"{dtype_name(value.dtype)}[{', '.join(_expr(d, names) for d in value.shape)}]"
+    if isinstance(value, torch.Size):
+        return f"Size([{', '.join(_expr(d, names) for d in value)}])"
     if isinstance(value, (tuple, list)):
         inner = ", ".join(_value_text(v, names) for v in value)
         return f"({inner}{',' if len(value) == 1 else ''})" if isinstance(value, tuple) else f"[{inner}]"
@@ -279,7 +281,7 @@ def _value_text(value: Any, names: dict[Any, Any]) -> str:
         return "bool"
     if value is None:
         return "None"
-    if isinstance(value, (torch.dtype, torch.device, torch.Size)):
+    if isinstance(value, (torch.dtype, torch.device)):
         return str(value)
     return type(value).__name__
 

@@ -279,7 +279,10 @@ class _Checker(NodeChecks):
                 self.error(("inputs", name), f"input {name!r} is not a placeholder of the graph (its placeholders: "
                            f"{known}); name a placeholder", key=True)  # fmt: skip
             for i, dim in enumerate(entry["shape"]):
-                if isinstance(dim, str) and (keyword.iskeyword(dim) or dim in placeholders):
+                if isinstance(dim, str) and not IDENTIFIER.fullmatch(dim):
+                    self.error(("inputs", name, "shape", i), f"symbolic dimension {dim!r} is not an identifier; "
+                               "use only letters, digits and _")  # fmt: skip
+                elif isinstance(dim, str) and (keyword.iskeyword(dim) or dim in placeholders):
                     self.error(("inputs", name, "shape", i), f"symbolic dimension {dim!r} is a keyword or a "
                                "placeholder's name; choose another name")  # fmt: skip
         missing = [p for p, n in placeholders.items() if p and p not in inputs and "default" not in n]
