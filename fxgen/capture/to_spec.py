@@ -86,7 +86,13 @@ def graph_module_to_spec(
     cls_name = name or type(gm).__name__
     if doc is None and declared is not None:
         doc = type(gm).__doc__
-    return Spec(name=cls_name, doc=doc, modules=modules, parameters=parameters, buffers=buffers, nodes=nodes)
+    spec = Spec(name=cls_name, doc=doc, modules=modules, parameters=parameters, buffers=buffers, nodes=nodes)
+    if declared is not None and declared.spec.inputs:
+        # the example inputs of the spec it was built from, while its placeholders are still there
+        names = {n.name for n in nodes if n.op == "placeholder"}
+        if set(declared.spec.inputs) <= names:
+            spec.inputs, spec.shapes = dict(declared.spec.inputs), declared.spec.shapes
+    return spec
 
 
 def avoid_reserved_names(graph: torch.fx.Graph) -> None:
