@@ -109,3 +109,32 @@ def test_svg_says_what_to_install_without_graphviz(tmp_path: Path, capsys: pytes
     assert main(["show", "--format", "svg", str(root / "model_specs" / "mlp.yaml")]) == 1
     err = capsys.readouterr().err
     assert "needs Graphviz's `dot` program, which is not installed" in err and "Traceback" not in err
+
+
+PICTURES = Path(__file__).parents[2] / "docs" / "pictures.md"
+_INTRO = """# The examples' graphs
+
+`fxgen show --format mermaid model_specs/NAME.yaml` for each example: nodes grouped by the module
+they belong to, each edge labelled with the shape and dtype of the value along it (the examples
+declare `inputs:`; `batch` is symbolic). GitHub and GitLab render these blocks as pictures;
+`--format dot` gives the same graph for Graphviz. A test keeps this page current
+(`python -m pytest tests/analysis/test_pictures.py --update-golden` rewrites it).
+"""
+
+
+def _pictures_page() -> str:
+    from conftest import EXAMPLES
+
+    parts = [_INTRO]
+    for path in EXAMPLES:
+        spec = fxgen.load_spec(path)
+        analysis = analyse(spec, DEFAULT_POLICY)
+        parts.append(f"\n## {path.stem}\n\n```mermaid\n{mermaid(spec, analysis)}```\n")
+    return "".join(parts)
+
+
+def test_docs_show_the_examples_pictures(update_golden: bool) -> None:
+    page = _pictures_page()
+    if update_golden:
+        PICTURES.write_text(page, encoding="utf-8")
+    assert PICTURES.read_text(encoding="utf-8") == page, "run pytest tests/analysis/test_pictures.py --update-golden"
