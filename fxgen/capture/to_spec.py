@@ -89,8 +89,8 @@ def graph_module_to_spec(
     spec = Spec(name=cls_name, doc=doc, modules=modules, parameters=parameters, buffers=buffers, nodes=nodes)
     if declared is not None and declared.spec.inputs:
         # the example inputs of the spec it was built from, while its placeholders are still there
-        names = {n.name for n in nodes if n.op == "placeholder"}
-        if set(declared.spec.inputs) <= names:
+        argument_names = {n.name for n in nodes if n.op == "placeholder"}
+        if set(declared.spec.inputs) <= argument_names:
             spec.inputs, spec.shapes = dict(declared.spec.inputs), declared.spec.shapes
     return spec
 
