@@ -110,10 +110,6 @@ def apply_passes(
     """Run ``passes`` (checked already) over ``spec``'s model, with ``state``'s tensors if given
     (else as ``fxgen.load`` initialises it, leaving the random generator as it was). ``locate(i)``
     is where the i-th pass was named."""
-    if spec.fxgen >= 2:
-        raise SpecError.at(spec.locate(("passes",) if spec.passes else ()),
-                           "passes are not supported for format-2 specs (blocks, classes) yet; "
-                           "run them on a format-1 spec")  # fmt: skip
     base = dataclasses.replace(spec, passes=[])
     base.document = spec.document
     with same_random_state():
@@ -139,12 +135,19 @@ def apply_passes(
             raise SpecError.at(where, f"pass {name!r} failed: {type(exc).__name__}: {text[0] if text else ''}"[:400]) from exc
         result.meta.setdefault(META_KEY, gm.meta.get(META_KEY))
         gm = result
-    gm.meta[META_KEY] = _still_declared(base, gm, original)
+    last = locate(len(passes) - 1) if locate is not None else spec.locate(("passes",))
+    if spec.fxgen >= 2:
+        _format2_unchanged(base, gm, original, last)
+    else:
+        gm.meta[META_KEY] = _still_declared(base, gm, original)
     try:
         new = graph_module_to_spec(gm, name=spec.name, doc=spec.doc)
     except ExportError as exc:
-        raise SpecError.at(locate(len(passes) - 1) if locate is not None else spec.locate(("passes",)),
-                           f"the passes' result cannot be written as a spec: {exc.message}") from None  # fmt: skip
+        raise SpecError.at(last, f"the passes' result cannot be written as a spec: {exc.message}") from None
+    if spec.fxgen >= 2:  # the top class's declarations, as written, of what the model still holds
+        new.modules = {p: m for p, m in new.modules.items() if _holds(gm, p)}
+        new.parameters = {p: d for p, d in new.parameters.items() if _holds(gm, p)}
+        new.buffers = {p: d for p, d in new.buffers.items() if _holds(gm, p)}
     order = [p for p in spec.modules if p in new.modules] + [p for p in new.modules if p not in spec.modules]
     new.modules = {p: new.modules[p] for p in order}  # the spec's order (a fused layer stays where it was)
     data = new.to_dict()
@@ -159,6 +162,32 @@ def apply_passes(
         raise SpecError.at(spec.locate(("passes",)) if spec.passes else Location(label),
                            f"the passes' result is not a valid spec: {exc.diagnostics[0].message}") from None  # fmt: skip
     return Transformed(checked, spec_state(gm), notes)
+
+
+def _holds(gm: torch.nn.Module, path: str) -> bool:
+    try:
+        gm.get_submodule(path)
+        return True
+    except AttributeError:
+        pass
+    owner, _, name = path.rpartition(".")
+    try:
+        return hasattr(gm.get_submodule(owner), name)
+    except AttributeError:
+        return False
+
+
+def _format2_unchanged(
+    spec: Spec, gm: torch.fx.GraphModule, original: Mapping[str, torch.nn.Module], where: Location
+) -> None:
+    """A format-2 spec keeps its declarations as written (argument expressions, blocks): passes
+    may change its top class's graph, and drop what it no longer uses, but not replace a module."""
+    now = dict(gm.named_modules())
+    for path in spec.modules:
+        if path in now and now[path] is not original.get(path):
+            raise SpecError.at(where, f"the passes replaced module {path!r}; a format-2 spec keeps its "
+                               "declarations as written, so passes that replace modules (fuse_conv_bn) are not "
+                               "supported for format 2 yet: run them on a format-1 spec (fxgen export --flat)")  # fmt: skip
 
 
 def _still_declared(spec: Spec, gm: torch.fx.GraphModule, original: Mapping[str, torch.nn.Module]) -> _Declarations:

@@ -293,7 +293,60 @@ def test_registered_passes_run_from_code_and_never_from_a_spec(tmp_path: Path, s
         fxgen.register_pass("replace", negate)
 
 
-def test_format_2_specs_say_passes_are_not_supported_yet() -> None:
-    root = Path(__file__).parents[2]
-    with pytest.raises(SpecError, match="not supported for format-2 specs"):
-        fxgen.transform(root / "model_specs" / "resnet.yaml", ["eliminate_dead_code"])
+ROOT = Path(__file__).parents[2]
+FLATTEN = {"targets": ["torch.flatten"], "nodes": [
+    {"op": "placeholder", "name": "x"}, {"op": "placeholder", "name": "start_dim"},
+    {"op": "call_method", "name": "out", "target": "flatten", "args": ["%x", "%start_dim"]},
+    {"op": "output", "args": ["%out"]}]}  # fmt: skip
+
+
+def test_format_2_top_graphs_are_transformed_and_blocks_kept(tmp_path: Path) -> None:
+    """resnet.yaml (blocks): torch.flatten(x, 1) decomposed into x.flatten(1) in the top graph,
+    the blocks and every declaration kept as written; the same random draws, the same outputs."""
+    path = ROOT / "model_specs" / "resnet.yaml"
+    original = fxgen.load_spec(path)
+    spec = fxgen.transform(path, [{"decompose": {"rules": [FLATTEN]}}])
+    assert isinstance(spec, fxgen.Spec) and spec.fxgen == 2
+    assert spec.classes == original.classes and spec.modules == original.modules and spec.inputs == original.inputs
+    assert "torch.flatten" not in [n.target for n in spec.nodes] and "flatten" in [n.target for n in spec.nodes]
+    x = torch.randn(2, 3, 64, 64)
+    torch.manual_seed(5)
+    want = fxgen.load(path).eval()(x)
+    torch.manual_seed(5)
+    got = fxgen.load(spec).eval()(x)
+    assert torch.equal(got, want)
+    with_passes = tmp_path / "resnet.yaml"
+    with_passes.write_text(path.read_text() + "passes: [{decompose: {rules: [{targets: [torch.flatten], nodes: "
+                           "[{op: placeholder, name: x}, {op: placeholder, name: s}, {op: call_method, name: o, "
+                           "target: flatten, args: ['%x', '%s']}, {op: output, args: ['%o']}]}]}}]\n")  # fmt: skip
+    torch.manual_seed(5)
+    assert torch.equal(fxgen.load(with_passes).eval()(x), want)
+    assert "torch.flatten" not in fxgen.generate(with_passes)
+
+
+def test_format_2_dead_code_drops_unused_declarations() -> None:
+    data = {"fxgen": 2, "name": "M", "classes": {"Block": {"modules": {"fc": {"class": "torch.nn.Linear",
+                                                                               "args": [4, 4]}},
+            "nodes": [{"op": "placeholder", "name": "x"}, {"op": "call_module", "name": "y", "target": "fc",
+                                                            "args": ["%x"]}, {"op": "output", "args": ["%y"]}]}},
+            "modules": {"used": {"class": "Block"}, "unused": {"class": "Block"}},
+            "nodes": [{"op": "placeholder", "name": "x"},
+                      {"op": "call_module", "name": "a", "target": "used", "args": ["%x"]},
+                      {"op": "call_module", "name": "b", "target": "unused", "args": ["%x"]},
+                      {"op": "output", "args": ["%a"]}]}  # fmt: skip
+    result = fxgen.transform(data, ["eliminate_dead_code"], weights=dict(fxgen.load(data).state_dict()))
+    assert isinstance(result, tuple)
+    spec, tensors = result
+    assert list(spec.modules) == ["used"] and set(tensors) == {"used.fc.weight", "used.fc.bias"}
+    gm = fxgen.load(spec)
+    gm.load_state_dict(tensors, strict=True)
+    x = torch.randn(3, 4)
+    torch.manual_seed(0)
+    before = fxgen.load(data)
+    before.load_state_dict({**dict(before.state_dict()), **tensors})
+    assert torch.equal(gm(x), before(x))
+
+
+def test_format_2_refuses_passes_that_replace_modules() -> None:
+    with pytest.raises(SpecError, match="the passes replaced module 'conv1'; a format-2 spec keeps its declarations"):
+        fxgen.transform(ROOT / "model_specs" / "resnet.yaml", ["fuse_conv_bn"])
