@@ -158,3 +158,19 @@ def test_a_placeholder_with_a_default_needs_no_example() -> None:
         {"op": "call_function", "name": "y", "target": "operator.mul", "args": ["%x", "%scale"]},
         {"op": "output", "args": ["%y"]}], "inputs": {"x": {"shape": [3], "dtype": "float64"}}})  # fmt: skip
     assert [n.value for n in analyse(spec, DEFAULT_POLICY).nodes] == ["float64[3]", "float", "float64[3]", "float64[3]"]
+
+
+def test_two_named_dimensions_stay_apart(tmp_path: Path) -> None:
+    """Two names never become one symbol (no duck sizing), and torch's words use the names."""
+    data = {"fxgen": 1, "name": "M", "nodes": [
+        {"op": "placeholder", "name": "a"}, {"op": "placeholder", "name": "b"},
+        {"op": "call_function", "name": "p", "target": "torch.matmul", "args": ["%a", "%b"]},
+        {"op": "output", "args": ["%p"]}],
+        "inputs": {"a": {"shape": ["batch", "seq", 8]}, "b": {"shape": [8, "width"]}}}  # fmt: skip
+    result = analyse(validate_data(data), DEFAULT_POLICY)
+    assert result.nodes[2].value == "float32[batch, seq, width]"
+    assert result.flops == "16*batch*seq*width"
+    assert result.dims == {"batch": 17, "seq": 19, "width": 23}
+    data["inputs"]["b"]["shape"] = [9, "width"]
+    with pytest.raises(SpecError, match=r"it was given \(a: float32\[batch, seq, 8\], b: float32\[9, width\]\)"):
+        analyse(validate_data(data), DEFAULT_POLICY)
