@@ -350,3 +350,17 @@ def test_format_2_dead_code_drops_unused_declarations() -> None:
 def test_format_2_refuses_passes_that_replace_modules() -> None:
     with pytest.raises(SpecError, match="the passes replaced module 'conv1'; a format-2 spec keeps its declarations"):
         fxgen.transform(ROOT / "model_specs" / "resnet.yaml", ["fuse_conv_bn"])
+
+
+def test_load_with_weights_runs_the_specs_passes_on_the_files_tensors(tmp_path: Path, spec_path: Path) -> None:
+    """A spec whose passes fuse: fxgen.load with the untransformed model's weights file returns
+    the fused model holding the fused tensors (numerically the unfused model, as above)."""
+    weights, _ = _weights(tmp_path, spec_path)
+    fused = tmp_path / "fused.yaml"
+    fused.write_text(SPEC + "passes: [fuse_conv_bn]\n")
+    gm = fxgen.load(fused, weights=weights).eval()
+    assert "bn" not in dict(gm.named_children()) and gm.conv.bias is not None
+    with torch.no_grad():
+        got = gm(X)
+    want = _run(spec_path, weights, X)
+    torch.testing.assert_close(got, want, rtol=2**-19, atol=2**-19 * want.abs().max().item())
