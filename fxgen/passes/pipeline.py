@@ -113,9 +113,17 @@ def load(
     from fxgen.assemble.load import load as assemble_load
 
     policy = policy_for(allow)
-    if not _has_passes(spec):
+    if not isinstance(spec, (Spec, dict)):  # read once: whether it has passes, then the load itself
+        from fxgen.read.reader import read_document
+
+        document = read_document(spec)
+        if not (isinstance(document.data, dict) and document.data.get("passes")):
+            return assemble_load(document, weights=weights, allow=policy, args=args)
+        resolved = validate_document(document, policy)
+    elif not spec.passes if isinstance(spec, Spec) else not spec.get("passes"):
         return assemble_load(spec, weights=weights, allow=policy, args=args)
-    resolved = as_spec(spec, policy)
+    else:
+        resolved = as_spec(spec, policy)
     state = None
     if weights is not None:
         from fxgen.read.weights import read_weights
@@ -131,14 +139,3 @@ def load(
     gm.load_state_dict(result.tensors, strict=True)
     return gm
 
-
-def _has_passes(spec: SpecLike) -> bool:
-    """Whether ``spec`` names passes, without validating it (the load validates it once)."""
-    if isinstance(spec, Spec):
-        return bool(spec.passes)
-    if isinstance(spec, dict):
-        return bool(spec.get("passes"))
-    from fxgen.read.reader import read_document
-
-    data = read_document(spec).data
-    return isinstance(data, dict) and bool(data.get("passes"))
