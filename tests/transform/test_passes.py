@@ -364,3 +364,24 @@ def test_load_with_weights_runs_the_specs_passes_on_the_files_tensors(tmp_path: 
         got = gm(X)
     want = _run(spec_path, weights, X)
     torch.testing.assert_close(got, want, rtol=2**-19, atol=2**-19 * want.abs().max().item())
+
+
+def test_the_generated_code_of_a_spec_with_passes_computes_the_transformed_model(
+    tmp_path: Path, spec_path: Path
+) -> None:
+    """The generated file is plain code of the transformed spec, shape comments included: given
+    the transformed model's tensors, it computes what fxgen.load of the spec computes."""
+    from tests.helpers import import_source
+
+    path = tmp_path / "with_passes.yaml"
+    path.write_text(SPEC + "shapes: true\npasses: [eliminate_dead_code, {decompose: {rules: [relu]}}, fold_constants]\n")
+    source = fxgen.generate(path)
+    assert "  # float32[batch, 8, 14, 14]" in source and "torch.relu" not in source
+    module = import_source(source, "with_passes", tmp_path)
+    generated = module.Small()
+    gm = fxgen.load(path)
+    generated.load_state_dict(gm.state_dict(), strict=True)
+    generated.eval()
+    gm.eval()
+    with torch.no_grad():
+        assert torch.equal(generated(X), gm(X))
