@@ -41,11 +41,13 @@ def decompose(gm: torch.fx.GraphModule, args: Mapping[str, Any], context: PassCo
                 break
 
             def proxy(value: Any) -> Any:
-                wrap: Any = lambda n: Proxy(n, tracer)  # noqa: E731
+                wrap: Any = lambda arg: Proxy(arg, tracer)  # noqa: E731
                 return torch.fx.node.map_arg(value, wrap)
 
+            before = set(graph.nodes)
             with graph.inserting_before(node):
                 result = rule(*proxy(bound.args), **proxy(bound.kwargs))
+            _name_after(node, [made for made in graph.nodes if made not in before], rule)
             if not isinstance(result, Proxy):
                 context.note(f"decompose: {label} computes a constant from node {node.name!r}'s arguments; "
                              "left as it is", context.locate_node(node.name))  # fmt: skip
@@ -60,3 +62,13 @@ def decompose(gm: torch.fx.GraphModule, args: Mapping[str, Any], context: PassCo
     if not done:
         context.note("decompose: no node calls a rule's target")
     return gm
+
+
+def _name_after(node: torch.fx.Node, made: list[torch.fx.Node], rule: torch.fx.GraphModule) -> None:
+    """Name what a rule made after the node it replaces and the rule's own names (``r_positive``,
+    ``r_out`` for ``r = torch.relu(b)``), when it made one node per node of the rule's graph."""
+    steps = [n for n in rule.graph.nodes if n.op not in ("placeholder", "output")]
+    if len(steps) != len(made):
+        return
+    for new, step in zip(made, steps, strict=True):
+        new._rename(f"{node.name}_{step.name}")
