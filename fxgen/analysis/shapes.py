@@ -23,7 +23,7 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
-from fxgen._errors import SpecError
+from fxgen._errors import Location, SpecError
 from fxgen.assemble.module import build_module
 from fxgen.policy.policy import Policy
 from fxgen.spec.model import Spec
@@ -77,8 +77,10 @@ def owner(op: str, target: str) -> str:
     return ""
 
 
-def analyse(spec: Spec, policy: Policy) -> Analysis:
-    """Propagate ``spec.inputs`` through the spec's graph (which must declare them)."""
+def analyse(spec: Spec, policy: Policy, *, origin: Spec | None = None) -> Analysis:
+    """Propagate ``spec.inputs`` through the spec's graph (which must declare them). ``origin``
+    is the spec ``spec`` was transformed from: a node that fails is then reported where
+    ``origin`` declares a node of its name, else at ``origin``'s passes."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 
@@ -120,7 +122,7 @@ def analyse(spec: Spec, policy: Policy) -> Analysis:
         with _quiet():
             prop.run(*args)
     except _NodeFailed as failed:
-        raise SpecError.at(spec.locate(("nodes", failed.index)), failed.message(spec, prop, names)) from None
+        raise SpecError.at(_where(spec, origin, failed.index), failed.message(spec, prop, names)) from None
 
     def text(value: Any) -> str:
         return _value_text(value, names)
@@ -136,6 +138,16 @@ def analyse(spec: Spec, policy: Policy) -> Analysis:
         ))  # fmt: skip
     total = _number(sum((prop.flops.get(n, 0) for n in graph_nodes), 0), names)
     return Analysis(infos, total, _parameters(spec, gm), {d: s.node.hint for d, s in symbols.items()})
+
+
+def _where(spec: Spec, origin: Spec | None, index: int) -> Location:
+    if origin is None:
+        return spec.locate(("nodes", index))
+    name = spec.nodes[index].name
+    for i, node in enumerate(origin.nodes):
+        if node.name is not None and node.name == name:
+            return origin.locate(("nodes", i))
+    return origin.locate(("passes",))
 
 
 def _dimension(name: str) -> Any:

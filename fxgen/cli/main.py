@@ -262,17 +262,18 @@ def _prepared(spec: Any, allow: tuple[str, ...]) -> tuple[Any, Any]:
     from fxgen.policy.policy import policy_for
 
     policy = policy_for(allow)
+    origin = None
     if spec.passes:
         from fxgen.passes.pipeline import transformed
 
         result = transformed(spec, policy)
         assert result is not None
-        spec = result.spec
+        origin, spec = spec, result.spec
     analysis = None
     if spec.inputs:
         from fxgen.analysis.shapes import analyse
 
-        analysis = analyse(spec, policy)
+        analysis = analyse(spec, policy, origin=origin)
     return spec, analysis
 
 

@@ -43,18 +43,19 @@ def prepare(spec: Spec, policy: Policy, *, shapes: bool = False) -> tuple[Spec, 
     final = result.spec if result is not None else spec
     comments = None
     if final.inputs and (shapes or spec.shapes):
-        comments = shape_comments(final, policy)
+        comments = shape_comments(final, policy, origin=spec if result is not None else None)
     elif shapes and not final.inputs:
         raise SpecError.at(spec.locate(()), "--shapes needs example inputs: declare them under `inputs:` "
                            "(`inputs: {x: {shape: [1, 3, 224, 224]}}`)")  # fmt: skip
     return final, comments, pass_names(spec.passes)
 
 
-def shape_comments(spec: Spec, policy: Policy) -> dict[int, str]:
-    """Each node's output (``float32[batch, 8, 14, 14]``), by index in ``spec.nodes``."""
+def shape_comments(spec: Spec, policy: Policy, origin: Spec | None = None) -> dict[int, str]:
+    """Each node's output (``float32[batch, 8, 14, 14]``), by index in ``spec.nodes`` (``origin``:
+    the spec it was transformed from, where a failure is reported)."""
     from fxgen.analysis.shapes import analyse
 
-    return {info.index: info.value for info in analyse(spec, policy).nodes}
+    return {info.index: info.value for info in analyse(spec, policy, origin=origin).nodes}
 
 
 def generate(

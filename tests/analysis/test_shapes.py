@@ -174,3 +174,14 @@ def test_two_named_dimensions_stay_apart(tmp_path: Path) -> None:
     data["inputs"]["b"]["shape"] = [9, "width"]
     with pytest.raises(SpecError, match=r"it was given \(a: float32\[batch, seq, 8\], b: float32\[9, width\]\)"):
         analyse(validate_data(data), DEFAULT_POLICY)
+
+
+def test_a_flow_error_after_passes_is_located_in_the_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The transformed spec is not a file: its failing node is reported where the spec declares
+    a node of that name, and a node a pass made at the spec's passes."""
+    from fxgen.cli.main import main
+
+    path = tmp_path / "small.yaml"
+    path.write_text(SMALL.replace("args: [8, 4]", "args: [10, 4]") + "passes: [{decompose: {rules: [relu]}}]\n")
+    assert main(["validate", str(path)]) == 1
+    assert capsys.readouterr().err.startswith(f"{path}:10:5: error: the declared inputs do not flow through node 'y'")
