@@ -178,7 +178,7 @@ def test_two_named_dimensions_stay_apart(tmp_path: Path) -> None:
 
 def test_a_flow_error_after_passes_is_located_in_the_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The transformed spec is not a file: its failing node is reported where the spec declares
-    a node of that name, and a node a pass made at the spec's passes."""
+    a node of that name (a node a pass made would be reported at the spec's `passes:`)."""
     from fxgen.cli.main import main
 
     path = tmp_path / "small.yaml"
