@@ -14,9 +14,7 @@ from fxgen.spec.model import NO_DEFAULT, Spec
 if TYPE_CHECKING:
     from fxgen.analysis.shapes import Analysis
 
-__all__ = ["FORMATS", "show", "show_json"]
-
-FORMATS = ("table", "json", "mermaid", "dot", "svg")
+__all__ = ["show", "show_json"]
 
 
 def _cell(value: object) -> str:
