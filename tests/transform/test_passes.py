@@ -385,3 +385,30 @@ def test_the_generated_code_of_a_spec_with_passes_computes_the_transformed_model
     gm.eval()
     with torch.no_grad():
         assert torch.equal(generated(X), gm(X))
+
+
+def test_fusion_is_checked_on_the_declared_inputs(
+    tmp_path: Path, spec_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `inputs:`, the pass compares the fused model with the unfused one itself: a fusion
+    that computed the weights wrong (here: off by one part in 10**4) is an error at the pass."""
+    import copy as copying
+
+    import torch.fx.experimental.optimization as optimization
+
+    weights, _ = _weights(tmp_path, spec_path)
+    notes: list[str] = []
+    fxgen.transform(spec_path, ["fuse_conv_bn"], weights=weights, notes=notes)
+    assert notes[0].startswith("<passes>:3:3: note: fuse_conv_bn: folded 1 batch norm into the layer before it "
+                               "(bn); checked on the declared inputs: largest difference ")  # fmt: skip
+    right = optimization.fuse_conv_bn_eval
+
+    def wrong(conv: torch.nn.Module, bn: torch.nn.Module) -> torch.nn.Module:
+        fused = copying.deepcopy(right(conv, bn))
+        with torch.no_grad():
+            fused.weight.mul_(1.0001)
+        return fused
+
+    monkeypatch.setattr(optimization, "fuse_conv_bn_eval", wrong)
+    with pytest.raises(SpecError, match=r"<passes>:3:3: error: fuse_conv_bn: the fused model computes other values"):
+        fxgen.transform(spec_path, ["fuse_conv_bn"], weights=weights)
