@@ -256,9 +256,9 @@ def _summary(args: argparse.Namespace, text: str) -> None:
         print(f"fxgen: {text}", file=sys.stderr)
 
 
-def _prepared(spec: Any, allow: tuple[str, ...]) -> tuple[Any, Any]:
-    """The spec after its passes (printing what they reported), and its analysis when it
-    declares inputs (a located error when they do not flow)."""
+def _prepared(spec: Any, allow: tuple[str, ...], *, notes: bool = False) -> tuple[Any, Any]:
+    """The spec after its passes (with ``notes``, printing what they reported), and its analysis
+    when it declares inputs (a located error when they do not flow)."""
     from fxgen.policy.policy import policy_for
 
     policy = policy_for(allow)
@@ -269,6 +269,8 @@ def _prepared(spec: Any, allow: tuple[str, ...]) -> tuple[Any, Any]:
         result = transformed(spec, policy)
         assert result is not None
         origin, spec = spec, result.spec
+        for note in result.notes if notes else ():
+            print(note, file=sys.stderr)
     analysis = None
     if spec.inputs:
         from fxgen.analysis.shapes import analyse
@@ -296,7 +298,7 @@ def cmd_show(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
     from fxgen.check.validate import load_spec
     from fxgen.cli.show import show, show_json
 
-    spec, analysis = _prepared(load_spec(args.path, allow=allow), allow)
+    spec, analysis = _prepared(load_spec(args.path, allow=allow), allow, notes=True)
     if args.format == "json":
         text = show_json(spec, analysis, allow=allow)
     elif args.format in ("mermaid", "dot", "svg"):
