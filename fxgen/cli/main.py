@@ -142,8 +142,9 @@ _EXAMPLES = {
   fxgen export mypkg.models:Net --out net.yaml    trace a module and write its spec""",
     "validate": """example:
   fxgen validate model_specs/ --allow mypkg       allow mypkg's modules and functions as targets""",
-    "show": """example:
-  fxgen show model_specs/resnet_block.yaml        the nodes as a table, then parameter counts""",
+    "show": """examples:
+  fxgen show model_specs/resnet_block.yaml        the nodes as a table (shapes, FLOPs with `inputs:`), then parameters
+  fxgen show --format mermaid model_specs/mlp.yaml  the graph as a mermaid flowchart (renders in GitHub markdown)""",
     "generate": """examples:
   fxgen generate model_specs/                     write what is missing or stale
   fxgen generate --check --diff model_specs/      write nothing; show what would change, exit 1 if any""",
@@ -161,7 +162,7 @@ def _parser() -> argparse.ArgumentParser:
     common = _common(top=False)
     help_format = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
-        prog="fxgen", description="Declarative torch.fx model specs: validate, show, generate, export.",
+        prog="fxgen", description="Declarative torch.fx model specs: validate, show, generate, transform, export.",
         parents=[_common(top=True)], epilog=_EXAMPLES[None], formatter_class=help_format,
     )  # fmt: skip
     parser.add_argument("--version", action="version", version=f"fxgen {__version__}")
@@ -172,7 +173,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="PATH", help="spec files or directories")
     p.set_defaults(command="validate", run=cmd_validate)
 
-    p = sub.add_parser("show", parents=[common], epilog=_EXAMPLES["show"], formatter_class=help_format, help="print a spec's graph as a table with parameter counts")
+    p = sub.add_parser("show", parents=[common], epilog=_EXAMPLES["show"], formatter_class=help_format, help="print a spec's graph as a table with parameter counts (and shapes, FLOPs), or as a picture")
     p.add_argument("path", metavar="PATH")
     p.add_argument("--format", choices=("table", "json", "mermaid", "dot", "svg"), default="table",
                    help="table (default; with declared inputs: shapes, dtypes and FLOPs), json, or a picture: "
