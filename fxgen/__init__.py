@@ -35,8 +35,10 @@ __all__ = [
     "load_spec",
     "record_constructors",
     "register_constructor",
+    "register_pass",
     "save_weights",
     "to_spec",
+    "transform",
     "validate",
 ]
 
@@ -48,8 +50,9 @@ _WHERE = {
     "ParameterSpec": "spec.model", "Spec": "spec.model",
     "DEFAULT_POLICY": "policy.policy", "Policy": "policy.policy",
     "load_spec": "check.validate", "validate": "check.validate",
-    "load": "assemble.load",
-    "generate": "codegen.generate",
+    "load": "passes.pipeline",
+    "generate": "passes.pipeline",
+    "transform": "passes.run", "register_pass": "passes.registry",
     "export": "capture.export", "save_weights": "capture.export", "to_spec": "capture.to_spec",
     "register_constructor": "capture.recover", "record_constructors": "capture.record",
 }  # fmt: skip
@@ -64,13 +67,14 @@ if TYPE_CHECKING:
         SpecError,
         WeightsError,
     )
-    from fxgen.assemble.load import load
     from fxgen.capture.export import export, save_weights
     from fxgen.capture.record import record_constructors
     from fxgen.capture.recover import register_constructor
     from fxgen.capture.to_spec import to_spec
     from fxgen.check.validate import load_spec, validate
-    from fxgen.codegen.generate import generate
+    from fxgen.passes.pipeline import generate, load
+    from fxgen.passes.registry import register_pass
+    from fxgen.passes.run import transform
     from fxgen.policy.policy import DEFAULT_POLICY, Policy
     from fxgen.spec.model import BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
 

@@ -58,6 +58,10 @@ VOCABULARY = [
     # format 2
     "classes", "arg", "module", "repeat", "BasicBlock", "DownBlock", "EncoderBlock", "width", "planes",
     "width * 2", "planes // 0", "(dim", "dim % 0", "-1", "torch.nn.Sequential", "torch.nn.ModuleList",
+    # example inputs, shape comments, passes
+    "inputs", "shapes", "passes", "batch", "seq", "replace", "rewrite", "decompose", "fuse_conv_bn",
+    "eliminate_dead_code", "fold_constants", "rules", "targets", "pattern", "replacement", "by", "relu",
+    "silu", "torch.nn.BatchNorm2d", "torch.nn.Conv2d",
 ]  # fmt: skip
 _text = st.text(st.characters(codec="utf-8"), max_size=8)
 _scalars = st.one_of(
@@ -146,7 +150,11 @@ def _move(draw: st.DrawFn, nodes: list[Any]) -> list[Any]:
     return nodes
 
 
-bases = st.one_of(spec_dicts(max_nodes=6), st.sampled_from(EXAMPLE_DICTS))
+# The examples with passes as well: mutants then reach the passes' checks and the transform.
+_PASSES = ["eliminate_dead_code", {"replace": {"target": "torch.relu", "by": "torch.sigmoid"}},
+           {"decompose": {"rules": ["relu", "silu"]}}, "fuse_conv_bn", "fold_constants"]  # fmt: skip
+WITH_PASSES = [{**d, "passes": copy.deepcopy(_PASSES)} for d in EXAMPLE_DICTS if d["fxgen"] == 1]
+bases = st.one_of(spec_dicts(max_nodes=6), st.sampled_from(EXAMPLE_DICTS), st.sampled_from(WITH_PASSES))
 mutants = mutated(bases)
 
 

@@ -335,7 +335,12 @@ def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
     tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     head = [t for t in tokens if t.start[0] <= 3]
     assert all(t.type in (tokenize.COMMENT, tokenize.NL) for t in head), head
-    assert source.split("\n", 3)[3].startswith("\n"), "the header must be exactly three lines"
+    rest = source.split("\n", 3)[3]
+    if data.get("passes"):  # one more line names the passes: validated identifiers only
+        line, _, rest = rest.partition("\n")
+        names = ", ".join(p if isinstance(p, str) else next(iter(p)) for p in data["passes"])
+        assert line == f"# Transformed by the spec's passes: {names}. The code is the transformed spec's.", line
+    assert rest.startswith("\n"), "the header must be exactly three lines (and the passes line)"
     tree = ast.parse(source)
 
     imports = {ast.unparse(s) for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))}
@@ -745,3 +750,93 @@ def test_spec_file_named_with_a_newline(tmp_path: Path, monkeypatch: pytest.Monk
     source = fxgen.generate(path)
     check_source(BASE, fxgen.load_spec(path), source)
     assert "import os" not in source.split("\n", 3)[3]
+
+
+# -- inputs, shapes and passes: text that reaches comments and the transformed code ----------------
+BASE3: dict[str, Any] = {
+    **copy.deepcopy(BASE),
+    # `v` keeps the batch dimension: [batch, 4] * [4] once einsum is decomposed into a product
+    "nodes": [{**n, "args": ["%c", -1, 4]} if n.get("name") == "v" else n for n in copy.deepcopy(BASE["nodes"])],
+    "inputs": {"x": {"shape": ["batch", 4], "dtype": "float32"}},
+    "shapes": True,
+    "passes": [
+        "eliminate_dead_code",
+        {"replace": {"target": "torch.clamp", "by": "torch.clamp"}},
+        {"decompose": {"rules": ["relu", {"targets": ["torch.einsum"], "nodes": [
+            {"op": "placeholder", "name": "eq"}, {"op": "placeholder", "name": "a"},
+            {"op": "placeholder", "name": "b"},
+            {"op": "call_function", "name": "prod", "target": "operator.mul", "args": ["%a", "%b"]},
+            {"op": "output", "args": ["%prod"]}]}]}},
+        {"rewrite": {"pattern": {"nodes": [
+            {"op": "placeholder", "name": "p"},
+            {"op": "call_method", "name": "flat", "target": "view", "args": ["%p", -1, 4]},
+            {"op": "output", "args": ["%flat"]}]},
+            "replacement": {"nodes": [
+            {"op": "placeholder", "name": "p"},
+            {"op": "call_method", "name": "flat", "target": "reshape", "args": ["%p", -1, 4]},
+            {"op": "output", "args": ["%flat"]}]}}},
+    ],
+}  # fmt: skip
+
+SLOTS3: dict[str, Callable[[dict[str, Any], str], None]] = {
+    "input name": lambda d, s: d.__setitem__("inputs", _rename_key(d["inputs"], "x", s)),
+    "symbolic dimension": lambda d, s: d["inputs"]["x"].__setitem__("shape", [s, 4]),
+    "input dtype": lambda d, s: d["inputs"]["x"].__setitem__("dtype", s),
+    "pass name": lambda d, s: d["passes"].__setitem__(0, s),
+    "pass argument key": lambda d, s: d["passes"][1]["replace"].__setitem__(s, "torch.clamp"),
+    "replace target": lambda d, s: d["passes"][1]["replace"].__setitem__("by", s),
+    "library rule": lambda d, s: d["passes"][2]["decompose"]["rules"].__setitem__(0, s),
+    "rule node name": lambda d, s: _rename_node(d["passes"][2]["decompose"]["rules"][1], "prod", s),
+    "rule placeholder name": lambda d, s: _rename_node(d["passes"][2]["decompose"]["rules"][1], "eq", s),
+    "rule target": lambda d, s: d["passes"][2]["decompose"]["rules"][1]["targets"].__setitem__(0, s),
+    "pattern method": lambda d, s: d["passes"][3]["rewrite"]["replacement"]["nodes"][1].__setitem__("target", s),
+}
+_SHAPE_COMMENT = re.compile(r"# [A-Za-z0-9_\[\], ().*+\-/{}':]*")
+
+
+def _check_comments(source: str) -> None:
+    """Comments are the header's, the passes line and shape comments made of shape text only."""
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT and token.start[0] > 4:
+            assert _SHAPE_COMMENT.fullmatch(token.string), token.string
+
+
+def run_case3(data: dict[str, Any]) -> fxgen.Spec | None:
+    """``run_case`` for a spec with passes: the generated file is the transformed spec's, so its
+    shape is checked against that spec (validated again by the transform), and the shape comments
+    and the passes line are checked too."""
+    try:
+        spec = validate_data(data)
+    except SpecError:
+        return None
+    after = fxgen.transform(spec, [])
+    assert isinstance(after, fxgen.Spec) and not after.passes
+    source = fxgen.generate(spec)
+    check_source({**after.to_dict(), "passes": data["passes"]}, after, source)
+    _check_comments(source)
+    gm = fxgen.load(spec)
+    generated = _generated_class(source, spec.name)()
+    assert list(generated.state_dict()) == list(gm.state_dict())
+    return spec
+
+
+@pytest.mark.parametrize("slot", sorted(SLOTS3))
+def test_every_nasty_string_in_inputs_shapes_and_passes(slot: str) -> None:
+    failures = []
+    for text in NASTY_CORE:
+        data = copy.deepcopy(BASE3)
+        SLOTS3[slot](data, text)
+        try:
+            run_case3(data)
+        except Exception as exc:  # collect them all: one slot, every string
+            failures.append(f"{text!r}: {type(exc).__name__}: {str(exc)[:300]}")
+    assert not failures, f"slot {slot!r}:\n" + "\n".join(failures)
+
+
+def test_the_inputs_and_passes_base_spec_is_valid_and_transformed() -> None:
+    spec = run_case3(copy.deepcopy(BASE3))
+    assert spec is not None
+    source = fxgen.generate(spec)
+    assert "# Transformed by the spec's passes: eliminate_dead_code, replace, decompose, rewrite." in source
+    assert ".reshape(" in source and "torch.einsum" not in source and "  # float32[batch, 4]" in source
+    _check_comments(source)

@@ -28,8 +28,10 @@ LAYERS = [
     ("construct",),  # one declaration -> one torch object
     ("check",),  # Document -> Spec
     ("assemble",),  # Spec -> GraphModule (fxgen.load)
+    ("analysis",),  # Spec + example inputs -> shapes, FLOPs, pictures
     ("codegen",),  # Spec -> source text
     ("capture",),  # nn.Module -> Spec (fxgen.export)
+    ("passes",),  # Spec -> GraphModule -> passes -> Spec (fxgen.transform)
     ("cli",),  # the fxgen command
     ("__init__", "__main__"),  # the public API
 ]
@@ -130,7 +132,8 @@ PUBLIC_API = [
     "DEFAULT_POLICY", "BufferSpec", "Diagnostic", "ExportError", "FxgenError", "GenerateError",
     "Location", "ModuleSpec", "Node", "ParameterSpec", "Policy", "Spec", "SpecError",
     "WeightsError", "__version__", "export", "generate", "load", "load_spec",
-    "record_constructors", "register_constructor", "save_weights", "to_spec", "validate",
+    "record_constructors", "register_constructor", "register_pass", "save_weights", "to_spec",
+    "transform", "validate",
 ]  # fmt: skip
 
 

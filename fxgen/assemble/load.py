@@ -25,7 +25,7 @@ from fxgen.check.validate import SpecLike, parse_data, validate_for_load
 from fxgen.construct.modules import construct_call, same_random_state, set_attr_path
 from fxgen.construct.tensors import make_tensor
 from fxgen.policy.policy import Policy, policy_for
-from fxgen.read.reader import read_document
+from fxgen.read.reader import Document, read_document
 from fxgen.read.weights import read_weights
 from fxgen.spec.model import BufferSpec, ParameterSpec, Spec
 from fxgen.spec.resolve import BindError, bind
@@ -34,25 +34,29 @@ __all__ = ["load"]
 
 
 def _validated(
-    spec: SpecLike, policy: Policy, construct: Construct, make_tensor: MakeTensor | None = None
+    spec: SpecLike | Document, policy: Policy, construct: Construct, make_tensor: MakeTensor | None = None
 ) -> tuple[Spec, dict[str, Any] | None]:
-    """``as_spec`` for a load: a path or dict is validated with the load's own module
-    constructor, and the modules (and tensors) it made come back with the Spec (an already
-    validated Spec comes back with None: the build makes everything)."""
+    """``as_spec`` for a load: a path, dict or read Document is validated with the load's own
+    module constructor, and the modules (and tensors) it made come back with the Spec (an
+    already validated Spec comes back with None: the build makes everything)."""
     if isinstance(spec, Spec):
         return spec, None
-    doc = parse_data(spec) if isinstance(spec, dict) else read_document(spec)
+    if isinstance(spec, Document):
+        doc = spec
+    else:
+        doc = parse_data(spec) if isinstance(spec, dict) else read_document(spec)
     return validate_for_load(doc, policy, construct, make_tensor)
 
 
 def load(
-    spec: SpecLike,
+    spec: SpecLike | Document,
     *,
     weights: str | Path | None = None,
     allow: Iterable[str] | Policy | None = None,
     args: Mapping[str, Any] | None = None,
 ) -> torch.fx.GraphModule:
-    """A runnable GraphModule for ``spec`` (a path, a dict or a Spec), optionally with weights.
+    """A runnable GraphModule for ``spec`` (a path, a dict, a Spec or a read Document), optionally
+    with weights.
 
     With ``weights`` (a safetensors file) the model is built on the meta device and the loaded
     tensors are assigned, so no time is spent on random initialisation that would be

@@ -163,3 +163,27 @@ def block(statements: list[str], depth: int) -> list[str]:
         else:
             out.extend(prefix + line if line else line for line in lines)
     return out
+
+
+def commented_block(statements: list[tuple[str, str | None]], depth: int) -> list[str]:
+    """``block`` for statements that may end with a comment (``y = f(x)  # float32[2, 8]``): one
+    that fits stays on its line; one that does not goes to black itself, which knows where a
+    trailing comment goes when it splits a statement. Comments must be one printable line."""
+    prefix = _INDENT * depth
+    width = LINE_LENGTH - len(prefix)
+    texts = [f"{s}  # {c}" if c is not None else s for s, c in statements]
+    long = list(dict.fromkeys(
+        t for t, (_, c) in zip(texts, statements, strict=True) if c is not None and str_width(t) > width
+    ))  # fmt: skip
+    done = dict(zip(long, black_statements(long, depth), strict=True)) if long else {}
+    out: list[str] = []
+    run: list[str] = []
+    for text, (statement, comment) in zip(texts, statements, strict=True):
+        if comment is None:
+            run.append(statement)
+            continue
+        out += block(run, depth) if run else []
+        run = []
+        lines = done.get(text)
+        out += [prefix + text] if lines is None else [prefix + line if line else line for line in lines]
+    return out + (block(run, depth) if run else [])

@@ -58,7 +58,7 @@ def graph_module_to_spec(
         return _format2_spec(gm, declared.spec, name)
     call_modules = [n.target for n in gm.graph.nodes if n.op == "call_module"]
     modules: dict[str, ModuleSpec] = {}
-    module_paths = list(declared.modules) if declared else _dedupe(call_modules)
+    module_paths = _dedupe([*declared.modules, *call_modules]) if declared else _dedupe(call_modules)
     if given:  # a call into a given module (``layer.0`` of a kept Sequential) is declared by it
         module_paths = _dedupe([next((p for p in given if path.startswith(p + ".")), path) for path in module_paths])
     cache = cache or RebuildCache()  # identical constructor calls are rebuilt once (each is compared)
@@ -86,7 +86,13 @@ def graph_module_to_spec(
     cls_name = name or type(gm).__name__
     if doc is None and declared is not None:
         doc = type(gm).__doc__
-    return Spec(name=cls_name, doc=doc, modules=modules, parameters=parameters, buffers=buffers, nodes=nodes)
+    spec = Spec(name=cls_name, doc=doc, modules=modules, parameters=parameters, buffers=buffers, nodes=nodes)
+    if declared is not None and declared.spec.inputs:
+        # the example inputs of the spec it was built from, while its placeholders are still there
+        argument_names = {n.name for n in nodes if n.op == "placeholder"}
+        if set(declared.spec.inputs) <= argument_names:
+            spec.inputs, spec.shapes = dict(declared.spec.inputs), declared.spec.shapes
+    return spec
 
 
 def avoid_reserved_names(graph: torch.fx.Graph) -> None:

@@ -37,6 +37,7 @@ from fxgen.check.blocks import (
 )
 from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES, Construct, MakeTensor
 from fxgen.check.nodes import NodeChecks
+from fxgen.check.passes import check_passes
 from fxgen.check.schema import check_schema
 from fxgen.construct.modules import construct_call, same_random_state, set_attr_path
 from fxgen.policy.policy import DEFAULT_POLICY, Policy, TargetError, policy_for
@@ -62,6 +63,7 @@ __all__ = [
     "load_spec",
     "parse_data",
     "validate",
+    "validate_body",
     "validate_data",
     "validate_document",
     "validate_for_load",
@@ -137,6 +139,30 @@ def _validate(
 
             build_graph(graph, policy)
     return spec, made
+
+
+class _BodyDocument(Document):
+    """A small spec inside another document (a pass's pattern): ``{nodes: [...]}`` read as a
+    whole format-1 spec, each part located where it is in the outer file."""
+
+    def __init__(self, outer: Document, prefix: JsonPath, body: dict[str, Any]) -> None:
+        super().__init__({"fxgen": 1, "name": "Body", "nodes": body["nodes"]}, outer.path, outer.raw)
+        self.outer = outer
+        self.prefix = prefix
+
+    def _outer(self, path: JsonPath) -> JsonPath:
+        return (*self.prefix, *path) if path[:1] == ("nodes",) else self.prefix
+
+    def locate(self, path: JsonPath) -> Location:
+        return self.outer.locate(self._outer(path))
+
+    def key_location(self, path: JsonPath) -> Location:
+        return self.outer.key_location(self._outer(path)) if path[:1] == ("nodes",) else self.locate(path)
+
+
+def validate_body(outer: Document, prefix: JsonPath, body: dict[str, Any], policy: Policy) -> Spec:
+    """The small spec ``body`` (``{nodes: [...]}``) at ``prefix`` in ``outer``, validated."""
+    return validate_document(_BodyDocument(outer, prefix, body), policy)
 
 
 def validate_data(data: dict[str, Any], policy: Policy = DEFAULT_POLICY, *, path: str = "<spec>") -> Spec:
@@ -227,6 +253,43 @@ class _Checker(NodeChecks):
         self.check_tensors("buffers")
         self.check_modules()
         self.check_nodes()
+        if not self.scope:
+            self.check_inputs()
+            check_passes(self, self.data.get("passes", []))
+
+    def check_body(self, where: JsonPath, body: dict[str, Any]) -> None:
+        """A pass's small spec (``{nodes: [...]}``), validated as a spec of its own, located here."""
+        try:
+            validate_body(self.doc, (*self.scope, *where), body, self.policy)
+        except SpecError as exc:
+            self.errors.extend(exc.diagnostics)
+
+    def check_inputs(self) -> None:
+        """``inputs`` names placeholders, and every placeholder without a default (or none)."""
+        inputs = self.data.get("inputs")
+        if inputs is None:
+            if self.data.get("shapes"):
+                self.error(("shapes",), "`shapes: true` needs example inputs: declare them under `inputs:` "
+                           "(`inputs: {x: {shape: [1, 3, 224, 224]}}`)")  # fmt: skip
+            return
+        placeholders = {n.get("name"): n for n in self.data["nodes"] if n["op"] == "placeholder"}
+        for name, entry in inputs.items():
+            if name not in placeholders:
+                known = ", ".join(repr(p) for p in placeholders if p) or "none"
+                self.error(("inputs", name), f"input {name!r} is not a placeholder of the graph (its placeholders: "
+                           f"{known}); name a placeholder", key=True)  # fmt: skip
+            for i, dim in enumerate(entry["shape"]):
+                if isinstance(dim, str) and not IDENTIFIER.fullmatch(dim):
+                    self.error(("inputs", name, "shape", i), f"symbolic dimension {dim!r} is not an identifier; "
+                               "use only letters, digits and _")  # fmt: skip
+                elif isinstance(dim, str) and (keyword.iskeyword(dim) or dim in placeholders):
+                    self.error(("inputs", name, "shape", i), f"symbolic dimension {dim!r} is a keyword or a "
+                               "placeholder's name; choose another name")  # fmt: skip
+        missing = [p for p, n in placeholders.items() if p and p not in inputs and "default" not in n]
+        if missing:
+            self.error(("inputs",), f"inputs: no example for placeholder{'s' * (len(missing) > 1)} "
+                       f"{', '.join(map(repr, missing))}, which {'have' if len(missing) > 1 else 'has'} no default; "
+                       "declare every input without a default", key=True)  # fmt: skip
 
     # -- format 2: arguments and blocks ------------------------------------------------------
     def check_arguments(self) -> None:

@@ -1,4 +1,4 @@
-"""The ``fxgen`` command: validate | show | generate | export.
+"""The ``fxgen`` command: validate | show | generate | transform | export.
 
 Errors are printed as ``PATH:LINE:COL: error: message`` and the exit status is 1; a traceback
 is shown only with ``--debug``. Heavy imports (torch, black) happen inside the commands, so
@@ -46,6 +46,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fxgen: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)",
               file=sys.stderr)  # fmt: skip
         return 1
+
+
+def project_passes(start: Path) -> tuple[str, ...]:
+    """Register the passes ``[tool.fxgen] passes = {name = "pkg.module:function"}`` in the nearest
+    pyproject.toml names (trusted project configuration: this imports those modules) and return
+    their names. A spec can never do this."""
+    import importlib
+    import tomllib
+
+    for folder in (start, *start.parents):
+        pyproject = folder / "pyproject.toml"
+        if not pyproject.is_file():
+            continue
+        where = Location(str(pyproject))
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise FxgenError(f"cannot read [tool.fxgen]: {exc}", where) from None
+        passes = data.get("tool", {}).get("fxgen", {}).get("passes", {})
+        if not (isinstance(passes, dict) and all(isinstance(v, str) and v.count(":") == 1 for v in passes.values())):
+            raise FxgenError('[tool.fxgen] passes must map names to "pkg.module:function"', where)
+        from fxgen.passes.registry import register_pass
+
+        for name, ref in passes.items():
+            module_name, _, attr = ref.partition(":")
+            try:
+                function = getattr(importlib.import_module(module_name), attr)
+                register_pass(name, function)
+            except Exception as exc:  # trusted code, but its failure is a configuration error
+                raise FxgenError(f"[tool.fxgen] passes: {name} = {ref!r}: {type(exc).__name__}: {exc}", where) from None
+        return tuple(passes)
+    return ()
 
 
 def project_allow(start: Path) -> tuple[str, ...]:
@@ -110,11 +142,16 @@ _EXAMPLES = {
   fxgen export mypkg.models:Net --out net.yaml    trace a module and write its spec""",
     "validate": """example:
   fxgen validate model_specs/ --allow mypkg       allow mypkg's modules and functions as targets""",
-    "show": """example:
-  fxgen show model_specs/resnet_block.yaml        the nodes as a table, then parameter counts""",
+    "show": """examples:
+  fxgen show model_specs/resnet_block.yaml        the nodes as a table (shapes, FLOPs with `inputs:`), then parameters
+  fxgen show --format mermaid model_specs/mlp.yaml  the graph as a mermaid flowchart (renders in GitHub markdown)""",
     "generate": """examples:
   fxgen generate model_specs/                     write what is missing or stale
   fxgen generate --check --diff model_specs/      write nothing; show what would change, exit 1 if any""",
+    "transform": """examples:
+  fxgen transform net.yaml --pass eliminate_dead_code --pass 'replace:{target: torch.add, by: torch.mul}' -o out.yaml
+  fxgen transform net.yaml --pass fuse_conv_bn --weights net.safetensors -o fused.yaml --out-weights fused.safetensors
+built-in passes: replace, rewrite, decompose, fuse_conv_bn, eliminate_dead_code, fold_constants (docs/transforms.md)""",
     "export": """example:
   fxgen export mypkg.models:ResNetSmall --kwargs '{"num_classes": 10}' \\
       --out model_specs/resnet_small.yaml --weights resnet_small.safetensors""",
@@ -125,7 +162,7 @@ def _parser() -> argparse.ArgumentParser:
     common = _common(top=False)
     help_format = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
-        prog="fxgen", description="Declarative torch.fx model specs: validate, show, generate, export.",
+        prog="fxgen", description="Declarative torch.fx model specs: validate, show, generate, transform, export.",
         parents=[_common(top=True)], epilog=_EXAMPLES[None], formatter_class=help_format,
     )  # fmt: skip
     parser.add_argument("--version", action="version", version=f"fxgen {__version__}")
@@ -136,8 +173,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="PATH", help="spec files or directories")
     p.set_defaults(command="validate", run=cmd_validate)
 
-    p = sub.add_parser("show", parents=[common], epilog=_EXAMPLES["show"], formatter_class=help_format, help="print a spec's graph as a table with parameter counts")
+    p = sub.add_parser("show", parents=[common], epilog=_EXAMPLES["show"], formatter_class=help_format, help="print a spec's graph as a table with parameter counts (and shapes, FLOPs), or as a picture")
     p.add_argument("path", metavar="PATH")
+    p.add_argument("--format", choices=("table", "json", "mermaid", "dot", "svg"), default="table",
+                   help="table (default; with declared inputs: shapes, dtypes and FLOPs), json, or a picture: "
+                        "mermaid, dot, svg (needs Graphviz); pictures show shapes on the edges when the spec "
+                        "declares inputs")  # fmt: skip
     p.set_defaults(command="show", run=cmd_show)
 
     p = sub.add_parser("generate", parents=[common], epilog=_EXAMPLES["generate"], formatter_class=help_format, help="write generated/<spec>.py for each spec")
@@ -149,7 +190,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fail-on-change", action="store_true",
                    help="exit 1 when a file was written or removed (for hooks: pre-commit does not notice new files)")  # fmt: skip
     p.add_argument("--jobs", "-j", type=int, default=0, help="worker processes (default: all cores)")
+    p.add_argument("--shapes", action="store_true",
+                   help="end forward's statements with their output shapes (needs `inputs:` in the spec)")  # fmt: skip
     p.set_defaults(command="generate", run=cmd_generate)
+
+    p = sub.add_parser("transform", parents=[common], epilog=_EXAMPLES["transform"], formatter_class=help_format, help="run passes over a spec; write the transformed spec (and weights)")
+    p.add_argument("path", metavar="IN", help="spec file to transform (its own passes run first)")
+    p.add_argument("--pass", dest="passes", action="append", default=[], metavar="NAME[:ARGS]",
+                   help="a pass, repeatable, run in order: its name, then `:` and its arguments as a YAML "
+                        "flow mapping (`replace:{target: operator.add, by: operator.mul}`)")  # fmt: skip
+    p.add_argument("-o", "--out", required=True, type=Path, help="spec file to write (.yaml or .json)")
+    p.add_argument("--weights", type=Path, default=None, help="safetensors weights of IN (fused layers need them)")
+    p.add_argument("--out-weights", type=Path, default=None, help="safetensors file for the transformed weights")
+    p.set_defaults(command="transform", run=cmd_transform)
 
     p = sub.add_parser("export", parents=[common], epilog=_EXAMPLES["export"], formatter_class=help_format, help="trace an nn.Module and write its spec (and weights)")
     p.add_argument("target", metavar="PKG.MODULE:ATTR", help="an nn.Module class or a function returning a module")
@@ -183,7 +236,9 @@ def cmd_validate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
         for done, path in enumerate(specs, 1):
             progress.step(done, str(path))
             try:
-                load_spec(path, allow=allow)
+                spec = load_spec(path, allow=allow)
+                if spec.inputs or spec.passes:  # passes run and are checked; inputs must flow
+                    _prepared(spec, allow)
             except SpecError as exc:
                 failed += 1
                 _report(exc.diagnostics)
@@ -202,12 +257,60 @@ def _summary(args: argparse.Namespace, text: str) -> None:
         print(f"fxgen: {text}", file=sys.stderr)
 
 
+def _prepared(spec: Any, allow: tuple[str, ...], *, notes: bool = False) -> tuple[Any, Any]:
+    """The spec after its passes (with ``notes``, printing what they reported), and its analysis
+    when it declares inputs (a located error when they do not flow)."""
+    from fxgen.policy.policy import policy_for
+
+    policy = policy_for(allow)
+    origin = None
+    if spec.passes:
+        from fxgen.passes.pipeline import transformed
+
+        result = transformed(spec, policy)
+        assert result is not None
+        origin, spec = spec, result.spec
+        for note in result.notes if notes else ():
+            print(note, file=sys.stderr)
+    analysis = None
+    if spec.inputs:
+        from fxgen.analysis.shapes import analyse
+
+        analysis = analyse(spec, policy, origin=origin)
+    return spec, analysis
+
+
+def _svg(source: str) -> str:
+    """Graphviz's ``dot -Tsvg`` of ``source``."""
+    import shutil
+    import subprocess
+
+    program = shutil.which("dot")
+    if program is None:
+        raise FxgenError("--format svg needs Graphviz's `dot` program, which is not installed (apt-get install "
+                         "graphviz, brew install graphviz); --format dot prints the source it would draw")  # fmt: skip
+    done = subprocess.run([program, "-Tsvg"], input=source, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise FxgenError(f"Graphviz's dot failed: {done.stderr.strip()[:300]}")
+    return done.stdout
+
+
 def cmd_show(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
     from fxgen.check.validate import load_spec
-    from fxgen.cli.show import show
+    from fxgen.cli.show import show, show_json
 
-    spec = load_spec(args.path, allow=allow)
-    print(show(spec, allow=allow), end="")
+    spec, analysis = _prepared(load_spec(args.path, allow=allow), allow, notes=True)
+    if args.format == "json":
+        text = show_json(spec, analysis, allow=allow)
+    elif args.format in ("mermaid", "dot", "svg"):
+        from fxgen.analysis.pictures import dot, mermaid
+
+        text = mermaid(spec, analysis) if args.format == "mermaid" else dot(spec, analysis)
+        if args.format == "svg":
+            text = _svg(text)
+    else:
+        text = show(spec, allow=allow, analysis=analysis)
+    sys.stdout.write(text)
     _summary(args, f"{spec.name}: {_count(len(spec.nodes), 'node')}, {_count(len(spec.modules), 'module')}")
     return 0
 
@@ -229,9 +332,9 @@ def _generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
     from fxgen.read.paths import find_specs
     from fxgen.write.outputs import orphans, plan, refusal
 
-    jobs = plan(find_specs(args.paths), args.out_dir)
+    jobs = plan(find_specs(args.paths), args.out_dir, shapes=args.shapes)
     todo = [j for j in jobs if j.status in ("missing", "stale") or (args.force and j.status != "current")]
-    rendered, failures = _render_all(todo, allow, args.jobs, quiet=args.quiet)
+    rendered, failures = _render_all(todo, allow, args.jobs, quiet=args.quiet, shapes=args.shapes)
     problems = changed = written = removed = 0
     for job in jobs:
         if job.status in ("edited", "foreign") and not args.force:
@@ -327,17 +430,17 @@ def _report_failure(failure: list[Diagnostic] | str) -> None:
 
 
 def _render_all(
-    jobs: list[Any], allow: tuple[str, ...], workers: int, *, quiet: bool = False
+    jobs: list[Any], allow: tuple[str, ...], workers: int, *, quiet: bool = False, shapes: bool = False
 ) -> tuple[dict[Path, str], dict[Path, Any]]:
     """Render every job, across processes when there are several (black is CPU-bound)."""
     rendered: dict[Path, str] = {}
     failures: dict[Path, Any] = {}
     if not jobs:
         return rendered, failures  # nothing to render: torch and black stay unimported
-    from fxgen.codegen.generate import render_job_safely
+    from fxgen.passes.pipeline import render_job_safely
 
     workers = workers or os.cpu_count() or 1
-    tasks = [(job, allow) for job in jobs]
+    tasks = [(job, allow, shapes) for job in jobs]
     if len(tasks) >= 4 and workers > 1:  # below that, starting workers costs more than it saves
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
@@ -363,6 +466,13 @@ def _with_progress(results: Iterator[Any], jobs: list[Any], quiet: bool) -> list
             progress.step(done, str(job.spec))
             out.append(result)
     return out
+
+
+# -- transform ---------------------------------------------------------------------------------
+def cmd_transform(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
+    from fxgen.cli.transform import transform_command
+
+    return transform_command(args, allow, project_passes(Path.cwd()))
 
 
 # -- export ------------------------------------------------------------------------------------

@@ -33,8 +33,10 @@ from fxgen.codegen.constructor import (
 from fxgen.codegen.render import (
     FORWARD_DEPTH,
     Imports,
+    comment,
     declared_classes,
     forward_lines,
+    forward_statements,
     signature,
     string,
 )
@@ -95,16 +97,21 @@ def _docstring(doc: str | None) -> list[str]:
     return [f'    """{lines[0]}', *body, '    """']
 
 
-def render_spec(spec: Spec, *, label: str, digest: str) -> str:
+def render_spec(
+    spec: Spec, *, label: str, digest: str, shapes: dict[int, str] | None = None, passes: Iterable[str] = ()
+) -> str:
     """The complete file text for ``spec`` (header included): its blocks (format 2), each after
-    the blocks it uses, then its own class."""
+    the blocks it uses, then its own class. ``shapes`` are end-of-line comments for the top
+    class's statements, by node index; ``passes`` names the passes the spec went through (a
+    comment line under the header)."""
     render.new_render()  # each render checks its own names
     imports = Imports()
     bodies = [spec.block(name) for name in block_order(spec)] + [spec]
     render.plan_names(bodies, imports, _module_of)
     classes: list[dict[str, Any]] = []
     for body in bodies:
-        classes += _render_class(body, imports, owner=None if body is spec else body.name)
+        classes += _render_class(body, imports, owner=None if body is spec else body.name,
+                                 shapes=shapes if body is spec else None)  # fmt: skip
     packed = render.packed_lines(imports.packed) if imports.packed else []
     if packed:
         imports.stdlib.update(("base64", "sys", "zlib"))  # what the template's _unpack uses
@@ -112,11 +119,16 @@ def render_spec(spec: Spec, *, label: str, digest: str) -> str:
     if render.imports_other_packages(imports):
         import_lines = [render.UNTYPED_IMPORTS, "", *import_lines]
     text = _template().render(imports=import_lines, classes=classes, packed_lines=packed)
+    names = list(passes)
+    if names:  # identifiers (validated pass names) only
+        text = f"# Transformed by the spec's passes: {', '.join(names)}. The code is the transformed spec's.\n" + text
     header = Header(VERSION, safe_label(label), digest, body_digest(text))
     return header.render() + text
 
 
-def _render_class(spec: Spec, imports: Imports, owner: str | None) -> list[dict[str, Any]]:
+def _render_class(
+    spec: Spec, imports: Imports, owner: str | None, shapes: dict[int, str] | None = None
+) -> list[dict[str, Any]]:
     """The template's view of one class of the spec, after the typed containers it uses."""
     tree = ModelTree(spec)
     build = ClassBuild(spec, tree, imports, _module_of, loop=loop_variable(spec), owner=owner,
@@ -126,7 +138,14 @@ def _render_class(spec: Spec, imports: Imports, owner: str | None) -> list[dict[
         for name, (doc, fields) in container_classes(build, spec.name)
     ]
     init = init_lines(build)
-    forward = forward_lines(spec, tree, imports, _module_of)
+    if shapes is None:
+        forward = formatter.block(forward_lines(spec, tree, imports, _module_of), FORWARD_DEPTH)
+    else:
+        statements = forward_statements(spec, tree, imports, _module_of)
+        forward = formatter.commented_block(
+            [(line, comment(shapes.get(index)) if index is not None else None) for line, index in statements],
+            FORWARD_DEPTH,
+        )
     params, returns = signature(spec, imports, _module_of)
     out.append({
         "name": spec.name,
@@ -136,7 +155,7 @@ def _render_class(spec: Spec, imports: Imports, owner: str | None) -> list[dict[
         "init_def": ["    " + line for line in formatter.format_def(init_def(build), 1)],
         "init": formatter.block(init, 2),
         "forward_def": ["    " + line for line in formatter.format_def(f"def forward(self{params}){returns}:", 1)],
-        "forward": formatter.block(forward, FORWARD_DEPTH),
+        "forward": forward,
     })  # fmt: skip
     return out
 

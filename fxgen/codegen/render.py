@@ -561,41 +561,55 @@ def forward_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any)
     blocks_2[1]``): black would otherwise split inside the subscript (``x = blocks_2[`` / ``1``
     / ``].upsample(y)``).
     """
+    return [line for line, _ in forward_statements(spec, tree, imports, module_of)]
+
+
+def forward_statements(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any) -> list[tuple[str, int | None]]:
+    """``forward_lines``, each with the index of the node whose statement it is (None for the
+    lines that bind a container)."""
     targets = [n.target for n in spec.nodes if n.op in ("call_module", "get_attr") and n.target is not None]
     local = _Locals(imports)
     local.taken.add("_")  # where a result nothing uses goes (node names are never ``_``: a soft keyword)
     names = {prefix: local.name(prefix) for prefix in shared_containers(tree, targets)}
     bound: dict[str, str] = {}
     used = {ref for n in spec.nodes for value in (n.args, n.kwargs) for _, ref in iter_refs(value)}
-    lines = []
-    for node in spec.nodes:
+    lines: list[tuple[str, int | None]] = []
+    for index, node in enumerate(spec.nodes):
         if node.op == "placeholder":
             continue
         if node.op == "output":
-            lines.append("return " + literal(node.args[0], imports))
+            lines.append(("return " + literal(node.args[0], imports), index))
             continue
         if node.op in ("call_module", "get_attr") and node.target is not None:
             for prefix in tree.container_prefixes(node.target):
                 if prefix in names and prefix not in bound:
-                    lines.append(f"{names[prefix]} = {access(tree, prefix, bound)}")
+                    lines.append((f"{names[prefix]} = {access(tree, prefix, bound)}", None))
                     bound[prefix] = names[prefix]
             callee = access(tree, node.target, bound)
             item = _long_subscripted_head(node, callee, tree)
             if item is not None:
                 name = local.name(item)
-                lines.append(f"{name} = {access(tree, item, bound)}")
+                lines.append((f"{name} = {access(tree, item, bound)}", None))
                 bound[item] = name
                 callee = access(tree, node.target, bound)
             expr = callee if node.op == "get_attr" else f"{callee}({call_args(node.args, node.kwargs, imports)})"
         else:
             expr = _expression(node, imports, module_of)
         if node.name in used:
-            lines.append(f"{checked(node.name)} = {expr}")
+            lines.append((f"{checked(node.name)} = {expr}", index))
         elif node.op == "get_attr" or _operator_form(node, imports) is not None:
-            lines.append(f"_ = {expr}")  # a bare `a == b` or `x.shape` reads as a mistake (B015, B018)
+            lines.append((f"_ = {expr}", index))  # a bare `a == b` or `x.shape` reads as a mistake (B015, B018)
         else:
-            lines.append(expr)
+            lines.append((expr, index))
     return lines
+
+
+def comment(text: str | None) -> str | None:
+    """A shape comment as one printable line (it is made of dtype names, numbers and symbolic
+    dimension names, which are validated identifiers; anything else is replaced)."""
+    if text is None:
+        return None
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
 
 
 def _long_subscripted_head(node: Node, callee: str, tree: ModelTree) -> str | None:

@@ -26,6 +26,7 @@ __all__ = [
     "ArgSpec",
     "BufferSpec",
     "ClassSpec",
+    "InputSpec",
     "ModuleSpec",
     "Node",
     "ParameterSpec",
@@ -157,6 +158,20 @@ class Node:
 
 
 @dataclass
+class InputSpec:
+    """An example input: its shape (sizes, or names of symbolic dimensions) and dtype."""
+
+    shape: list[int | str]
+    dtype: str = "float32"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"shape": self.shape}
+        if self.dtype != "float32":
+            out["dtype"] = self.dtype
+        return out
+
+
+@dataclass
 class ArgSpec:
     """A constructor argument of a class (format 2): its type and, if it has one, its default
     (in the value encoding). Written ``int`` alone, or ``{type: int, default: 1}``."""
@@ -236,6 +251,9 @@ class Spec:
     fxgen: int = 1
     args: dict[str, ArgSpec] = field(default_factory=dict)
     classes: dict[str, ClassSpec] = field(default_factory=dict)
+    inputs: dict[str, InputSpec] = field(default_factory=dict)
+    shapes: bool = False
+    passes: list[Any] = field(default_factory=list)
     document: Document | None = field(default=None, compare=False, repr=False)
     scope: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
@@ -263,6 +281,9 @@ class Spec:
             fxgen=data["fxgen"],
             name=data["name"],
             classes={name: ClassSpec.from_dict(c) for name, c in data.get("classes", {}).items()},
+            inputs={name: InputSpec(**i) for name, i in data.get("inputs", {}).items()},
+            shapes=data.get("shapes", False),
+            passes=list(data.get("passes", [])),
             document=document,
             **_body(data),
         )
@@ -278,6 +299,12 @@ class Spec:
         if self.classes:
             out["classes"] = {name: c.to_dict() for name, c in self.classes.items()}
         out.update(body)
+        if self.inputs:
+            out["inputs"] = {name: i.to_dict() for name, i in self.inputs.items()}
+        if self.shapes:
+            out["shapes"] = True
+        if self.passes:
+            out["passes"] = self.passes
         return out
 
     # -- text forms --------------------------------------------------------------------------
@@ -305,7 +332,7 @@ def _yaml_body(data: dict[str, Any], indent: str, lines: list[str]) -> None:
     """A graph body's keys in block style (a block's body one level deeper, under its name)."""
     inner = indent + "  "
     for key, value in data.items():
-        if key in (*_TABLES, "args"):
+        if key in (*_TABLES, "args", "inputs"):
             lines.append(f"{indent}{key}:")
             for path, item in value.items():
                 lines.append(_flow_entry(f"{inner}{_scalar(path)}: ", item, inner + "  "))
@@ -314,8 +341,8 @@ def _yaml_body(data: dict[str, Any], indent: str, lines: list[str]) -> None:
             for name, body in value.items():
                 lines.append(f"{inner}{_scalar(name)}:")
                 _yaml_body(body, inner + "  ", lines)
-        elif key == "nodes":
-            lines.append(f"{indent}nodes:")
+        elif key in ("nodes", "passes"):
+            lines.append(f"{indent}{key}:")
             for node in value:
                 lines.append(_flow_entry(f"{inner}- ", node, inner + "  "))
         else:

@@ -51,10 +51,13 @@ def safe_label(label: str) -> str:
     return "".join(ch if ch.isprintable() else "?" for ch in label)
 
 
-def spec_digest(spec_bytes: bytes) -> str:
-    """Hash of the spec *and* of what turns it into code, so upgrading fxgen marks files stale."""
+def spec_digest(spec_bytes: bytes, *, shapes: bool = False) -> str:
+    """Hash of the spec *and* of what turns it into code, so upgrading fxgen marks files stale;
+    ``shapes`` (``fxgen generate --shapes``) changes the code, so it counts too."""
     h = hashlib.sha256(f"fxgen {VERSION}\nblack {_BLACK}\n".encode())
     h.update(spec_bytes)
+    if shapes:
+        h.update(b"\n--shapes")
     return h.hexdigest()
 
 

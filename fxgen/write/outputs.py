@@ -32,14 +32,16 @@ class Job:
     raw: bytes
     status: str  # "current" | "missing" | "stale" | "edited" | "foreign"
     old: str | None = None
+    shapes: bool = False  # generated with `fxgen generate --shapes`
 
     @property
     def digest(self) -> str:
-        return spec_digest(self.raw)
+        return spec_digest(self.raw, shapes=self.shapes)
 
 
-def plan(specs: Iterable[Path], out_dir: Path) -> list[Job]:
-    """A Job per spec, its status decided from hashes alone."""
+def plan(specs: Iterable[Path], out_dir: Path, *, shapes: bool = False) -> list[Job]:
+    """A Job per spec, its status decided from hashes alone (``shapes``: for ``--shapes``, which
+    makes other files than the spec alone)."""
     jobs: list[Job] = []
     seen: dict[Path, Path] = {}
     for spec in specs:
@@ -53,7 +55,7 @@ def plan(specs: Iterable[Path], out_dir: Path) -> list[Job]:
             raw = spec.read_bytes()
         except OSError as exc:
             raise SpecError.at(Location(str(spec)), f"cannot read spec: {exc.strerror or exc}") from None
-        jobs.append(_status(Job(spec, out, label_of(spec), raw, "missing")))
+        jobs.append(_status(Job(spec, out, label_of(spec), raw, "missing", shapes=shapes)))
     return jobs
 
 

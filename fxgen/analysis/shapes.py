@@ -1,0 +1,323 @@
+"""Shapes, dtypes and FLOPs of every node, from a spec's declared example inputs.
+
+torch.fx's own machinery does the work: the model is built on the meta device, the inputs are
+FakeTensors (named dimensions become symbols of a ``ShapeEnv``, so ``batch`` stays ``batch``),
+``ShapeProp`` (an ``Interpreter``) runs the graph, and ``torch.utils.flop_counter.FlopCounterMode``
+counts each node's floating-point operations. Nothing of the model's size is allocated.
+
+A node that fails with the declared inputs (a ``Linear`` given the wrong number of features) is
+a located error: the node, the shapes that met there and torch's own words.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+from torch.fx.passes.shape_prop import ShapeProp
+
+from fxgen._errors import Location, SpecError
+from fxgen.assemble.module import build_module
+from fxgen.policy.policy import Policy
+from fxgen.spec.model import Spec
+from fxgen.spec.values import DTYPES, dtype_name
+
+__all__ = ["Analysis", "NodeInfo", "analyse", "owner"]
+
+# The sizes symbolic dimensions take while shapes propagate: distinct, and not 0 or 1 (which
+# torch would specialise on), so that no two names are taken for the same size.
+_HINTS = (17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79)
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """One node: its name, what it calls, the module it belongs to, what it produces, its FLOPs."""
+
+    index: int  # in the spec's nodes
+    name: str
+    op: str
+    target: str
+    owner: str  # the dotted path of the module it belongs to ("" for the top module)
+    value: str  # "float32[batch, 8, 14, 14]", "(float32[2], int)", "int", ...
+    flops: int | str  # a count, or an expression in the symbolic dimensions
+    users: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()  # the nodes it reads, in order
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What propagating the declared inputs found, node by node, and the model's parameters."""
+
+    nodes: list[NodeInfo]
+    flops: int | str
+    parameters: dict[str, int] = field(default_factory=dict)  # module or tensor path -> count
+    dims: dict[str, int] = field(default_factory=dict)  # symbolic dimension -> the size used
+
+    @property
+    def total_parameters(self) -> int:
+        return sum(self.parameters.values())
+
+    def by_name(self) -> dict[str, NodeInfo]:
+        return {n.name: n for n in self.nodes}
+
+
+def owner(op: str, target: str) -> str:
+    """The module a node belongs to: a module call's own path, an attribute's module."""
+    if op == "call_module":
+        return target
+    if op == "get_attr":
+        return target.rpartition(".")[0]
+    return ""
+
+
+def analyse(spec: Spec, policy: Policy, *, origin: Spec | None = None) -> Analysis:
+    """Propagate ``spec.inputs`` through the spec's graph (which must declare them). ``origin``
+    is the spec ``spec`` was transformed from: a node that fails is then reported where
+    ``origin`` declares a node of its name, else at ``origin``'s passes."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
+
+    if not spec.inputs:
+        raise SpecError.at(spec.locate(()), "no example inputs: declare them under `inputs:` "
+                           "(`inputs: {x: {shape: [1, 3, 224, 224], dtype: float32}}`)")  # fmt: skip
+    gm = build_module(spec, policy, device="meta")
+    named = any(isinstance(d, str) for i in spec.inputs.values() for d in i.shape)
+    # a ShapeEnv (symbols) only when a dimension is named: static shapes need none
+    shape_env = ShapeEnv(duck_shape=False) if named else None
+    fake_mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
+    symbols: dict[str, Any] = {}  # name -> SymInt
+    names: dict[Any, Any] = {}  # sympy symbol -> a sympy symbol named as the spec names it
+    import sympy
+
+    def size(dim: int | str) -> Any:
+        if isinstance(dim, int):
+            return dim
+        if dim not in symbols:
+            assert shape_env is not None
+            hint = _HINTS[len(symbols) % len(_HINTS)] + 100 * (len(symbols) // len(_HINTS))
+            source = _dimension(dim)
+            symbol = shape_env.create_symbol(hint, source, dynamic_dim=DimDynamic.DYNAMIC)
+            symbols[dim] = shape_env.create_symintnode(symbol, hint=hint, source=source)
+            names[symbol] = sympy.Symbol(dim, integer=True, positive=True)
+        return symbols[dim]
+
+    args = []
+    for node in spec.nodes:
+        if node.op != "placeholder":
+            continue
+        declared = spec.inputs.get(node.name or "")
+        if declared is None:
+            continue  # it has a default: the graph uses it
+        with fake_mode:
+            args.append(torch.empty([size(d) for d in declared.shape], dtype=DTYPES[declared.dtype], device="cpu"))
+    prop = _Propagation(gm, fake_mode)
+    try:
+        with _quiet():
+            prop.run(*args)
+    except _NodeFailed as failed:
+        raise SpecError.at(_where(spec, origin, failed.index), failed.message(spec, prop, names)) from None
+
+    def text(value: Any) -> str:
+        return _value_text(value, names)
+
+    graph_nodes = list(gm.graph.nodes)
+    infos = []
+    for index, (node, declared_node) in enumerate(zip(graph_nodes, spec.nodes, strict=True)):
+        target = declared_node.target if declared_node.op != "output" else "output"
+        infos.append(NodeInfo(
+            index=index, name=node.name, op=node.op, target=str(target or node.name), value=text(prop.values.get(node)),
+            owner=owner(node.op, str(node.target)), flops=_number(prop.flops.get(node, 0), names),
+            users=tuple(u.name for u in node.users), inputs=tuple(n.name for n in node.all_input_nodes),
+        ))  # fmt: skip
+    total = _number(sum((prop.flops.get(n, 0) for n in graph_nodes), 0), names)
+    return Analysis(infos, total, _parameters(spec, gm), {d: s.node.hint for d, s in symbols.items()})
+
+
+def _where(spec: Spec, origin: Spec | None, index: int) -> Location:
+    if origin is None:
+        return spec.locate(("nodes", index))
+    name = spec.nodes[index].name
+    for i, node in enumerate(origin.nodes):
+        if node.name is not None and node.name == name:
+            return origin.locate(("nodes", i))
+    return origin.locate(("passes",))
+
+
+def _dimension(name: str) -> Any:
+    """Where a symbolic dimension comes from, as a ShapeEnv wants to be told: a constant named as
+    the spec names it (torch._dynamo's ``ConstantSource``, without importing dynamo: 0.9 s)."""
+    from torch._guards import GuardSource, Source
+
+    class _Dimension(Source):
+        @property
+        def guard_source(self) -> GuardSource:
+            return GuardSource.CONSTANT
+
+        @property
+        def _name_template(self) -> str:
+            return name
+
+        def __hash__(self) -> int:
+            return hash(("fxgen-dimension", name))
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Source) and other.name == name
+
+    return _Dimension()
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """ShapeProp prints the traceback it re-raises, and FakeTensor logs the failures it reports:
+    the located error says it all."""
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    disabled = logger.disabled
+    logger.disabled = True
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        logger.disabled = disabled
+
+
+def _parameters(spec: Spec, gm: torch.fx.GraphModule) -> dict[str, int]:
+    counts = {}
+    for path in spec.modules:
+        counts[path] = sum(p.numel() for p in gm.get_submodule(path).parameters())
+    for path in spec.parameters:
+        counts[path] = gm.get_parameter(path).numel()
+    return counts
+
+
+class _NodeFailed(Exception):
+    def __init__(self, index: int, node: torch.fx.Node, cause: BaseException) -> None:
+        self.index = index
+        self.node = node
+        self.cause = cause
+
+    def message(self, spec: Spec, prop: _Propagation, names: dict[Any, Any]) -> str:
+        node = self.node
+        declared = spec.nodes[self.index]
+        if node.op == "call_module":
+            entry = spec.modules.get(str(node.target))
+            call = ", ".join([*map(repr, entry.args), *(f"{k}={v!r}" for k, v in entry.kwargs.items())]) if entry else ""
+            what = f"module {node.target!r} ({entry.cls}({call[:80]}))" if entry else f"module {node.target!r}"
+        else:
+            what = f"{declared.target or node.op}"
+        met = ", ".join(f"{n.name}: {_value_text(prop.values.get(n), names)}" for n in node.all_input_nodes) or "no inputs"
+        lines = [line.strip() for line in str(self.cause).strip().splitlines() if line.strip()]
+        said = (lines[0] if lines else type(self.cause).__name__).rstrip(".")
+        for symbol, named in names.items():  # torch's words use its own names for the dimensions
+            said = re.sub(rf"\b{re.escape(str(symbol))}\b", str(named), said)
+        return (f"the declared inputs do not flow through node {node.name!r}, {what}: it was given ({met}), "
+                f"and torch says: {said[:300]}; fix the declaration or `inputs:`")  # fmt: skip
+
+
+class _Propagation(ShapeProp):
+    """``ShapeProp`` on FakeTensors, keeping each node's value and counting its FLOPs."""
+
+    def __init__(self, gm: torch.fx.GraphModule, fake_mode: Any) -> None:
+        super().__init__(gm)
+        # ShapeProp's own fake copy would keep the meta device, which the CPU inputs (and the
+        # modules a spec puts on the CPU) do not meet: every tensor is a FakeTensor on the CPU.
+        self.fake_mode = fake_mode
+        self.fake_module = _on_fake_cpu(gm, fake_mode)
+        self.values: dict[torch.fx.Node, Any] = {}
+        self.flops: dict[torch.fx.Node, Any] = {}
+        self.index = {node: i for i, node in enumerate(gm.graph.nodes)}
+        self.current: torch.fx.Node | None = None
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        self.current = n
+        try:
+            result = super().run_node(n)
+        except Exception as exc:
+            raise _NodeFailed(self.index[n], n, exc.__cause__ or exc) from None
+        self.values[n] = result
+        return result
+
+    def _counted(self, call: Any, *args: Any) -> Any:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        with FlopCounterMode(display=False) as counter:
+            result = call(*args)
+        assert self.current is not None
+        self.flops[self.current] = counter.get_total_flops()
+        return result
+
+    def call_function(self, target: Any, args: Any, kwargs: Any) -> Any:
+        return self._counted(super().call_function, target, args, kwargs)
+
+    def call_method(self, target: Any, args: Any, kwargs: Any) -> Any:
+        return self._counted(super().call_method, target, args, kwargs)
+
+    def call_module(self, target: Any, args: Any, kwargs: Any) -> Any:
+        return self._counted(super().call_module, target, args, kwargs)
+
+
+def _on_fake_cpu(gm: torch.fx.GraphModule, fake_mode: Any) -> torch.fx.GraphModule:
+    """A copy of ``gm`` (built on the meta device) whose parameters and buffers are FakeTensors
+    on the CPU, as ``fxgen.load`` would place them; nothing is allocated."""
+    converter = fake_mode.fake_tensor_converter
+    cpu = torch.device("cpu")
+
+    def fake(t: torch.Tensor) -> torch.Tensor:
+        if t.is_meta:
+            return converter.from_meta_and_device(fake_mode, t, cpu)
+        return fake_mode.from_tensor(t)
+
+    copy = gm.__deepcopy__({})  # meta tensors: nothing to copy
+    for module in copy.modules():
+        for name, param in list(module._parameters.items()):
+            if param is not None:
+                module._parameters[name] = torch.nn.Parameter(fake(param), requires_grad=param.requires_grad)
+        for name, buffer in list(module._buffers.items()):
+            if buffer is not None:
+                module._buffers[name] = fake(buffer)
+    return copy
+
+
+def _expr(value: Any, names: dict[Any, Any]) -> str:
+    expr = value.node.expr if isinstance(value, torch.SymInt) else value
+    if hasattr(expr, "xreplace"):
+        expr = expr.xreplace(names)
+    return str(expr)
+
+
+def _number(value: Any, names: dict[Any, Any]) -> int | str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    text = _expr(value, names)
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def _value_text(value: Any, names: dict[Any, Any]) -> str:
+    """A node's value as the table and comments show it: ``float32[batch, 8]``, ``int``..."""
+    if isinstance(value, torch.Tensor):
+        return f"{dtype_name(value.dtype)}[{', '.join(_expr(d, names) for d in value.shape)}]"
+    if isinstance(value, torch.Size):
+        return f"Size([{', '.join(_expr(d, names) for d in value)}])"
+    if isinstance(value, (tuple, list)):
+        inner = ", ".join(_value_text(v, names) for v in value)
+        return f"({inner}{',' if len(value) == 1 else ''})" if isinstance(value, tuple) else f"[{inner}]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_value_text(v, names)}" for k, v in value.items()) + "}"
+    if isinstance(value, torch.SymInt):
+        return "int"
+    if isinstance(value, torch.SymFloat):
+        return "float"
+    if isinstance(value, torch.SymBool):
+        return "bool"
+    if value is None:
+        return "None"
+    if isinstance(value, (torch.dtype, torch.device)):
+        return str(value)
+    return type(value).__name__
+
