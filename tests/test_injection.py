@@ -476,6 +476,8 @@ def _check_class(
             assert isinstance(stmt, ast.Return)
         elif node.name in used:
             assert isinstance(stmt, ast.Assign) and [ast.unparse(t) for t in stmt.targets] == [node.name]
+        elif node.op == "call_function" and node.target == "operator.setitem" and isinstance(stmt, ast.Assign):
+            assert len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Subscript)  # x[key] = value
         else:  # a result nothing reads: a bare call, or an operator's value thrown away
             assert isinstance(stmt, ast.Expr) or [ast.unparse(t) for t in stmt.targets] == ["_"]
 

@@ -574,11 +574,11 @@ def forward_statements(spec: Spec, tree: ModelTree, imports: Imports, module_of:
     bound: dict[str, str] = {}
     used = {ref for n in spec.nodes for value in (n.args, n.kwargs) for _, ref in iter_refs(value)}
     lines: list[tuple[str, int | None]] = []
-    for index, node in enumerate(spec.nodes):
+    for position, node in enumerate(spec.nodes):
         if node.op == "placeholder":
             continue
         if node.op == "output":
-            lines.append(("return " + literal(node.args[0], imports), index))
+            lines.append(("return " + literal(node.args[0], imports), position))
             continue
         if node.op in ("call_module", "get_attr") and node.target is not None:
             for prefix in tree.container_prefixes(node.target):
@@ -596,11 +596,15 @@ def forward_statements(spec: Spec, tree: ModelTree, imports: Imports, module_of:
         else:
             expr = _expression(node, imports, module_of)
         if node.name in used:
-            lines.append((f"{checked(node.name)} = {expr}", index))
+            lines.append((f"{checked(node.name)} = {expr}", position))
+        elif _is_item_assignment(node):  # ``x[key] = value``, as written (operator.setitem takes no Tensor in typeshed)
+            container, key, value = node.args
+            target = f"{_operand(container, imports, before='[')}[{index(key, imports)}]"
+            lines.append((f"{target} = {literal(value, imports)}", position))
         elif node.op == "get_attr" or _operator_form(node, imports) is not None:
-            lines.append((f"_ = {expr}", index))  # a bare `a == b` or `x.shape` reads as a mistake (B015, B018)
+            lines.append((f"_ = {expr}", position))  # a bare `a == b` or `x.shape` reads as a mistake (B015, B018)
         else:
-            lines.append((expr, index))
+            lines.append((expr, position))
     return lines
 
 
@@ -610,6 +614,11 @@ def comment(text: str | None) -> str | None:
     if text is None:
         return None
     return "".join(ch if ch.isprintable() else "?" for ch in text)
+
+
+def _is_item_assignment(node: Node) -> bool:
+    return (node.op == "call_function" and node.target == "operator.setitem" and len(node.args) == 3
+            and not node.kwargs)  # fmt: skip
 
 
 def _long_subscripted_head(node: Node, callee: str, tree: ModelTree) -> str | None:

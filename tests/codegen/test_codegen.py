@@ -1103,6 +1103,24 @@ def test_results_nothing_uses_are_not_named(tmp_path: Path) -> None:
     assert torch.equal(generated(x.clone()), fxgen.load(spec)(x.clone()))
 
 
+def test_item_assignment_is_written_as_python_writes_it() -> None:
+    """``operator.setitem(x, key, value)`` whose result nothing reads is ``x[key] = value``: what a
+    person writes, and what mypy accepts on a Tensor (typeshed's setitem takes sequences)."""
+    spec = {
+        "fxgen": 1, "name": "SetItem",
+        "nodes": [{"op": "placeholder", "name": "x"},
+                  {"op": "call_method", "name": "y", "target": "clone", "args": ["%x"]},
+                  {"op": "call_function", "name": "s", "target": "operator.setitem",
+                   "args": ["%y", {"tuple": [{"slice": [None, None, None]}, {"slice": [None, -1, None]}]}, 0.5]},
+                  {"op": "output", "args": ["%y"]}],
+    }  # fmt: skip
+    source = fxgen.generate(spec)
+    assert "        y[:, :-1] = 0.5\n" in source.split("def forward", 1)[1]
+    assert_black_exact(source)
+    x = torch.randn(3, 4)
+    assert torch.equal(load_class(source, "SetItem")()(x), fxgen.load(spec)(x))
+
+
 def test_long_subscripted_callees_are_bound_to_a_local() -> None:
     """A callee with a subscript whose ``target = callee(`` head does not fit is bound up to its
     last subscript, so black has no reason to split inside ``[...]``; the binding is reused and
