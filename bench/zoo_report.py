@@ -181,8 +181,9 @@ def type_check(workdir: Path) -> str:
                           capture_output=True, text=True)  # fmt: skip
     mypy = subprocess.run([sys.executable, "-m", "mypy", "--config-file=", "--no-incremental", *files],
                           capture_output=True, text=True)  # fmt: skip
-    problems = [line for line in (ruff.stdout + mypy.stdout).splitlines() if line.startswith(str(workdir))]
-    shown = "".join(f"    {line.removeprefix(str(workdir) + '/')}\n" for line in problems[:20])
+    problems = [line for line in (ruff.stdout + mypy.stdout).splitlines()
+                if line.startswith(str(workdir)) and ": note: " not in line]  # fmt: skip
+    shown = "".join(f"    {line.removeprefix(str(workdir) + '/')}\n" for line in problems[:40])
     return (f"Type check of the {len(files)} generated files (`--type-check`: `mypy` and `ruff check`, "
             f"default settings): {len(problems)} problems.\n\n" + (f"```\n{shown}```\n\n" if shown else ""))
 

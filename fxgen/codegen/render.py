@@ -593,14 +593,16 @@ def forward_statements(spec: Spec, tree: ModelTree, imports: Imports, module_of:
                 bound[item] = name
                 callee = access(tree, node.target, bound)
             expr = callee if node.op == "get_attr" else f"{callee}({call_args(node.args, node.kwargs, imports)})"
+        elif _is_item_assignment(node) and node.name not in used:
+            # ``x[key] = value``, as a person writes it (typeshed's operator.setitem takes no Tensor)
+            container, key, value = node.args
+            target = f"{_operand(container, imports, before='[')}[{index(key, imports)}]"
+            lines.append((f"{target} = {literal(value, imports)}", position))
+            continue
         else:
             expr = _expression(node, imports, module_of)
         if node.name in used:
             lines.append((f"{checked(node.name)} = {expr}", position))
-        elif _is_item_assignment(node):  # ``x[key] = value``, as written (operator.setitem takes no Tensor in typeshed)
-            container, key, value = node.args
-            target = f"{_operand(container, imports, before='[')}[{index(key, imports)}]"
-            lines.append((f"{target} = {literal(value, imports)}", position))
         elif node.op == "get_attr" or _operator_form(node, imports) is not None:
             lines.append((f"_ = {expr}", position))  # a bare `a == b` or `x.shape` reads as a mistake (B015, B018)
         else:
