@@ -100,15 +100,27 @@ def test_spec_text_stays_label_text(tmp_path: Path) -> None:
     assert len(graph.get_edges()) == 2
 
 
-def test_svg_says_what_to_install_without_graphviz(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_svg_says_what_to_install_without_graphviz(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     from fxgen.cli.main import main
 
-    if shutil.which("dot"):
-        pytest.skip("Graphviz is installed here")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `dot` on it, whether Graphviz is installed or not
     root = Path(__file__).parents[2]
     assert main(["show", "--format", "svg", str(root / "model_specs" / "mlp.yaml")]) == 1
     err = capsys.readouterr().err
     assert "needs Graphviz's `dot` program, which is not installed" in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+def test_svg_is_what_graphviz_draws(capsys: pytest.CaptureFixture[str]) -> None:
+    import xml.dom.minidom
+
+    from fxgen.cli.main import main
+
+    root = Path(__file__).parents[2]
+    assert main(["show", "--format", "svg", str(root / "model_specs" / "resnet_block.yaml")]) == 0
+    svg = xml.dom.minidom.parseString(capsys.readouterr().out.encode()).documentElement
+    assert svg.tagName == "svg" and svg.getElementsByTagName("g")
 
 
 PICTURES = Path(__file__).parents[2] / "docs" / "pictures.md"
