@@ -253,7 +253,7 @@ class _Writer:
                 break
             if step == "class":
                 break
-            if step == "module":
+            if step in ("module", "tuple"):
                 i += 1
                 continue
             if step in ("args", "kwargs") and i + 1 < len(path):
@@ -340,10 +340,22 @@ def _argument_leaves(entry: dict[str, Any], at: tuple[Any, ...]) -> Iterator[tup
         values = entry.get(key)
         items = enumerate(values) if isinstance(values, list) else (values or {}).items()
         for position, value in items:
-            if isinstance(value, dict) and set(value) == {"module"}:
-                yield from _argument_leaves(value["module"], (*at, key, position, "module"))
-            elif type(value) in (int, float, bool) or (isinstance(value, str) and not value.startswith("%")):
-                yield (*at, key, position), value
+            yield from _value_leaves(value, (*at, key, position))
+
+
+def _value_leaves(value: Any, at: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """Scalars of an encoded value, inside tuples and lists too (``kernel_size: (3, 3)``); a
+    module value's own arguments."""
+    if isinstance(value, dict) and set(value) == {"module"}:
+        yield from _argument_leaves(value["module"], (*at, "module"))
+    elif isinstance(value, dict) and set(value) == {"tuple"} and isinstance(value["tuple"], list):
+        for i, item in enumerate(value["tuple"]):
+            yield from _value_leaves(item, (*at, "tuple", i))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _value_leaves(item, (*at, i))
+    elif type(value) in (int, float, bool) or (isinstance(value, str) and not value.startswith("%")):
+        yield at, value
 
 
 def _at(body: Any, path: tuple[Any, ...]) -> Any:
