@@ -183,7 +183,8 @@ def _layout(shapes: dict[str, list[int]], dtype: str) -> tuple[bytes, list[tuple
         spans.append((name, offset, offset + n))
         offset += n
     text = json.dumps(header, separators=(",", ":")).encode()
-    return text + b" " * (-len(text) % 8), spans
+    text += b" " * (-len(text) % 8)
+    return text + b" " * (-(8 + len(text)) % _ALIGNMENT), spans  # the data at a 64-byte boundary, as fxgen writes it
 
 
 def write_weights(path: Path, shapes: dict[str, list[int]], dtype: str, seed: int = 0) -> tuple[int, int, int]:
