@@ -42,13 +42,10 @@ ALLOW = ("monai", "einops", "efficientnet_pytorch", "rtdl_revisiting_models", "m
          "performer_pytorch", "g_mlp_pytorch", "res_mlp_pytorch", "nystrom_attention", "conformer",
          "lambda_networks", "hyper_connections")  # fmt: skip
 
-# Models torch.fx traces but fxgen cannot express, and why (see docs/zoo.md).
-LIMITATIONS = {
-    "monai.AHNet": "its leaf block Bottleneck3x3x1 takes an nn.Sequential constructor argument; "
-    "spec values cannot hold modules (format 2's module values will)",
-    "vit_pytorch.SimpleViT[specialized-cls]": "its leaf block Specialized takes a list of modules as a "
-    "constructor argument; spec values cannot hold modules (format 2's module values will)",
-}
+# Models torch.fx traces but fxgen cannot express, and why (see docs/zoo.md). None left: monai.AHNet
+# and vit_pytorch.SimpleViT[specialized-cls], whose leaf blocks take modules as constructor
+# arguments, export with format 2's module values.
+LIMITATIONS: dict[str, str] = {}
 
 
 @dataclass

@@ -396,8 +396,9 @@ _ENCODABLE_LEAVES: tuple[type, ...] = (
 
 
 def _unencodable(value: Any, name: str) -> str | None:
-    """Describe the first part of ``value`` a spec cannot encode, or None if all is fine."""
-    if type(value) in _ENCODABLE_LEAVES:
+    """Describe the first part of ``value`` a spec cannot encode, or None if all is fine (a
+    module is a format-2 module value: fxgen.capture.to_spec declares it from its own call)."""
+    if type(value) in _ENCODABLE_LEAVES or isinstance(value, nn.Module):
         return None
     if isinstance(value, torch.Size):
         return None

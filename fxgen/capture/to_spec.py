@@ -32,6 +32,7 @@ from fxgen.policy.policy import type_repr
 from fxgen.policy.tables import SAFE_BUILTINS
 from fxgen.spec.model import BufferSpec, ClassSpec, ModuleSpec, Node, ParameterSpec, Spec
 from fxgen.spec.packed import pack, unpack
+from fxgen.spec.resolve import has_arguments
 from fxgen.spec.values import UnencodableValue, dtype_name, encode
 
 __all__ = ["Submodules", "avoid_reserved_names", "graph_module_to_spec", "recover_declaration", "to_spec"]
@@ -86,7 +87,9 @@ def graph_module_to_spec(
     cls_name = name or type(gm).__name__
     if doc is None and declared is not None:
         doc = type(gm).__doc__
-    spec = Spec(name=cls_name, doc=doc, modules=modules, parameters=parameters, buffers=buffers, nodes=nodes)
+    version = 2 if any(has_arguments(m.to_dict()) for m in modules.values()) else 1  # module values
+    spec = Spec(name=cls_name, doc=doc, modules=modules, parameters=parameters, buffers=buffers, nodes=nodes,
+                fxgen=version)  # fmt: skip
     if declared is not None and declared.spec.inputs:
         # the example inputs of the spec it was built from, while its placeholders are still there
         argument_names = {n.name for n in nodes if n.op == "placeholder"}
@@ -199,10 +202,54 @@ def _recover(path: str, module: torch.nn.Module, cache: RebuildCache, names: dic
     args, kwargs = recover_and_check(path, module, cache=cache)
     if name is None:
         name = names[cls] = class_name(cls)
+    held: list[torch.nn.Module] = []  # modules the constructor takes: format 2's module values
     try:
-        return ModuleSpec(name, [encode(a) for a in args], {k: encode(v) for k, v in kwargs.items()})
+        entry = ModuleSpec(name, [encode(_hide(a, held)) for a in args],
+                           {k: encode(_hide(v, held)) for k, v in kwargs.items()})  # fmt: skip
     except UnencodableValue as exc:
         raise ExportError(f"module {path!r} ({cls.__name__}): {exc}") from None
+    if not held:
+        return entry
+    values = [{"module": module_value(f"{path} (its argument {i})", m, cache, names)} for i, m in enumerate(held)]
+    return ModuleSpec(entry.cls, _shown(entry.args, values), _shown(entry.kwargs, values))
+
+
+_HELD = "\0fxgen-module-value:"  # stands for a module argument while the rest is encoded
+
+
+def _hide(value: Any, held: list[torch.nn.Module]) -> Any:
+    if isinstance(value, torch.nn.Module):
+        held.append(value)
+        return f"{_HELD}{len(held) - 1}"
+    if type(value) in (list, tuple):
+        return type(value)(_hide(v, held) for v in value)
+    if type(value) is dict:
+        return {k: _hide(v, held) for k, v in value.items()}
+    return value
+
+
+def _shown(encoded: Any, values: list[dict[str, Any]]) -> Any:
+    if isinstance(encoded, str) and encoded.startswith(_HELD):
+        return values[int(encoded.removeprefix(_HELD))]
+    if isinstance(encoded, list):
+        return [_shown(v, values) for v in encoded]
+    if isinstance(encoded, dict):
+        return {k: _shown(v, values) for k, v in encoded.items()}
+    return encoded
+
+
+def module_value(path: str, module: torch.nn.Module, cache: RebuildCache, names: dict[type, str]) -> dict[str, Any]:
+    """A module a constructor takes, as a format-2 module value: an ``nn.Sequential`` or
+    ``nn.ModuleList`` from its contents, any other module by its verified constructor call."""
+    if type(module) in (torch.nn.Sequential, torch.nn.ModuleList):
+        keys = list(module._modules)
+        if keys != [str(i) for i in range(len(keys))]:
+            raise ExportError(f"{path}: a {type(module).__name__} with named items cannot be a constructor argument")
+        items = [{"module": module_value(f"{path}.{k}", child, cache, names)}
+                 for k, child in module._modules.items() if child is not None]  # fmt: skip
+        cls = f"torch.nn.{type(module).__name__}"
+        return {"class": cls, "args": items if cls == "torch.nn.Sequential" else [items]} if items else {"class": cls}
+    return _recover(path, module, cache, names).to_dict()
 
 
 def _tensors(

@@ -372,3 +372,42 @@ def test_a_result_indexed_in_a_way_the_class_cannot_give_is_inlined() -> None:
     built = fxgen.load(spec)
     built.load_state_dict(model.state_dict(), strict=True)
     assert torch.equal(built(x), model(x))
+
+
+class Wraps(nn.Module):
+    """A block that takes a module, as MONAI's AHNet blocks do."""
+
+    def __init__(self, body: nn.Module, scale: float) -> None:
+        super().__init__()
+        self.body = body
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x) * self.scale
+
+
+class Holder(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = Wraps(nn.Sequential(nn.Linear(4, 4), nn.ReLU()), 0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w(x)
+
+
+def test_a_leaf_that_takes_a_module_is_declared_with_a_module_value() -> None:
+    """A leaf module whose recorded constructor call holds modules: format 2's module values
+    (a Sequential from its contents), and the checkpoint still loads strictly."""
+    with fxgen.record_constructors(Wraps):
+        model = Holder().eval()
+    spec = fxgen.export(model, leaf_modules=[Wraps], flat=True)
+    assert spec.fxgen == 2
+    assert spec.modules["w"].args == [
+        {"module": {"class": "torch.nn.Sequential", "args": [
+            {"module": {"class": "torch.nn.Linear", "args": [4, 4]}}, {"module": {"class": "torch.nn.ReLU"}}]}},
+        0.5,
+    ]  # fmt: skip
+    built = fxgen.load(spec, allow=[Wraps.__module__])
+    built.load_state_dict(model.state_dict(), strict=True)
+    x = torch.randn(3, 4)
+    assert torch.equal(built.eval()(x), model(x))
