@@ -113,6 +113,9 @@ def public_callables(graph: torch.fx.Graph, constants: dict[str, torch.Tensor]) 
     for node in list(graph.nodes):
         if node.graph is not graph:
             continue
+        if node.op == "call_function" and node.target is _LOG_API_USAGE and not node.users:
+            graph.erase_node(node)  # torch's usage telemetry: it computes nothing
+            continue
         if node.op == "call_method" and str(node.target).startswith("_"):
             _fold_or_refuse(graph, node, f"the private tensor method {node.target!r}", constants)
             continue
@@ -126,6 +129,9 @@ def public_callables(graph: torch.fx.Graph, constants: dict[str, torch.Tensor]) 
             home = getattr(node.target, "__module__", None)
             _fold_or_refuse(graph, node, f"{home + '.' if home else ''}{shown}", constants)
     return notes
+
+
+_LOG_API_USAGE = getattr(torch._C, "_log_api_usage_once", None)
 
 
 def _drop_disabled_autocast(graph: torch.fx.Graph) -> list[str]:
@@ -162,15 +168,12 @@ def _fold_or_refuse(graph: torch.fx.Graph, node: torch.fx.Node, what: str, const
     try:
         value = _constant(node, {})
     except _NotConstant:
-        line = _user_line(node)
-        raise ExportError(f"the captured graph calls {what} (node {node.name!r}{line}), which is no public torch "
-                          "function a spec may name, on values that depend on the inputs; compute it with public "
-                          "torch functions in the forward, or export with capture='trace'") from None  # fmt: skip
+        value = None
     if not isinstance(value, torch.Tensor):
-        line = _user_line(node)
-        raise ExportError(f"the captured graph calls {what} (node {node.name!r}{line}), which is no public torch "
-                          f"function, and it gives a {type(value).__name__}, not a tensor to keep as a constant; "
-                          "export with capture='trace'")  # fmt: skip
+        raise ExportError(f"the captured graph calls {what} (node {node.name!r}{_user_line(node)}), which is no "
+                          "public torch function a spec may name and computes no constant tensor under the "
+                          "captured shapes; compute it with public torch functions in the forward, or export "
+                          "with capture='trace'")  # fmt: skip
     name = f"_tensor_constant{len(constants)}"
     while name in constants:
         name += "_"
