@@ -280,8 +280,8 @@ def main(argv: list[str] | None = None) -> int:
             "the model is left as it was, the YAML reads back to the same spec, and the generated class, "
             "`fxgen.load` and `fxgen.load(weights=...)` each load the **original** model's `state_dict()` "
             "strictly and give outputs `torch.equal` to a second instance that was never traced. A model "
-            "torch.fx cannot trace, or traces wrongly, is listed with the reason; docs/export.md says what "
-            "export promises.\n\n"
+            "neither capture takes is listed with the reason; docs/export.md says what export promises and "
+            "what a capture by TorchDynamo means for other input shapes.\n\n"
         )
         kept = ""  # the section bench/zoo_blocks.py writes into the same file stays
         if args.out.exists():

@@ -179,7 +179,8 @@ def _restructure_output(graph: torch.fx.Graph, captured: Captured, inputs: dict[
         if value is None or isinstance(value, (bool, int, float, str)):
             return value
         raise ExportError(f"the forward returns a {type(value).__name__} at {where}, which a spec's output cannot "
-                          "hold; return tensors, tuples, lists or dicts")  # fmt: skip
+                          "hold (tensors, tuples, lists, dicts and plain numbers only); fix the forward argument "
+                          "that returns it with example_kwargs (such as use_cache=False)")  # fmt: skip
 
     output.args = (convert(captured.result, "output"),)
 
