@@ -110,9 +110,7 @@ def public_callables(graph: torch.fx.Graph, constants: dict[str, torch.Tensor]) 
     from fxgen.policy.policy import DEFAULT_POLICY, TargetError
 
     notes = _drop_disabled_autocast(graph)
-    for node in list(graph.nodes):
-        if node.graph is not graph:
-            continue
+    for node in list(graph.nodes):  # folding erases only nodes before the current one
         if node.op == "call_function" and node.target is _LOG_API_USAGE and not node.users:
             graph.erase_node(node)  # torch's usage telemetry: it computes nothing
             continue

@@ -152,9 +152,11 @@ _EXAMPLES = {
   fxgen transform net.yaml --pass eliminate_dead_code --pass 'replace:{target: torch.add, by: torch.mul}' -o out.yaml
   fxgen transform net.yaml --pass fuse_conv_bn --weights net.safetensors -o fused.yaml --out-weights fused.safetensors
 built-in passes: replace, rewrite, decompose, fuse_conv_bn, eliminate_dead_code, fold_constants (docs/transforms.md)""",
-    "export": """example:
+    "export": """examples:
   fxgen export mypkg.models:ResNetSmall --kwargs '{"num_classes": 10}' \\
-      --out model_specs/resnet_small.yaml --weights resnet_small.safetensors""",
+      --out model_specs/resnet_small.yaml --weights resnet_small.safetensors
+  fxgen export mypkg.nets:make_llama --example-input input_ids=int64[2,7] \\
+      --example-kwargs '{"use_cache": false}' --out llama.yaml    (TorchDynamo when tracing fails)""",
 }
 
 

@@ -145,3 +145,16 @@ def test_cli_exports_with_dynamo(tmp_path: Path, capsys: pytest.CaptureFixture[s
         assert main(["export", "dynamo_fixtures:ShapeLoop", *argv, "--out", str(tmp_path / "x.yaml")]) == 1
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_node_names_python_keeps_are_renamed() -> None:
+    """Dynamo names nodes after the forward's variables; ``_`` and ``match`` are soft keywords."""
+    from fxgen.capture.to_spec import avoid_reserved_names
+
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    first = graph.call_function(torch.relu, (x,), name="_")
+    second = graph.call_function(torch.relu, (first,), name="match")
+    graph.output(second)
+    avoid_reserved_names(graph)
+    assert [n.name for n in graph.nodes] == ["x", "__1", "match_1", "output"]
