@@ -79,7 +79,7 @@ def compare(zm: ZooModel) -> Comparison:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             start = time.perf_counter()
-            traced = fxgen.export(model, **export_options(zm))
+            traced = fxgen.export(model, **export_options(zm), flat=True)  # one graph, as Dynamo gives
             row.trace_s = time.perf_counter() - start
             start = time.perf_counter()
             captured = fxgen.export(model, **dynamo_options(zm))

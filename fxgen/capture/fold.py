@@ -111,8 +111,12 @@ def public_callables(graph: torch.fx.Graph, constants: dict[str, torch.Tensor]) 
 
     notes = _drop_disabled_autocast(graph)
     for node in list(graph.nodes):  # folding erases only nodes before the current one
-        if node.op == "call_function" and node.target is _LOG_API_USAGE and not node.users:
-            graph.erase_node(node)  # torch's usage telemetry: it computes nothing
+        if node.op == "call_function" and node.target in _NO_COMPUTATION and not node.users:
+            _erase_dead(graph, node)  # telemetry, or Dynamo's own checks of the sizes it derived
+            continue
+        method = _TENSOR_METHODS.get(node.target) if node.op == "call_function" else None
+        if method is not None:  # aten's size queries: a data-dependent size, read as Tensor.size does
+            node.op, node.target = "call_method", method
             continue
         if node.op == "call_method" and str(node.target).startswith("_"):
             _fold_or_refuse(graph, node, f"the private tensor method {node.target!r}", constants)
@@ -129,7 +133,29 @@ def public_callables(graph: torch.fx.Graph, constants: dict[str, torch.Tensor]) 
     return notes
 
 
-_LOG_API_USAGE = getattr(torch._C, "_log_api_usage_once", None)
+# Calls that compute nothing the graph returns: torch's usage telemetry, and the runtime checks
+# Dynamo adds for the sizes it derived from data (``u0 >= 0`` for a ``nonzero``'s length),
+# which hold for every tensor torch can make. They are dropped, with the size arithmetic that
+# only they used.
+_NO_COMPUTATION: frozenset[Any] = frozenset(
+    target
+    for target in (getattr(torch._C, "_log_api_usage_once", None),
+                   getattr(getattr(torch.ops.aten, "_assert_scalar", None), "default", None),
+                   getattr(getattr(torch.ops.aten, "sym_constrain_range_for_size", None), "default", None))
+    if target is not None
+)  # fmt: skip
+
+
+# Dynamo reads the size of a tensor whose shape depends on data (``nonzero``, a mask's
+# ``where``, MoE routing) with aten's size queries; each is a public tensor method.
+_TENSOR_METHODS: dict[Any, str] = {
+    getattr(packet, overload): method
+    for packet, method in ((getattr(torch.ops.aten, "sym_size", None), "size"),
+                           (getattr(torch.ops.aten, "sym_stride", None), "stride"),
+                           (getattr(torch.ops.aten, "sym_numel", None), "numel"))
+    for overload in ("int", "default")
+    if packet is not None and hasattr(packet, overload)
+}  # fmt: skip
 
 
 def _drop_disabled_autocast(graph: torch.fx.Graph) -> list[str]:

@@ -10,6 +10,7 @@ the line of user code and the fix the torch.fx guide suggests.
 
 from __future__ import annotations
 
+import importlib
 import linecache
 import traceback
 from collections.abc import Callable, Iterable
@@ -50,6 +51,12 @@ def trace(
         raise ExportError(f"export needs an nn.Module, got {type(module).__name__}")
     base = tracer_class or torch.fx.Tracer
     is_leaf = leaf_predicate(leaf_modules, base)
+    if tracer_class is not None:
+        # A custom tracer may patch torch's functions while it runs (Hugging Face's HFTracer does)
+        # and import torch._dynamo meanwhile, which then takes the patched functions for torch's
+        # own, for the rest of the process: every later TorchDynamo capture fails. Imported
+        # first, it knows the real ones (once per process).
+        importlib.import_module("torch._dynamo")
 
     class _Tracer(base):  # type: ignore[valid-type, misc]
         def is_leaf_module(self, m: torch.nn.Module, qualname: str) -> bool:
