@@ -119,3 +119,17 @@ class Autocast(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
             return self.fc(x)
+
+
+class Routed(nn.Module):
+    """A size that depends on the data (MoE routing): Dynamo reads it with aten's size queries."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = torch.where(x[:, 0] > 0)[0]
+        picked = self.fc(x[rows])
+        return torch.zeros_like(x).index_add(0, rows, picked) / (picked.shape[0] + 1)

@@ -158,3 +158,10 @@ def test_node_names_python_keeps_are_renamed() -> None:
     graph.output(second)
     avoid_reserved_names(graph)
     assert [n.name for n in graph.nodes] == ["x", "__1", "match_1", "output"]
+
+
+def test_sizes_that_depend_on_data_are_read_with_tensor_size(tmp_path: Path) -> None:
+    x = torch.randn(6, 4, generator=torch.Generator().manual_seed(3))
+    spec = check_parity(fx.Routed, (x,), tmp_path, export_options={"capture": "dynamo", "example_inputs": (x,)})
+    assert ("call_method", "size") in _node_ops(spec)
+    assert not any("aten" in str(n.target) or "_assert" in str(n.target) for n in spec.nodes)
