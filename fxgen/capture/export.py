@@ -172,6 +172,7 @@ def save_weights(module: torch.nn.Module, path: str | Path, **capture_options: A
     from fxgen.write.weights import write_weights
 
     capture_options.pop("name", None)
+    capture_options.pop("flat", None)  # blocks or one graph: the same tensors at the same paths
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # export said which capture it used
         gm, _ = capture_graph(module, **capture_options)
