@@ -133,3 +133,22 @@ class Routed(nn.Module):
         rows = torch.where(x[:, 0] > 0)[0]
         picked = self.fc(x[rows])
         return torch.zeros_like(x).index_add(0, rows, picked) / (picked.shape[0] + 1)
+
+
+class Pair(nn.Module):
+    """A leaf that returns two values; its caller uses one."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return x * 2, x.sum()
+
+
+class UsesOne(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.pair = Pair()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        doubled, _ = self.pair(x)
+        for d in x.shape:
+            doubled = doubled + d
+        return doubled

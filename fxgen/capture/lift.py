@@ -60,7 +60,28 @@ def lift(
     *,
     is_leaf: Any,
 ) -> torch.fx.GraphModule:
-    """The GraphModule of ``captured`` in ``to_spec``'s form (see the module docstring)."""
+    """The GraphModule of ``captured`` in ``to_spec``'s form (see the module docstring). When
+    the graph with the torch.nn calls folded does not give Dynamo's outputs (a module returns
+    more than the caller used, say), it is lifted again without folding: the functions Dynamo
+    recorded, on the modules' tensors at their paths, with a note saying so."""
+    try:
+        return _lift(captured, module, is_leaf)
+    except _Differs as exc:
+        try:
+            lifted = _lift(captured, module, lambda sub, path: False)
+        except _Differs as again:
+            raise ExportError(f"{again.message}; the capture cannot be written as a spec that computes the same: "
+                              "report it, or export with capture='trace'") from None  # fmt: skip
+        lifted.meta[NOTES_KEY].append(f"the torch.nn modules are written as the functions TorchDynamo recorded "
+                                      f"(folded into call_module they gave other outputs: {exc})")  # fmt: skip
+        return lifted
+
+
+class _Differs(ExportError):
+    """The lifted graph does not give what Dynamo's graph gave."""
+
+
+def _lift(captured: Captured, module: torch.nn.Module, is_leaf: Any) -> torch.fx.GraphModule:
     from fxgen.capture.trace import _declare_unread_state, _fix_buffers, _GraphModule
 
     gm = captured.graph
@@ -187,22 +208,23 @@ def _restructure_output(graph: torch.fx.Graph, captured: Captured, inputs: dict[
 
 def _check_same(lifted: torch.fx.GraphModule, captured: Captured) -> None:
     """The lifted graph gives what Dynamo's graph gave on the example inputs, bit for bit."""
-    with torch.no_grad(), torch.random.fork_rng():
-        torch.manual_seed(0)
-        got = lifted(**{name: tensor.clone() for name, tensor in captured.inputs.items()})
+    try:
+        with torch.no_grad(), torch.random.fork_rng():
+            torch.manual_seed(0)
+            got = lifted(**{name: tensor.clone() for name, tensor in captured.inputs.items()})
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise _Differs(f"the converted graph fails on the example inputs: {type(exc).__name__}: {first}") from None
     want = _leaves(captured.result)
     have = _leaves(got)
     if len(want) != len(have):
-        raise ExportError(f"the converted graph returns {len(have)} tensors, TorchDynamo's {len(want)}; "
-                          "export it with capture='trace'")  # fmt: skip
+        raise _Differs(f"the converted graph returns {len(have)} tensors, TorchDynamo's {len(want)}")
     for i, (a, b) in enumerate(zip(want, have, strict=True)):
         same = a.shape == b.shape and a.dtype == b.dtype and (
             torch.equal(a, b) or (a.is_floating_point() and torch.equal(a.isnan(), b.isnan())
                                   and torch.equal(a.nan_to_num(), b.nan_to_num())))  # fmt: skip
         if not same:
-            raise ExportError(f"output {i} of the converted graph differs from TorchDynamo's on the example inputs "
-                              "(a module folded back into a call_module computes something else there); "
-                              "report it, or export with capture='trace'")  # fmt: skip
+            raise _Differs(f"output {i} of the converted graph differs from TorchDynamo's on the example inputs")
 
 
 def _leaves(value: Any) -> list[torch.Tensor]:

@@ -165,3 +165,16 @@ def test_sizes_that_depend_on_data_are_read_with_tensor_size(tmp_path: Path) -> 
     spec = check_parity(fx.Routed, (x,), tmp_path, export_options={"capture": "dynamo", "example_inputs": (x,)})
     assert ("call_method", "size") in _node_ops(spec)
     assert not any("aten" in str(n.target) or "_assert" in str(n.target) for n in spec.nodes)
+
+
+def test_a_fold_that_changes_the_outputs_falls_back_to_the_recorded_functions(tmp_path: Path) -> None:
+    """Folded into one call_module, the leaf would hand its caller a tuple where Dynamo's graph
+    used one of its values: the check against Dynamo's outputs catches it, and export writes
+    the functions Dynamo recorded instead."""
+    fxgen.register_constructor(fx.Pair, lambda module: ((), {}))
+    x = torch.randn(2, 3, generator=torch.Generator().manual_seed(4))
+    options = {"capture": "dynamo", "example_inputs": (x,), "leaf_modules": (fx.Pair,)}
+    with pytest.warns(UserWarning, match="written as the functions TorchDynamo recorded"):
+        spec = fxgen.export(fx.UsesOne(), **options)
+    assert spec.modules == {} and all(n.op != "call_module" for n in spec.nodes)
+    check_parity(fx.UsesOne, (x,), tmp_path, export_options=options)
