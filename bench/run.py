@@ -246,6 +246,19 @@ def _parse_importtime(stderr: str) -> dict[str, int]:
 
 
 # -- the run ---------------------------------------------------------------------------------
+KEPT = ("<!-- bench/dynamo_capture.py -->", "<!-- end bench/dynamo_capture.py -->")
+
+
+def write_report(out: Path, text: str) -> None:
+    """Write the report, keeping the section another script wrote into the old one (between the
+    ``KEPT`` markers: ``bench/dynamo_capture.py``'s, which this suite does not measure)."""
+    old = out.read_text(encoding="utf-8") if out.is_file() else ""
+    start, end = old.find(KEPT[0]), old.find(KEPT[1])
+    if 0 <= start < end:
+        text = text.rstrip("\n") + "\n\n" + old[start : end + len(KEPT[1])] + "\n"
+    out.write_text(text, encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="node counts, comma-separated")
@@ -275,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         from report import render  # type: ignore[import-not-found]
 
         run = json.loads(args.from_json.read_text(encoding="utf-8"))
-        args.out.write_text(render(run["records"], run["check"], run["meta"]), encoding="utf-8")
+        write_report(args.out, render(run["records"], run["check"], run["meta"]))
         return 0
 
     started = time.perf_counter()
@@ -339,7 +352,7 @@ def _write(args: argparse.Namespace, records: list[dict[str, Any]], check: dict[
     meta = machine(args, sizes, elapsed)
     meta["partial"] = partial
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(render(records, check, meta), encoding="utf-8")
+    write_report(args.out, render(records, check, meta))
     if args.json:
         args.json.write_text(json.dumps({"meta": meta, "check": check, "records": records}, indent=1), encoding="utf-8")
     return elapsed

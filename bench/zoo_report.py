@@ -47,6 +47,19 @@ ALLOW = ("monai", "einops", "efficientnet_pytorch", "rtdl_revisiting_models", "m
 # arguments, export with format 2's module values.
 LIMITATIONS: dict[str, str] = {}
 
+# Models neither torch.fx nor TorchDynamo captures as one exact graph, and why (see docs/zoo.md).
+_JIT_ISINSTANCE = ("TorchDynamo refuses torch.jit.isinstance (marked as skipped: it cannot be traced), which its "
+                   "forward branches on; torch.fx runs it on Proxies")  # fmt: skip
+DYNAMO_LIMITATIONS: dict[str, str] = {
+    "monai.BasicUNet[no-leaf]": f"torch.fx traces it wrongly (see the catalogue) and {_JIT_ISINSTANCE}",
+    "monai.NetAdapter[resnet10]": _JIT_ISINSTANCE,
+    "monai.SwinUNETR": "TorchDynamo turns its numpy input-size check into tensors and cannot branch on the "
+    "result (`if remainder.any():`, data-dependent control flow); torch.fx cannot hand the Proxy shape to numpy",
+    "monai.SwinUNETR[v2]": "as monai.SwinUNETR: a data-dependent branch in _check_input_size",
+    "monai.VoxelMorph": "TorchDynamo cannot test `'indexing' in torch.meshgrid.__kwdefaults__` (missing "
+    "sq_contains) in MONAI's meshgrid_ij; torch.fx cannot branch on the shapes it compares",
+}
+
 
 @dataclass
 class Result:
@@ -56,6 +69,8 @@ class Result:
     traceable: bool = False
     exported: bool = False
     stage: str = ""  # where a parity check stopped ("" when all passed)
+    capture: str = ""  # "trace" or "dynamo": how the exported graph was captured
+    trace_problem: str = ""  # why torch.fx could not take it, when Dynamo captured it
     error: float | None = None
     seconds: float = 0.0
     problem: str = ""
@@ -75,10 +90,20 @@ def export_options(zm: ZooModel) -> dict[str, Any]:
     return options
 
 
-def round_trip(zm: ZooModel, workdir: Path) -> Result:
-    """Check checkpoint parity for one model; never raises (the problem is recorded instead)."""
+def dynamo_options(zm: ZooModel) -> dict[str, Any]:
+    """How ``fxgen.export`` captures the entry with TorchDynamo: on its inputs, with its leaves."""
+    return {"capture": "dynamo", "example_inputs": zm.inputs(), "leaf_modules": zm.leaf_module_types()}
+
+
+def round_trip(zm: ZooModel, workdir: Path, *, dynamo: bool = True) -> Result:
+    """Check checkpoint parity for one model; never raises (the problem is recorded instead).
+
+    As ``capture="auto"`` does, a model torch.fx cannot trace is captured with TorchDynamo on
+    its example inputs (unless ``dynamo`` is False); so is one the survey found torch.fx traces
+    wrongly (without an error, which ``auto`` cannot notice: the catalogue knows)."""
     result = Result(zm.name, zm.library)
     start = time.perf_counter()
+    stem = "".join(ch if ch.isalnum() else "_" for ch in zm.name).lower()
     try:
         options = export_options(zm)
         from fxgen.capture.trace import trace
@@ -87,13 +112,13 @@ def round_trip(zm: ZooModel, workdir: Path) -> Result:
             gm = trace(zm.build(), **options)
         except fxgen.ExportError as exc:
             result.problem = f"not traceable: {exc.message}"
-            return result
+            return _with_dynamo(zm, workdir, stem, result) if dynamo else result
         if not zm.traceable:  # the survey found the traced graph computes something else
             result.problem = f"torch.fx traces it wrongly: {zm.note}"
-            return result
+            return _with_dynamo(zm, workdir, stem, result) if dynamo else result
         result.traceable = True
+        result.capture = "trace"
         result.nodes = len(gm.graph.nodes)
-        stem = "".join(ch if ch.isalnum() else "_" for ch in zm.name).lower()
         try:
             check_parity(zm.build, zm.inputs(), workdir, allow=ALLOW, stem=stem, export_options=options)
         except ParityError as exc:
@@ -110,50 +135,80 @@ def round_trip(zm: ZooModel, workdir: Path) -> Result:
     return result
 
 
+def _with_dynamo(zm: ZooModel, workdir: Path, stem: str, result: Result) -> Result:
+    """The parity checks on the TorchDynamo capture of a model torch.fx cannot take."""
+    result.trace_problem = result.problem
+    try:
+        spec = check_parity(zm.build, zm.inputs(), workdir, allow=ALLOW, stem=stem,
+                            export_options=dynamo_options(zm))  # fmt: skip
+    except ParityError as exc:
+        result.capture, result.exported, result.stage = "dynamo", True, exc.stage
+        result.problem = f"dynamo: {exc}"
+        return result
+    except fxgen.ExportError as exc:
+        result.problem = f"not capturable: {exc.message}"
+        return result
+    except Exception as exc:
+        result.problem = f"dynamo: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return result
+    result.capture, result.exported, result.error, result.problem = "dynamo", True, 0.0, ""
+    result.nodes = len(spec.nodes)
+    return result
+
+
 def _mark(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
+def _short(text: str, limit: int = 240) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def table(results: list[Result]) -> str:
-    rows = ["| model | nodes | traceable? | exact round trip? | note |",
+    rows = ["| model | nodes | captured by | exact round trip? | note |",
             "| --- | ---: | --- | --- | --- |"]  # fmt: skip
     for r in results:
+        limitation = LIMITATIONS.get(r.name) or DYNAMO_LIMITATIONS.get(r.name)
         if r.passed:
-            exact, note = "yes", ""
-        elif not r.traceable:
-            exact, note = "-", r.problem
-        elif r.name in LIMITATIONS:
-            exact, note = "limitation", LIMITATIONS[r.name]
+            exact = "yes"
+            note = f"torch.fx: {_short(r.trace_problem)}" if r.capture == "dynamo" else ""
+        elif not r.capture:
+            exact = "limitation" if limitation else "-"
+            note = f"{limitation} ({_short(r.problem)})" if limitation else _short(r.problem, 600)
+        elif limitation:
+            exact, note = "limitation", limitation
         else:
             exact, note = "**no**", f"**FAIL** {r.problem}"
-        rows.append(f"| {r.name} | {r.nodes if r.nodes is not None else '-'} | {_mark(r.traceable)} | {exact} | "
+        rows.append(f"| {r.name} | {r.nodes if r.nodes is not None else '-'} | {r.capture or 'neither'} | {exact} | "
                     f"{note.replace('|', '/').replace(chr(10), ' ')} |")  # fmt: skip
     return "\n".join(rows) + "\n"
 
 
 def summary(results: list[Result]) -> str:
-    """The figures at the top of docs/zoo.md: models, traceable, exact, per library."""
+    """The figures at the top of docs/zoo.md: models, traceable, captured by Dynamo, exact, per library."""
     libraries = list(dict.fromkeys(r.library for r in results))
-    rows = ["| library | models | traceable by torch.fx | exact round trip | limitations | failures |",
-            "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    rows = ["| library | models | traceable by torch.fx | captured by Dynamo instead | exact round trip | "
+            "limitations | failures |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
     totals: Counter[str] = Counter()
     for library in [*libraries, None]:
         mine = [r for r in results if library is None or r.library == library]
+        explained = {**LIMITATIONS, **DYNAMO_LIMITATIONS}
         counts = Counter(
             models=len(mine),
             traceable=sum(r.traceable for r in mine),
+            dynamo=sum(r.capture == "dynamo" for r in mine),
             exact=sum(r.passed for r in mine),
-            limitations=sum(r.traceable and not r.passed and r.name in LIMITATIONS for r in mine),
-            failures=sum(r.traceable and not r.passed and r.name not in LIMITATIONS for r in mine),
+            limitations=sum(not r.passed and r.name in explained for r in mine),
+            failures=sum(bool(r.capture) and not r.passed and r.name not in explained for r in mine),
         )
         if library is None:
             counts = totals
         else:
             totals.update(counts)
         name = f"**all {len(libraries)} libraries**" if library is None else library
-        rate = f" ({100 * counts['exact'] / max(counts['traceable'], 1):.0f}%)"
-        rows.append(f"| {name} | {counts['models']} | {counts['traceable']} | {counts['exact']}{rate} | "
-                    f"{counts['limitations']} | {counts['failures']} |")  # fmt: skip
+        rate = f" ({100 * counts['exact'] / max(counts['models'], 1):.0f}%)"
+        rows.append(f"| {name} | {counts['models']} | {counts['traceable']} | {counts['dynamo']} | "
+                    f"{counts['exact']}{rate} | {counts['limitations']} | {counts['failures']} |")  # fmt: skip
     return "\n".join(rows) + "\n"
 
 
@@ -183,6 +238,21 @@ def type_check(workdir: Path) -> str:
     shown = "".join(f"    {line.removeprefix(str(workdir) + '/')}\n" for line in problems[:40])
     return (f"Type check of the {len(files)} generated files (`--type-check`: `mypy` and `ruff check`, "
             f"default settings): {len(problems)} problems.\n\n" + (f"```\n{shown}```\n\n" if shown else ""))
+
+
+COMPARED = ("<!-- bench/zoo_compare.py -->", "<!-- end bench/zoo_compare.py -->")
+
+
+def write_keeping(out: Path, text: str, *sections: tuple[str, str]) -> None:
+    """Write ``text`` to ``out``, keeping each section (between its start and end markers) that
+    another script wrote into the old file: ``bench/zoo_blocks.py``'s blocks against flat and
+    ``bench/zoo_compare.py``'s comparison of both captures."""
+    old = out.read_text(encoding="utf-8") if out.is_file() else ""
+    for start_marker, end_marker in sections:
+        start, end = old.find(start_marker), old.find(end_marker)
+        if 0 <= start < end:
+            text = text.rstrip("\n") + "\n\n" + old[start : end + len(end_marker)] + "\n"
+    out.write_text(text, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -216,23 +286,20 @@ def main(argv: list[str] | None = None) -> int:
             f"# Model zoo: checkpoint parity on models written by others\n\n"
             f"Generated by `python bench/zoo_report.py --out {args.out}` (torch {torch.__version__}, "
             f"{len(results)} models, {elapsed / 60:.0f} minutes; `bash bench/install_zoo.sh` installs the "
-            "libraries). For each model: trace it, export it, and check every promise of `bench/parity.py`: "
+            "libraries). For each model: trace it (a model torch.fx cannot trace, or traces wrongly, is captured "
+            "with TorchDynamo on its example inputs instead, as `capture=\"auto\"` does), export it, and check every "
+            "promise of `bench/parity.py`: "
             "the model is left as it was, the YAML reads back to the same spec, and the generated class, "
             "`fxgen.load` and `fxgen.load(weights=...)` each load the **original** model's `state_dict()` "
             "strictly and give outputs `torch.equal` to a second instance that was never traced. A model "
-            "torch.fx cannot trace, or traces wrongly, is listed with the reason; docs/export.md says what "
-            "export promises.\n\n"
+            "neither capture takes is listed with the reason; docs/export.md says what export promises and "
+            "what a capture by TorchDynamo means for other input shapes.\n\n"
         )
-        kept = ""  # the section bench/zoo_blocks.py writes into the same file stays
-        if args.out.exists():
-            from zoo_blocks import SECTION_END, SECTION_START
+        from zoo_blocks import SECTION_END, SECTION_START
 
-            old = args.out.read_text()
-            start, end = old.find(SECTION_START), old.find(SECTION_END)
-            if 0 <= start < end:
-                kept = "\n" + old[start : end + len(SECTION_END)] + "\n"
-        args.out.write_text(header + text + kept)
-    unexplained = [r for r in results if r.traceable and not r.passed and r.name not in LIMITATIONS]
+        write_keeping(args.out, header + text, (SECTION_START, SECTION_END), COMPARED)
+    unexplained = [r for r in results if r.capture and not r.passed and r.name not in LIMITATIONS
+                   and r.name not in DYNAMO_LIMITATIONS]  # fmt: skip
     return 1 if unexplained else 0
 
 

@@ -9,6 +9,7 @@ on CPU in well under a second. One module per library holds its entries:
 ``misc_models``           efficientnet-pytorch, rtdl-revisiting-models, mlp-mixer-pytorch
 ``pytorchcv_models``      pytorchcv 0.0.74: classification/segmentation/detection/pose nets
 ``hf_models``             Hugging Face ``transformers`` 4.46.3 at tiny configs (``HFTracer``)
+``hf_decoders``           its decoder language models without ``HFTracer`` (TorchDynamo)
 ``vit_pytorch_models``    vit-pytorch 1.26.11's Vision Transformer variants
 ``x_transformers_models`` x-transformers 2.31.10 (three untraceable examples)
 ``kornia_models``         kornia 0.9.0's local-feature networks and image-processing modules
@@ -247,6 +248,7 @@ def _apply_features(entries: list[ZooModel], found: dict[str, frozenset[str]]) -
 
 def _catalogue() -> list[ZooModel]:
     from . import (
+        hf_decoders,
         hf_models,
         kornia_models,
         lucidrains_models,
@@ -263,6 +265,7 @@ def _catalogue() -> list[ZooModel]:
         *misc_models.ENTRIES,
         *pytorchcv_models.ENTRIES,
         *hf_models.ENTRIES,
+        *hf_decoders.ENTRIES,
         *vit_pytorch_models.ENTRIES,
         *x_transformers_models.ENTRIES,
         *kornia_models.ENTRIES,

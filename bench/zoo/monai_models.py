@@ -771,6 +771,7 @@ ENTRIES: list[ZooModel] = [
         "monai.SegResNetDS",
         _segresnet_ds,
         img(1, 1, 32, 32),
+        fast=True,  # CI's TorchDynamo example: torch.fx cannot trace it
         traceable=False,
         note=f"{_SHAPE_FLOW}: is_valid_shape() iterates x.shape (segresnet_ds.py)",
     ),

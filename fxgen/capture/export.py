@@ -12,18 +12,26 @@ from typing import Any
 import torch
 import torch.fx
 
+from fxgen._errors import ExportError
 from fxgen.capture.blocks import keep_blocks
 from fxgen.capture.hierarchy import TraceOptions
 from fxgen.capture.to_spec import avoid_reserved_names, graph_module_to_spec
 from fxgen.capture.trace import LeafSpec, trace
 from fxgen.spec.model import Spec
 
-__all__ = ["export", "save_weights", "spec_state", "tied_notes"]
+__all__ = ["CAPTURES", "capture_graph", "capture_notes", "dynamo_graph", "export", "save_weights", "spec_state",
+           "specialised_doc", "tied_notes"]  # fmt: skip
+
+
+CAPTURES = ("auto", "trace", "dynamo")
 
 
 def export(
     module: torch.nn.Module,
     *,
+    example_inputs: Any = None,
+    example_kwargs: dict[str, Any] | None = None,
+    capture: str = "auto",
     concrete_args: dict[str, Any] | None = None,
     leaf_modules: Iterable[LeafSpec] = (),
     autowrap_functions: Iterable[Callable[..., Any]] = (),
@@ -31,37 +39,116 @@ def export(
     name: str | None = None,
     flat: bool = False,
 ) -> Spec:
-    """Trace ``module`` with torch.fx and turn the graph into a Spec.
+    """Capture ``module``'s graph and turn it into a Spec.
 
-    By default the model's own classes are kept: each user-defined submodule class becomes a
+    ``capture`` is ``"trace"`` (torch.fx's symbolic tracing), ``"dynamo"`` (TorchDynamo, on
+    ``example_inputs``: a tensor, a tuple of tensors or a dict of them by ``forward`` parameter
+    name; ``example_kwargs`` are fixed while capturing, such as ``use_cache=False``) or
+    ``"auto"``: trace, and when tracing fails capture with Dynamo if example inputs were given
+    (a warning says so).
+
+    By default a traced model's own classes are kept: each user-defined submodule class becomes a
     block of a format-2 spec (``fxgen.capture.hierarchy``, ``fxgen.capture.blocks``), where
     tracing it on its own gives exactly what tracing through it does; the others are inlined,
-    with a warning saying why. ``flat=True`` gives one graph (format 1).
+    with a warning saying why. ``flat=True`` gives one graph (format 1), as a Dynamo capture
+    always does (its graph is specialised on the example inputs, no class traced on its own).
 
     An already traced or transformed GraphModule is accepted as it is. Every call_module
     target becomes a verified constructor call (``fxgen.register_constructor`` covers classes
     fxgen does not know); parameters and buffers keep their paths, shapes and dtypes; the
     weights themselves go to ``save_weights``.
     """
-    gm = trace(
-        module,
-        concrete_args=concrete_args,
-        leaf_modules=leaf_modules,
-        autowrap_functions=autowrap_functions,
-        tracer_class=tracer_class,
-    )
+    leaf_modules, autowrap_functions = tuple(leaf_modules), tuple(autowrap_functions)
+    gm, doc = capture_graph(module, example_inputs=example_inputs, example_kwargs=example_kwargs, capture=capture,
+                            concrete_args=concrete_args, leaf_modules=leaf_modules,
+                            autowrap_functions=autowrap_functions, tracer_class=tracer_class)  # fmt: skip
     avoid_reserved_names(gm.graph)
-    for message in tied_notes(gm):
+    for message in (*capture_notes(gm), *tied_notes(gm)):
         warnings.warn(message, UserWarning, stacklevel=2)
     name = name or _class_name(module)
-    if not flat and not isinstance(module, torch.fx.GraphModule):
+    if not flat and doc is None and not isinstance(module, torch.fx.GraphModule):
         options = TraceOptions(concrete_args, tuple(leaf_modules), tuple(autowrap_functions), tracer_class)
         spec, notes = keep_blocks(module, gm, options, name)
         for message in notes:
             warnings.warn(message, UserWarning, stacklevel=2)
         if spec is not None:
             return spec
-    return graph_module_to_spec(gm, name=name)
+    return graph_module_to_spec(gm, name=name, doc=doc)
+
+
+def capture_graph(
+    module: torch.nn.Module,
+    *,
+    example_inputs: Any = None,
+    example_kwargs: dict[str, Any] | None = None,
+    capture: str = "auto",
+    concrete_args: dict[str, Any] | None = None,
+    leaf_modules: Iterable[LeafSpec] = (),
+    autowrap_functions: Iterable[Callable[..., Any]] = (),
+    tracer_class: type[torch.fx.Tracer] | None = None,
+    notify: Callable[[str], None] | None = None,
+) -> tuple[torch.fx.GraphModule, str | None]:
+    """``module``'s GraphModule in ``to_spec``'s form, and the spec's doc (for a Dynamo capture,
+    the shapes it was specialised on). ``notify`` is told when ``"auto"`` falls back to Dynamo
+    (by default a warning)."""
+    if capture not in CAPTURES:
+        raise ExportError(f"capture={capture!r}: expected one of {', '.join(CAPTURES)}")
+    leaves = tuple(leaf_modules)
+    if capture != "dynamo":
+        try:
+            return trace(module, concrete_args=concrete_args, leaf_modules=leaves,
+                         autowrap_functions=autowrap_functions, tracer_class=tracer_class), None  # fmt: skip
+        except ExportError as exc:
+            if capture == "trace":
+                raise
+            if example_inputs is None:
+                raise ExportError(f"{exc.message}; or pass example_inputs (--example-input) to capture it with "
+                                  "TorchDynamo", exc.location) from None  # fmt: skip
+            note = (f"symbolic tracing failed ({_short(exc.message)}): captured with TorchDynamo on the example "
+                    "inputs instead")  # fmt: skip
+            if notify is not None:
+                notify(note)
+            else:
+                warnings.warn(note, UserWarning, stacklevel=3)
+    return dynamo_graph(module, example_inputs, example_kwargs, leaves)
+
+
+def dynamo_graph(
+    module: torch.nn.Module, example_inputs: Any, example_kwargs: dict[str, Any] | None, leaf_modules: Iterable[LeafSpec]
+) -> tuple[torch.fx.GraphModule, str]:
+    """Capture with TorchDynamo and lift the graph (``fxgen.capture.dynamo``, ``fxgen.capture.lift``);
+    the doc names the shapes the graph is specialised on."""
+    from fxgen.capture.dynamo import capture_dynamo, example_arguments, kept_state
+    from fxgen.capture.lift import lift
+    from fxgen.capture.trace import leaf_predicate
+
+    if example_inputs is None:
+        raise ExportError("capture='dynamo' needs example inputs: pass example_inputs (--example-input NAME=DTYPE[SHAPE])")
+    inputs, kwargs = example_arguments(module, example_inputs, example_kwargs)
+    with kept_state(module):
+        captured = capture_dynamo(module, inputs, kwargs)
+        gm = lift(captured, module, is_leaf=leaf_predicate(leaf_modules))
+    return gm, specialised_doc(inputs, kwargs)
+
+
+def specialised_doc(inputs: dict[str, torch.Tensor], kwargs: dict[str, Any]) -> str:
+    """The spec's doc for a Dynamo capture: the example inputs the graph is specialised on."""
+    shapes = ", ".join(f"{name}: {str(t.dtype).removeprefix('torch.')}[{', '.join(map(str, t.shape))}]"
+                       for name, t in inputs.items())  # fmt: skip
+    fixed = f", with {', '.join(f'{k}={v!r}' for k, v in kwargs.items())}" if kwargs else ""
+    return (f"Captured by TorchDynamo for {shapes}{fixed}. Shapes are specialised: sizes the forward computed "
+            "from these inputs are constants in the graph, so other shapes may fail or compute something else.")
+
+
+def _short(message: str) -> str:
+    return message if len(message) <= 160 else message[:157] + "..."
+
+
+def capture_notes(gm: torch.fx.GraphModule) -> list[str]:
+    """What a Dynamo capture changed that the user should know (``fxgen.capture.lift``)."""
+    from fxgen.capture.lift import NOTES_KEY
+
+    return list(gm.meta.get(NOTES_KEY, ()))
 
 
 def tied_notes(module: torch.nn.Module) -> list[str]:
@@ -79,11 +166,17 @@ def tied_notes(module: torch.nn.Module) -> list[str]:
     return notes
 
 
-def save_weights(module: torch.nn.Module, path: str | Path, **trace_options: Any) -> None:
-    """Write the tensors of ``module``'s spec as safetensors, keys equal to the spec's paths."""
+def save_weights(module: torch.nn.Module, path: str | Path, **capture_options: Any) -> None:
+    """Write the tensors of ``module``'s spec as safetensors, keys equal to the spec's paths
+    (``capture_options`` as for ``export``: the same capture gives the same paths)."""
     from fxgen.write.weights import write_weights
 
-    write_weights(path, spec_state(trace(module, **trace_options)))
+    capture_options.pop("name", None)
+    capture_options.pop("flat", None)  # blocks or one graph: the same tensors at the same paths
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # export said which capture it used
+        gm, _ = capture_graph(module, **capture_options)
+    write_weights(path, spec_state(gm))
 
 
 def spec_state(gm: torch.fx.GraphModule) -> dict[str, torch.Tensor]:

@@ -10,6 +10,7 @@ the line of user code and the fix the torch.fx guide suggests.
 
 from __future__ import annotations
 
+import importlib
 import linecache
 import traceback
 from collections.abc import Callable, Iterable
@@ -23,7 +24,7 @@ from fxgen._errors import ExportError, Location
 from fxgen.capture.preserve import Snapshot
 from fxgen.capture.to_spec import Submodules
 
-__all__ = ["LeafSpec", "trace"]
+__all__ = ["LeafSpec", "leaf_predicate", "trace"]
 
 
 LeafSpec = type | str
@@ -48,18 +49,18 @@ def trace(
         return module
     if not isinstance(module, torch.nn.Module):
         raise ExportError(f"export needs an nn.Module, got {type(module).__name__}")
-    leaves = tuple(leaf_modules)
-    leaf_types = tuple(t for t in leaves if isinstance(t, type))
-    leaf_paths = {t for t in leaves if isinstance(t, str)}
     base = tracer_class or torch.fx.Tracer
+    is_leaf = leaf_predicate(leaf_modules, base)
+    if tracer_class is not None:
+        # A custom tracer may patch torch's functions while it runs (Hugging Face's HFTracer does)
+        # and import torch._dynamo meanwhile, which then takes the patched functions for torch's
+        # own, for the rest of the process: every later TorchDynamo capture fails. Imported
+        # first, it knows the real ones (once per process).
+        importlib.import_module("torch._dynamo")
 
     class _Tracer(base):  # type: ignore[valid-type, misc]
         def is_leaf_module(self, m: torch.nn.Module, qualname: str) -> bool:
-            if isinstance(m, leaf_types) or qualname in leaf_paths:
-                return True
-            if type(m).__module__ in _PARAMETRIZE_MODULES:
-                return False  # computed in the graph: see _PARAMETRIZE_MODULES
-            return bool(super().is_leaf_module(m, qualname))
+            return is_leaf(m, qualname, lambda: bool(super(_Tracer, self).is_leaf_module(m, qualname)))
 
     snapshot = Snapshot(module) if preserve else None
     if snapshot is not None and snapshot.proxies:
@@ -88,6 +89,32 @@ def trace(
         # copies. Leave the user's module as it was: a second export then traces the same graph.
         if snapshot is not None:
             snapshot.restore()
+
+
+def leaf_predicate(
+    leaf_modules: Iterable[LeafSpec] = (), base: type[torch.fx.Tracer] = torch.fx.Tracer
+) -> Callable[..., bool]:
+    """``is_leaf(module, path[, otherwise])``: does export keep ``module`` as one ``call_module``?
+    The caller's leaf classes and paths are; a parametrized module is not; the rest as ``base``
+    decides (``otherwise()`` when given, else ``base().is_leaf_module``: torch.nn's modules
+    other than containers). Symbolic tracing and Dynamo's folding both ask it."""
+    leaves = tuple(leaf_modules)
+    leaf_types = tuple(t for t in leaves if isinstance(t, type))
+    leaf_paths = {t for t in leaves if isinstance(t, str)}
+    default: list[torch.fx.Tracer] = []
+
+    def is_leaf(m: torch.nn.Module, qualname: str, otherwise: Callable[[], bool] | None = None) -> bool:
+        if isinstance(m, leaf_types) or qualname in leaf_paths:
+            return True
+        if type(m).__module__ in _PARAMETRIZE_MODULES:
+            return False  # computed in the graph: see _PARAMETRIZE_MODULES
+        if otherwise is not None:
+            return otherwise()
+        if not default:
+            default.append(base())
+        return bool(default[0].is_leaf_module(m, qualname))
+
+    return is_leaf
 
 
 # A parametrized module (weight_norm, spectral_norm, orthogonal through torch.nn.utils.parametrize)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,13 +17,12 @@ import torch.fx
 
 from fxgen._errors import ExportError
 from fxgen.capture.blocks import keep_blocks
-from fxgen.capture.export import spec_state, tied_notes
+from fxgen.capture.export import capture_graph, capture_notes, spec_state, tied_notes
 from fxgen.capture.hierarchy import TraceOptions
 from fxgen.capture.to_spec import avoid_reserved_names, graph_module_to_spec
-from fxgen.capture.trace import trace
 from fxgen.spec.model import ClassSpec, Spec
 
-__all__ = ["export_command", "outside_default_policy"]
+__all__ = ["example_tensors", "export_command", "outside_default_policy"]
 
 
 # -- the `fxgen export` command ----------------------------------------------------------------
@@ -76,6 +76,35 @@ def build_target(spec: str, args: list[Any], kwargs: dict[str, Any]) -> torch.nn
     return module
 
 
+_EXAMPLE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([a-z0-9_]+)\[([0-9, ]*)\]$")
+
+
+def example_tensors(specs: list[str]) -> dict[str, torch.Tensor]:
+    """``--example-input NAME=DTYPE[SHAPE]`` -> name -> tensor: floating point values from a
+    seeded generator, integers and booleans all ones (a valid token id, an attention mask that
+    keeps every position)."""
+    tensors: dict[str, torch.Tensor] = {}
+    generator = torch.Generator().manual_seed(0)
+    for text in specs:
+        match = _EXAMPLE.match(text.replace(" ", ""))
+        if match is None:
+            raise ExportError(f"--example-input {text!r}: expected NAME=DTYPE[SHAPE], for example "
+                              "x=float32[1,3,224,224] or ids=int64[2,7]")  # fmt: skip
+        name, dtype_name, dims = match.groups()
+        dtype = getattr(torch, dtype_name, None)
+        if not isinstance(dtype, torch.dtype):
+            raise ExportError(f"--example-input {text!r}: {dtype_name!r} is not a torch dtype (float32, float16, "
+                              "bfloat16, int64, int32, bool, ...)")  # fmt: skip
+        shape = [int(d) for d in dims.split(",") if d] if dims.strip(", ") else []
+        if name in tensors:
+            raise ExportError(f"--example-input {name!r} is given twice")
+        if dtype.is_floating_point or dtype.is_complex:
+            tensors[name] = torch.randn(shape, generator=generator, dtype=dtype)
+        else:
+            tensors[name] = torch.ones(shape, dtype=dtype)
+    return tensors
+
+
 def _no_ref(name: str) -> Any:
     raise ExportError(f"'%{name}': node references make no sense in export arguments")
 
@@ -96,13 +125,25 @@ def export_command(ns: argparse.Namespace) -> None:
         if not (isinstance(leaf, type) and issubclass(leaf, torch.nn.Module)):
             raise ExportError(f"--leaf-module {leaf!r} is not an nn.Module class")
     quiet = getattr(ns, "quiet", False)
-    with Progress("tracing", 2, quiet=quiet) as progress:
+    capture = getattr(ns, "capture", "auto")
+    example_inputs = example_tensors(getattr(ns, "example_input", None) or [])
+    example_kwargs = _json(getattr(ns, "example_kwargs", None), "--example-kwargs", dict)
+    if example_kwargs is not None:
+        example_kwargs = decode_kwargs(example_kwargs, _no_ref)
+    if capture == "dynamo" and not example_inputs:
+        raise ExportError("--capture dynamo needs example inputs: --example-input NAME=DTYPE[SHAPE] (for example "
+                          "x=float32[1,3,224,224]), one per input")  # fmt: skip
+    notes: list[str] = []
+    with Progress("capturing", 2, quiet=quiet) as progress:
         progress.step(1, type(module).__name__)
-        gm = trace(module, concrete_args=concrete, leaf_modules=leaves)
+        gm, doc = capture_graph(module, example_inputs=example_inputs or None, example_kwargs=example_kwargs,
+                                capture=capture, concrete_args=concrete, leaf_modules=leaves, notify=notes.append)  # fmt: skip
+    for note in notes:
+        print(f"fxgen: note: {note}", file=sys.stderr)
     avoid_reserved_names(gm.graph)
     name = ns.name or type(module).__name__
     spec: Spec | None = None
-    if not ns.flat:
+    if not ns.flat and doc is None:  # a Dynamo capture is one graph, specialised on its example inputs
         with Progress("keeping the model's classes as blocks", 1, quiet=quiet) as progress:
             progress.step(1, name)
             options = TraceOptions(concrete, tuple(leaves))
@@ -112,14 +153,14 @@ def export_command(ns: argparse.Namespace) -> None:
     if spec is None:
         modules = len({node.target for node in gm.graph.nodes if node.op == "call_module"})
         with Progress("verifying constructor calls", modules, quiet=quiet) as bar:
-            spec = graph_module_to_spec(gm, name=name, progress=lambda done, total, path: bar.step(done, path))
+            spec = graph_module_to_spec(gm, name=name, doc=doc, progress=lambda done, total, path: bar.step(done, path))
     out: Path = ns.out
     text = spec.to_json() if out.suffix == ".json" else spec.to_yaml(schema_ref=_schema_ref(out))
     payload = weights_bytes(spec_state(gm)) if ns.weights is not None else None
     write_atomic(out, text)
     if payload is not None:
         write_atomic(ns.weights, payload)
-    for note in tied_notes(gm):
+    for note in (*capture_notes(gm), *tied_notes(gm)):
         print(f"fxgen: note: {note}", file=sys.stderr)
     outside = outside_default_policy(spec)
     if outside:

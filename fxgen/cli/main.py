@@ -152,9 +152,11 @@ _EXAMPLES = {
   fxgen transform net.yaml --pass eliminate_dead_code --pass 'replace:{target: torch.add, by: torch.mul}' -o out.yaml
   fxgen transform net.yaml --pass fuse_conv_bn --weights net.safetensors -o fused.yaml --out-weights fused.safetensors
 built-in passes: replace, rewrite, decompose, fuse_conv_bn, eliminate_dead_code, fold_constants (docs/transforms.md)""",
-    "export": """example:
+    "export": """examples:
   fxgen export mypkg.models:ResNetSmall --kwargs '{"num_classes": 10}' \\
-      --out model_specs/resnet_small.yaml --weights resnet_small.safetensors""",
+      --out model_specs/resnet_small.yaml --weights resnet_small.safetensors
+  fxgen export mypkg.nets:make_llama --example-input input_ids=int64[2,7] \\
+      --example-kwargs '{"use_cache": false}' --out llama.yaml    (TorchDynamo when tracing fails)""",
 }
 
 
@@ -211,6 +213,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--concrete-args", default=None, help="JSON object of forward arguments to fix while tracing")
     p.add_argument("--leaf-module", action="append", default=[], metavar="CLASS",
                    help="qualified class name to keep as a call_module leaf (repeatable)")  # fmt: skip
+    p.add_argument("--capture", choices=("auto", "trace", "dynamo"), default="auto",
+                   help="trace: torch.fx symbolic tracing; dynamo: TorchDynamo on the example inputs; auto (default): "
+                        "trace, and capture with Dynamo when tracing fails and example inputs are given")  # fmt: skip
+    p.add_argument("--example-input", action="append", default=[], metavar="NAME=DTYPE[SHAPE]",
+                   help="an example input for a Dynamo capture, e.g. x=float32[1,3,224,224] or ids=int64[2,7] "
+                        "(repeatable; floats are seeded random values, integers ones)")  # fmt: skip
+    p.add_argument("--example-kwargs", default=None, metavar="JSON",
+                   help='JSON object of forward keyword arguments fixed during a Dynamo capture, e.g. \'{"use_cache": false}\'')  # fmt: skip
     p.add_argument("--name", default=None, help="class name for the spec (default: the module's class name)")
     p.add_argument("--flat", action="store_true",
                    help="one graph (format 1) instead of keeping the model's own classes as blocks")  # fmt: skip

@@ -1,0 +1,209 @@
+"""Capture with TorchDynamo: an ``nn.Module`` and example inputs -> Dynamo's torch-level graph.
+
+Symbolic tracing runs ``forward`` on Proxies, so Python that iterates a shape, branches on a
+size or hands one to numpy cannot be traced. Dynamo runs that Python for real, on example
+inputs, and records the tensor operations it reaches: ``torch.compile(module, backend=...,
+fullgraph=True, dynamic=False)`` hands the backend one GraphModule, which is kept as it is
+(the backend compiles nothing: the captured graph itself runs, once, on the example inputs).
+What comes back (:class:`Captured`) is Dynamo's graph and what is needed to turn it into the
+form ``to_spec`` takes (``fxgen.capture.lift``): the tensor behind each of its placeholders
+and the tensors the compiled call returned, inside the structure the forward returned them in.
+
+Shapes are specialised (``dynamic=False``): the graph is the one the example inputs take, and
+sizes are constants in it. A graph break is one ExportError naming the user's line and the
+reason Dynamo gives. The model is left as it was found: attributes and containers by
+``fxgen.capture.preserve``, the values of its buffers (a forward may update them in place)
+and the random generator by this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import linecache
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.fx
+
+from fxgen._errors import ExportError, Location
+from fxgen.capture.preserve import Snapshot
+
+__all__ = ["Captured", "capture_dynamo", "example_arguments", "kept_state"]
+
+
+@dataclass
+class Captured:
+    """Dynamo's graph of ``module`` on ``inputs`` (name -> tensor, in ``forward``'s order).
+
+    ``graph_inputs[i]`` is the tensor the backend received for the graph's i-th placeholder
+    (an input, a parameter, a buffer, another tensor the forward read); ``graph_outputs`` the
+    tensors the graph returned; ``result`` what the compiled call returned (the forward's own
+    structure: tuples, dicts, model outputs, holding some of ``graph_outputs``).
+    """
+
+    graph: torch.fx.GraphModule
+    graph_inputs: list[Any]
+    graph_outputs: tuple[Any, ...]
+    result: Any
+    inputs: dict[str, torch.Tensor]
+    kwargs: dict[str, Any]
+
+
+def example_arguments(
+    module: torch.nn.Module, example_inputs: Any, example_kwargs: Mapping[str, Any] | None
+) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """The example inputs by ``forward`` parameter name, and the fixed keyword arguments.
+
+    ``example_inputs`` is a tensor, a tuple of tensors (``forward``'s leading parameters) or a
+    mapping from parameter names to tensors; they become the spec's inputs. ``example_kwargs``
+    are fixed while capturing (``use_cache=False``) and are no input of the spec.
+    """
+    try:
+        signature = inspect.signature(module.forward)
+    except (TypeError, ValueError):
+        raise ExportError(f"cannot read the signature of {type(module).__name__}.forward; "
+                          "capture with TorchDynamo needs its parameter names") from None  # fmt: skip
+    named = [p.name for p in signature.parameters.values()
+             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]  # fmt: skip
+    positional = [p.name for p in signature.parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]  # fmt: skip
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    if isinstance(example_inputs, Mapping):
+        given = dict(example_inputs)
+        unknown = [name for name in given if name not in named]
+        if unknown:
+            raise ExportError(f"example input {unknown[0]!r} is not a parameter of {type(module).__name__}.forward "
+                              f"(its parameters: {', '.join(named) or 'none'})")  # fmt: skip
+    elif isinstance(example_inputs, (tuple, list)):
+        if len(example_inputs) > len(positional):
+            raise ExportError(f"{len(example_inputs)} example inputs given, but {type(module).__name__}.forward "
+                              f"takes {len(positional)} positional parameters ({', '.join(positional)})")  # fmt: skip
+        given = dict(zip(positional, example_inputs, strict=False))
+    else:
+        raise ExportError(f"example_inputs must be a tensor, a tuple of tensors or a dict of them, "
+                          f"not {type(example_inputs).__name__}")  # fmt: skip
+    for name, value in given.items():
+        if not isinstance(value, torch.Tensor):
+            raise ExportError(f"example input {name!r} is a {type(value).__name__}, not a tensor: pass values that "
+                              "are no tensors in example_kwargs (they are fixed while capturing)")  # fmt: skip
+    kwargs = dict(example_kwargs or {})
+    for name in kwargs:
+        if name in given:
+            raise ExportError(f"{name!r} is both an example input and an example kwarg; give it once")
+        if name not in named and not any(p.kind == p.VAR_KEYWORD for p in signature.parameters.values()):
+            raise ExportError(f"example kwarg {name!r} is not a parameter of {type(module).__name__}.forward "
+                              f"(its parameters: {', '.join(named) or 'none'})")  # fmt: skip
+    order = {name: i for i, name in enumerate(named)}
+    inputs = dict(sorted(given.items(), key=lambda item: order[item[0]]))
+    return inputs, kwargs
+
+
+def capture_dynamo(
+    module: torch.nn.Module, inputs: dict[str, torch.Tensor], kwargs: dict[str, Any]
+) -> Captured:
+    """Run ``torch.compile(module, fullgraph=True, dynamic=False)`` once on the inputs and keep
+    the graph its backend receives. The inputs are cloned: each placeholder then has a tensor
+    of its own, and the caller's tensors are not touched."""
+    if not isinstance(module, torch.nn.Module):
+        raise ExportError(f"export needs an nn.Module, got {type(module).__name__}")
+    if not inputs:
+        raise ExportError("capture with TorchDynamo needs example inputs (example_inputs=, or --example-input "
+                          "NAME=DTYPE[SHAPE] on the command line)")  # fmt: skip
+    clones = {name: tensor.detach().clone() for name, tensor in inputs.items()}
+    seen: list[tuple[torch.fx.GraphModule, list[Any]]] = []
+    returned: list[tuple[Any, ...]] = []
+
+    def backend(gm: torch.fx.GraphModule, graph_inputs: list[Any]) -> Any:
+        seen.append((gm, list(graph_inputs)))
+
+        def run(*args: Any) -> Any:
+            out = gm.forward(*args)
+            returned.append(tuple(out) if isinstance(out, (tuple, list)) else (out,))
+            return out
+
+        return run
+
+    snapshot = Snapshot(module)
+    torch.compiler.reset()  # a fresh capture: no earlier compile's cache entries or limits
+    try:
+        compiled = torch.compile(module, backend=backend, fullgraph=True, dynamic=False)
+        with torch.no_grad(), torch.random.fork_rng():
+            torch.manual_seed(0)
+            result = compiled(**clones, **kwargs)
+    except ExportError:
+        raise
+    except Exception as exc:
+        raise _capture_error(exc) from None
+    finally:
+        torch.compiler.reset()  # drop the cache entries, which hold the model
+        snapshot.restore()
+    if len(seen) != 1 or len(returned) != 1:
+        raise ExportError(f"TorchDynamo captured {len(seen)} graphs of {type(module).__name__} instead of one; "
+                          "export it with capture='trace'")  # fmt: skip
+    gm, graph_inputs = seen[0]
+    return Captured(gm, graph_inputs, returned[0], result, clones, kwargs)
+
+
+@contextlib.contextmanager
+def kept_state(module: torch.nn.Module) -> Iterator[None]:
+    """Put back the values of ``module``'s buffers after running it (a forward may update one in
+    place, as batch norm does in training mode) and the global random state. Parameters are not
+    copied (a model's size again): the capture runs without gradients, so nothing updates them."""
+    tensors = [(t, t.detach().clone()) for t in module.buffers()]
+    with torch.random.fork_rng():
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                for tensor, value in tensors:
+                    if tensor.shape != value.shape:
+                        tensor.data = value  # resized in place: the original storage is gone
+                    elif not _same_bits(tensor, value):
+                        tensor.copy_(value)
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return bool(torch.equal(a, b) or (a.is_floating_point() and torch.equal(a.isnan(), b.isnan())
+                                      and torch.equal(a.nan_to_num(), b.nan_to_num())))  # fmt: skip
+
+
+# -- graph breaks ----------------------------------------------------------------------------
+def _capture_error(exc: BaseException) -> ExportError:
+    """One line: what Dynamo could not capture, why, and the user's line."""
+    reason = str(getattr(exc, "gb_type", "") or "").strip()
+    message = str(getattr(exc, "msg", "") or exc)
+    explanation = re.search(r"Explanation:\s*(.+)", message)
+    first = message.strip().splitlines()[0].strip() if message.strip() else type(exc).__name__
+    text = reason or first
+    if len(text) > 300:
+        text = text[:297] + "..."
+    if explanation:
+        text = f"{text}: {explanation.group(1).strip()}"
+    frame = _user_frame(getattr(exc, "real_stack", None))
+    where: Location | None = None
+    detail = ""
+    if frame is not None:
+        filename, lineno, func = frame
+        where = Location(filename, lineno, 1)
+        source = linecache.getline(filename, lineno).strip()
+        detail = f" (in {func}: `{source}`)" if source else f" (in {func})"
+    kind = "graph break" if type(exc).__name__ == "Unsupported" else type(exc).__name__
+    return ExportError(f"TorchDynamo cannot capture the module as one graph: {kind}: {text}{detail}; "
+                       "change that line, or pass other example inputs or example_kwargs", where)  # fmt: skip
+
+
+def _user_frame(stack: Any) -> tuple[str, int, str] | None:
+    """The innermost frame of Dynamo's user stack outside torch (else the innermost)."""
+    frames = [f for f in stack or () if getattr(f, "lineno", None) is not None]
+    if not frames:
+        return None
+    torch_dir = str(Path(torch.__file__).parent)
+    outside = [f for f in frames if not str(f.filename).startswith(torch_dir)]
+    frame = (outside or frames)[-1]
+    return str(frame.filename), int(frame.lineno), str(frame.name)
