@@ -243,7 +243,9 @@ def main(argv: list[str] | None = None) -> int:
             "(the default) and flat (`--flat`). Lines: the generated file's non-blank lines against the non-blank "
             "source lines of every class the original instantiates that is not torch's (in parentheses: classes). "
             "Forward: the generated class holding the original's weights, against the original, median over "
-            "rounds of per-round ratios (the three run in turn); outputs are checked equal first.\n\n"
+            "rounds of per-round ratios (the three run in turn); outputs are checked equal first. Hugging Face "
+            "models stay flat (HFTracer traces only whole models) and run faster than the original, which checks "
+            "its inputs in Python on every call.\n\n"
         )
         old = args.out.read_text() if args.out.exists() else ""
         args.out.write_text(with_section(old, header + text))
