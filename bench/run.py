@@ -44,6 +44,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(ROOT))  # this checkout's fxgen first
 
 import heavy  # noqa: E402
+from sections import DYNAMO_CAPTURE, keep_sections  # noqa: E402
 from workloads import SHAPES, write_spec  # noqa: E402
 
 QUICK_ZOO = ("rtdl.MLP",)
@@ -246,17 +247,10 @@ def _parse_importtime(stderr: str) -> dict[str, int]:
 
 
 # -- the run ---------------------------------------------------------------------------------
-KEPT = ("<!-- bench/dynamo_capture.py -->", "<!-- end bench/dynamo_capture.py -->")
-
-
 def write_report(out: Path, text: str) -> None:
-    """Write the report, keeping the section another script wrote into the old one (between the
-    ``KEPT`` markers: ``bench/dynamo_capture.py``'s, which this suite does not measure)."""
-    old = out.read_text(encoding="utf-8") if out.is_file() else ""
-    start, end = old.find(KEPT[0]), old.find(KEPT[1])
-    if 0 <= start < end:
-        text = text.rstrip("\n") + "\n\n" + old[start : end + len(KEPT[1])] + "\n"
-    out.write_text(text, encoding="utf-8")
+    """Write the report, keeping the section ``bench/dynamo_capture.py`` wrote into the old one
+    (this suite does not measure it)."""
+    keep_sections(out, text, DYNAMO_CAPTURE)
 
 
 def main(argv: list[str] | None = None) -> int:

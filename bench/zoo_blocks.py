@@ -12,9 +12,8 @@ blocks; ``flat=True`` gives one graph), generate both files, and measure
   speed hits both sides of a pair alike. Outputs are checked equal first.
 
 Usage: ``OMP_NUM_THREADS=1 python bench/zoo_blocks.py [--fast] [--only NAME...] [--out docs/zoo.md]``:
-``--out`` puts the table in that file's section between the markers ``SECTION_START`` and
-``SECTION_END`` (added at the end if missing); ``bench/zoo_report.py`` keeps the section when it
-rewrites the file.
+``--out`` puts the table in that file's section between the ``sections.BLOCKS`` markers (added at
+the end if missing); ``bench/zoo_report.py`` keeps the section when it rewrites the file.
 """
 
 from __future__ import annotations
@@ -37,22 +36,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from parity import import_file
+from sections import BLOCKS, write_section
 from zoo_models import ZOO, ZooModel
 from zoo_report import export_options
 
 import fxgen
-
-SECTION_START = "<!-- zoo_blocks: written by bench/zoo_blocks.py -->"
-SECTION_END = "<!-- /zoo_blocks -->"
-
-
-def with_section(document: str, section: str) -> str:
-    """``document`` with its zoo_blocks section replaced by ``section`` (appended if it has none)."""
-    block = f"{SECTION_START}\n{section.rstrip()}\n{SECTION_END}\n"
-    start, end = document.find(SECTION_START), document.find(SECTION_END)
-    if start < 0 or end < start:
-        return document.rstrip() + "\n\n" + block
-    return document[:start] + block + document[end + len(SECTION_END) :].lstrip("\n")
 
 
 @dataclass
@@ -247,8 +235,7 @@ def main(argv: list[str] | None = None) -> int:
             "models stay flat (HFTracer traces only whole models) and run faster than the original, which checks "
             "its inputs in Python on every call.\n\n"
         )
-        old = args.out.read_text() if args.out.exists() else ""
-        args.out.write_text(with_section(old, header + text))
+        write_section(args.out, BLOCKS, header + text)
     return 0
 
 

@@ -31,6 +31,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from parity import ParityError, check_parity
+from sections import BLOCKS, COMPARED, keep_sections
 from zoo_models import FEATURES, ZOO, ZooModel
 
 import fxgen
@@ -240,21 +241,6 @@ def type_check(workdir: Path) -> str:
             f"default settings): {len(problems)} problems.\n\n" + (f"```\n{shown}```\n\n" if shown else ""))
 
 
-COMPARED = ("<!-- bench/zoo_compare.py -->", "<!-- end bench/zoo_compare.py -->")
-
-
-def write_keeping(out: Path, text: str, *sections: tuple[str, str]) -> None:
-    """Write ``text`` to ``out``, keeping each section (between its start and end markers) that
-    another script wrote into the old file: ``bench/zoo_blocks.py``'s blocks against flat and
-    ``bench/zoo_compare.py``'s comparison of both captures."""
-    old = out.read_text(encoding="utf-8") if out.is_file() else ""
-    for start_marker, end_marker in sections:
-        start, end = old.find(start_marker), old.find(end_marker)
-        if 0 <= start < end:
-            text = text.rstrip("\n") + "\n\n" + old[start : end + len(end_marker)] + "\n"
-    out.write_text(text, encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=None, help="model names to run")
@@ -295,9 +281,7 @@ def main(argv: list[str] | None = None) -> int:
             "neither capture takes is listed with the reason; docs/export.md says what export promises and "
             "what a capture by TorchDynamo means for other input shapes.\n\n"
         )
-        from zoo_blocks import SECTION_END, SECTION_START
-
-        write_keeping(args.out, header + text, (SECTION_START, SECTION_END), COMPARED)
+        keep_sections(args.out, header + text, BLOCKS, COMPARED)  # what zoo_blocks.py and zoo_compare.py wrote
     unexplained = [r for r in results if r.capture and not r.passed and r.name not in LIMITATIONS
                    and r.name not in DYNAMO_LIMITATIONS]  # fmt: skip
     return 1 if unexplained else 0

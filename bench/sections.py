@@ -1,0 +1,46 @@
+"""Sections of a generated Markdown file that one bench script writes and the others keep.
+
+``docs/zoo.md`` is rewritten by ``zoo_report.py`` and ``docs/benchmarks.md`` by ``run.py``; other
+scripts measure something those runs do not and put it between a pair of markers, which the
+rewrite carries over.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["BLOCKS", "COMPARED", "DYNAMO_CAPTURE", "keep_sections", "write_section"]
+
+Markers = tuple[str, str]
+
+BLOCKS: Markers = ("<!-- zoo_blocks: written by bench/zoo_blocks.py -->", "<!-- /zoo_blocks -->")
+COMPARED: Markers = ("<!-- bench/zoo_compare.py -->", "<!-- end bench/zoo_compare.py -->")
+DYNAMO_CAPTURE: Markers = ("<!-- bench/dynamo_capture.py -->", "<!-- end bench/dynamo_capture.py -->")
+
+
+def _read(out: Path) -> str:
+    return out.read_text(encoding="utf-8") if out.is_file() else ""
+
+
+def _span(document: str, markers: Markers) -> tuple[int, int] | None:
+    start, end = document.find(markers[0]), document.find(markers[1])
+    return (start, end + len(markers[1])) if 0 <= start < end else None
+
+
+def write_section(out: Path, markers: Markers, body: str) -> None:
+    """Put ``body`` between ``markers`` in ``out``: in place of the section there, or at the end."""
+    old = _read(out)
+    section = f"{markers[0]}\n{body.strip(chr(10))}\n{markers[1]}"
+    span = _span(old, markers)
+    text = old[: span[0]] + section + old[span[1] :] if span else old.rstrip("\n") + "\n\n" + section + "\n"
+    out.write_text(text, encoding="utf-8")
+
+
+def keep_sections(out: Path, text: str, *sections: Markers) -> None:
+    """Write ``text`` to ``out``, followed by each of ``sections`` the old file had."""
+    old = _read(out)
+    for markers in sections:
+        span = _span(old, markers)
+        if span:
+            text = text.rstrip("\n") + "\n\n" + old[span[0] : span[1]] + "\n"
+    out.write_text(text, encoding="utf-8")
