@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import linecache
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -30,8 +29,9 @@ from typing import Any
 import torch
 import torch.fx
 
-from fxgen._errors import ExportError, Location
+from fxgen._errors import ExportError
 from fxgen.capture.preserve import Snapshot
+from fxgen.capture.trace import at_user_line
 
 __all__ = ["Captured", "capture_dynamo", "example_arguments", "kept_state"]
 
@@ -185,14 +185,7 @@ def _capture_error(exc: BaseException) -> ExportError:
         text = text[:297] + "..."
     if explanation:
         text = f"{text}: {explanation.group(1).strip()}"
-    frame = _user_frame(getattr(exc, "real_stack", None))
-    where: Location | None = None
-    detail = ""
-    if frame is not None:
-        filename, lineno, func = frame
-        where = Location(filename, lineno, 1)
-        source = linecache.getline(filename, lineno).strip()
-        detail = f" (in {func}: `{source}`)" if source else f" (in {func})"
+    where, detail = at_user_line(_user_frame(getattr(exc, "real_stack", None)))
     kind = "graph break" if type(exc).__name__ == "Unsupported" else type(exc).__name__
     return ExportError(f"TorchDynamo cannot capture the module as one graph: {kind}: {text}{detail}; "
                        "change that line, or pass other example inputs or example_kwargs", where)  # fmt: skip

@@ -24,7 +24,7 @@ from fxgen._errors import ExportError, Location
 from fxgen.capture.preserve import Snapshot
 from fxgen.capture.to_spec import Submodules
 
-__all__ = ["LeafSpec", "leaf_predicate", "trace"]
+__all__ = ["LeafSpec", "at_user_line", "leaf_predicate", "trace"]
 
 
 LeafSpec = type | str
@@ -265,13 +265,7 @@ def _trace_error(exc: BaseException, tracer: torch.fx.Tracer | None = None) -> E
     stack = getattr(tracer, "module_stack", None)
     if fix == _FOREIGN and stack:
         fix = f"{fix} (in module {next(reversed(stack))!r})"
-    where: Location | None = None
-    detail = ""
-    if frame is not None:
-        filename, lineno, func = frame
-        where = Location(filename, lineno, 1)
-        source = linecache.getline(filename, lineno).strip()
-        detail = f" (in {func}: `{source}`)" if source else f" (in {func})"
+    where, detail = at_user_line(frame)
     message = f"cannot trace the module: {type(exc).__name__}: {text}{detail}"
     if _in_parametrization(exc):
         inside = f" of module {next(reversed(stack))!r}" if stack else ""
@@ -281,6 +275,15 @@ def _trace_error(exc: BaseException, tracer: torch.fx.Tracer | None = None) -> E
     if fix:
         message += f"; {fix}"
     return ExportError(message, where)
+
+
+def at_user_line(frame: tuple[str, int, str] | None) -> tuple[Location | None, str]:
+    """Where a capture failed in the user's code, and `` (in func: `the line`)`` for its message."""
+    if frame is None:
+        return None, ""
+    filename, lineno, func = frame
+    source = linecache.getline(filename, lineno).strip()
+    return Location(filename, lineno, 1), f" (in {func}: `{source}`)" if source else f" (in {func})"
 
 
 def _in_parametrization(exc: BaseException) -> bool:
