@@ -133,3 +133,16 @@ def triple(x: torch.Tensor) -> torch.Tensor:
 class UsesTriple(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return triple(x) + 1
+
+
+class Embed(nn.Module):
+    """Embeddings with a non-persistent buffer the block itself never reads (its parent does, as
+    Hugging Face's models read their embeddings' ``token_type_ids``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+        self.register_buffer("ids", torch.arange(8) % 3, persistent=False)
+
+    def forward(self, x: torch.Tensor, kinds: torch.Tensor) -> torch.Tensor:
+        return self.emb(x) + kinds.unsqueeze(-1)

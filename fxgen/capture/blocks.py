@@ -18,7 +18,7 @@ import inspect
 import json
 import keyword
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -26,6 +26,7 @@ import torch.fx
 
 from fxgen._errors import ExportError
 from fxgen.capture.hierarchy import Hierarchy, NotTheSame, TraceOptions, block_classes, trace_blocks
+from fxgen.capture.keywords import torch_keywords
 from fxgen.capture.rebuild import RebuildCache
 from fxgen.capture.recover import resolve_qualname
 from fxgen.capture.to_spec import avoid_reserved_names, graph_module_to_spec, recover_declaration
@@ -39,24 +40,29 @@ __all__ = ["hierarchical_spec", "keep_blocks"]
 _PENDING = "\0block:"  # the class of a block instance not yet given one, while bodies are written
 
 
-def keep_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, options: TraceOptions,
-                name: str) -> tuple[Spec | None, list[str]]:  # fmt: skip
+def keep_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, options: TraceOptions, name: str, *,
+                captured: bool = False, doc: str | None = None) -> tuple[Spec | None, list[str]]:  # fmt: skip
     """The format-2 spec keeping every user class that can be a block, and a note for each
     class inlined (why); None when no class can be kept (export then writes the flat graph).
 
-    All classes are tried together; the class a difference points at (the block whose graph
-    holds the first node that differs, or whose trace failed) is inlined and the rest tried
-    again. A difference that points at no class falls back to trying them one by one."""
-    classes = block_classes(module, options)
+    A traced model's blocks are traced again one by one (``hierarchy.trace_blocks``); a Dynamo
+    capture (``captured``) is split by the module calls each node ran inside
+    (``partition.partition_blocks``). All classes are tried together; the class a difference
+    points at (the block whose graph holds the first node that differs, or whose trace failed)
+    is inlined and the rest tried again. A difference that points at no class falls back to
+    trying them one by one."""
+    split = _partition if captured else trace_blocks
+    attempt = _Attempt(module, flat, options, name, doc, split)
+    classes = block_classes(module, options, any_signature=captured)
     reasons: dict[type, str] = {}
     spec: Spec | None = None
     while classes:
         try:
-            spec = hierarchical_spec(trace_blocks(module, flat, classes, options), module, name)
+            spec = attempt(classes)
             break
         except NotTheSame as exc:
             if exc.culprit not in classes:
-                spec, classes = _one_by_one(module, flat, classes, options, name, reasons)
+                spec, classes = _one_by_one(attempt, classes, reasons)
                 break
             for cls, why in {exc.culprit: str(exc), **exc.more}.items():
                 reasons.setdefault(cls, why)
@@ -69,27 +75,44 @@ def keep_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, options: Tr
     return spec, notes
 
 
-def _one_by_one(module: torch.nn.Module, flat: torch.fx.GraphModule, classes: list[type], options: TraceOptions,
-                name: str, reasons: dict[type, str]) -> tuple[Spec | None, list[type]]:  # fmt: skip
+def _partition(module: torch.nn.Module, flat: torch.fx.GraphModule, classes: list[type],
+               options: TraceOptions) -> Hierarchy:  # fmt: skip
+    from fxgen.capture.partition import partition_blocks
+
+    return partition_blocks(module, flat, classes, options)
+
+
+class _Attempt:
+    """The spec keeping some classes as blocks, or NotTheSame / ExportError saying why not."""
+
+    def __init__(self, module: torch.nn.Module, flat: torch.fx.GraphModule, options: TraceOptions, name: str,
+                 doc: str | None, split: Callable[..., Hierarchy]) -> None:  # fmt: skip
+        self.module, self.flat, self.options, self.name, self.doc, self.split = module, flat, options, name, doc, split
+
+    def __call__(self, classes: list[type]) -> Spec:
+        hierarchy = self.split(self.module, self.flat, classes, self.options)
+        return hierarchical_spec(hierarchy, self.module, self.name, doc=self.doc)
+
+
+def _one_by_one(attempt: _Attempt, classes: list[type], reasons: dict[type, str]) -> tuple[Spec | None, list[type]]:
     """When a difference points at no class (the parent fails on a leaf's result): each class
     on its own, then those that agreed alone, added one at a time while they still agree."""
-    alone = [cls for cls in classes if _try(module, flat, [cls], options, name, reasons) is not None]
+    alone = [cls for cls in classes if _try(attempt, [cls], reasons) is not None]
     kept: list[type] = []
     best: Spec | None = None
     for cls in alone:
-        attempt = _try(module, flat, [*kept, cls], options, name, {})
-        if attempt is not None:
+        spec = _try(attempt, [*kept, cls], {})
+        if spec is not None:
             kept.append(cls)
-            best = attempt
+            best = spec
         else:
             reasons[cls] = "it does not trace the same alongside the other blocks"
     return best, kept
 
 
-def _try(module: torch.nn.Module, flat: torch.fx.GraphModule, classes: list[type], options: TraceOptions,
-         name: str, reasons: dict[type, str]) -> Spec | None:  # fmt: skip
+def _try(attempt: _Attempt, classes: list[type], reasons: dict[type, str]) -> Spec | None:
     try:
-        return hierarchical_spec(trace_blocks(module, flat, classes, options), module, name)
+        return attempt(classes)
     except (NotTheSame, ExportError) as exc:
         if len(classes) == 1:
             reasons[classes[0]] = str(exc)
@@ -100,9 +123,9 @@ def _qualname(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def hierarchical_spec(hierarchy: Hierarchy, module: torch.nn.Module, name: str) -> Spec:
+def hierarchical_spec(hierarchy: Hierarchy, module: torch.nn.Module, name: str, doc: str | None = None) -> Spec:
     """The format-2 spec of a traced hierarchy (``module`` is the model it was traced from)."""
-    return _Writer(hierarchy, module).spec(name)
+    return _Writer(hierarchy, module).spec(name, doc)
 
 
 class _Writer:
@@ -118,13 +141,13 @@ class _Writer:
         self.classes: dict[str, ClassSpec] = {}
         self.arg_names: dict[str, list[str]] = {}  # block class -> its arguments, in order
 
-    def spec(self, name: str) -> Spec:
+    def spec(self, name: str, doc: str | None) -> Spec:
         for key, gm in self.hierarchy.blocks.items():
             self.raw[key], self.inside[key] = self._body(gm, type(self.instances[key]).__name__, self.instances[key])
         top, _ = self._body(self.hierarchy.root, name, self.module)
         self._name_classes(taken={name})
         body = self._resolved(top)
-        return Spec(fxgen=2, name=name, doc=None, classes=self.classes, **_fields(body))
+        return Spec(fxgen=2, name=name, doc=doc, classes=self.classes, **_fields(body))
 
     # -- one graph's body, nested blocks pending -------------------------------------------
     def _body(self, gm: torch.fx.GraphModule, name: str, original: torch.nn.Module) -> tuple[dict[str, Any], set[int]]:
@@ -140,6 +163,7 @@ class _Writer:
             elif owner is None and id(gm.get_submodule(path)) in self.hierarchy.blocks:
                 given[path] = self._pending(gm.get_submodule(path), inside)
         avoid_reserved_names(gm.graph)
+        torch_keywords(gm.graph)
         spec = graph_module_to_spec(gm, name=name, given=given, cache=self.cache)
         body = {key: value for key, value in spec.to_dict().items() if key not in ("fxgen", "name", "doc")}
         return _in_model_order(body, original), inside

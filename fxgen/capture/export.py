@@ -15,6 +15,7 @@ import torch.fx
 from fxgen._errors import ExportError
 from fxgen.capture.blocks import keep_blocks
 from fxgen.capture.hierarchy import TraceOptions
+from fxgen.capture.keywords import torch_keywords
 from fxgen.capture.to_spec import avoid_reserved_names, graph_module_to_spec
 from fxgen.capture.trace import LeafSpec, trace
 from fxgen.spec.model import Spec
@@ -50,8 +51,9 @@ def export(
     By default a traced model's own classes are kept: each user-defined submodule class becomes a
     block of a format-2 spec (``fxgen.capture.hierarchy``, ``fxgen.capture.blocks``), where
     tracing it on its own gives exactly what tracing through it does; the others are inlined,
-    with a warning saying why. ``flat=True`` gives one graph (format 1), as a Dynamo capture
-    always does (its graph is specialised on the example inputs, no class traced on its own).
+    with a warning saying why. A Dynamo capture keeps them too, split from its one graph by the
+    module calls each node ran inside (``fxgen.capture.partition``). ``flat=True`` gives one
+    graph (format 1).
 
     An already traced or transformed GraphModule is accepted as it is. Every call_module
     target becomes a verified constructor call (``fxgen.register_constructor`` covers classes
@@ -66,13 +68,14 @@ def export(
     for message in (*capture_notes(gm), *tied_notes(gm)):
         warnings.warn(message, UserWarning, stacklevel=2)
     name = name or _class_name(module)
-    if not flat and doc is None and not isinstance(module, torch.fx.GraphModule):
+    if not flat and not isinstance(module, torch.fx.GraphModule):
         options = TraceOptions(concrete_args, tuple(leaf_modules), tuple(autowrap_functions), tracer_class)
-        spec, notes = keep_blocks(module, gm, options, name)
+        spec, notes = keep_blocks(module, gm, options, name, captured=doc is not None, doc=doc)
         for message in notes:
             warnings.warn(message, UserWarning, stacklevel=2)
         if spec is not None:
             return spec
+    torch_keywords(gm.graph)  # (after the blocks were tried: their graphs are compared with this one)
     return graph_module_to_spec(gm, name=name, doc=doc)
 
 

@@ -27,7 +27,8 @@ from fxgen._errors import ExportError
 from fxgen.capture.preserve import Snapshot
 from fxgen.capture.trace import LeafSpec, trace
 
-__all__ = ["Hierarchy", "NotTheSame", "TraceOptions", "block_classes", "trace_blocks"]
+__all__ = ["Hierarchy", "NotTheSame", "TraceOptions", "block_classes", "declare_reads", "first_paths",
+           "kept_sequentials", "trace_blocks", "verify"]
 
 
 class NotTheSame(Exception):
@@ -55,6 +56,7 @@ class Hierarchy:
     # registered twice (``self.act`` also inside ``self.final``) is called at that path
     paths: dict[int, str] = field(default_factory=dict)
     failed: dict[type, str] = field(default_factory=dict)  # block classes that do not trace alone, and why
+    flat: torch.fx.GraphModule | None = None  # the one graph it expands to, node for node (``verify``)
 
 
 @dataclass
@@ -65,10 +67,11 @@ class TraceOptions:
     tracer_class: type[torch.fx.Tracer] | None = None
 
 
-def block_classes(module: torch.nn.Module, options: TraceOptions) -> list[type]:
+def block_classes(module: torch.nn.Module, options: TraceOptions, *, any_signature: bool = False) -> list[type]:
     """The user-defined classes the tracer would trace through, in the order the model holds
     them: candidates for blocks. torch's own classes, containers, GraphModules, leaves the
-    caller named and classes whose forward takes ``*args``/``**kwargs`` are not."""
+    caller named and classes whose forward takes ``*args``/``**kwargs`` are not (the latter
+    are, with ``any_signature``: a captured graph split by module calls needs no signature)."""
     base = options.tracer_class or torch.fx.Tracer
     tracer = base()
     leaf_types = tuple(t for t in options.leaf_modules if isinstance(t, type))
@@ -78,7 +81,7 @@ def block_classes(module: torch.nn.Module, options: TraceOptions) -> list[type]:
         cls = type(sub)
         if not path or cls in found or isinstance(sub, (torch.fx.GraphModule, *leaf_types)):
             continue
-        if path in leaf_paths or cls.__module__.split(".")[0] == "torch" or _takes_varargs(cls):
+        if path in leaf_paths or cls.__module__.split(".")[0] == "torch" or (not any_signature and _takes_varargs(cls)):
             continue
         try:
             if tracer.is_leaf_module(sub, path):
@@ -103,7 +106,7 @@ def trace_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, classes: I
     expanded hierarchy is ``flat`` node for node."""
     wanted = tuple(classes)
     blocks = {id(m): m for m in module.modules() if m is not module and type(m) in wanted}
-    kept = _kept_sequentials(module, blocks, options)
+    kept = kept_sequentials(module, blocks, options)
     tracer_class = _leaf_tracer(options.tracer_class or torch.fx.Tracer, set(blocks) | kept)
     snapshot = Snapshot(module)  # one for all the traces below (each would take its own)
     try:
@@ -111,13 +114,22 @@ def trace_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, classes: I
             root = _trace(module, options.concrete_args, options, tracer_class)
         except ExportError as exc:
             raise NotTheSame(str(exc)) from None  # the parent fails on a leaf's result: which one is not known
-        hierarchy = Hierarchy(root, kept=kept, paths=_first_paths(module))
+        hierarchy = Hierarchy(root, kept=kept, paths=first_paths(module))
         _trace_called(root, blocks, hierarchy, options, tracer_class)
     finally:
         snapshot.restore()
+    for gm in (hierarchy.root, *hierarchy.blocks.values()):
+        declare_reads(gm, hierarchy.blocks)
     if hierarchy.failed:  # every class whose instances cannot be traced on their own, at once
         (culprit, message), *_ = hierarchy.failed.items()
         raise NotTheSame(message, culprit, hierarchy.failed)
+    verify(hierarchy, flat, blocks)
+    return hierarchy
+
+
+def verify(hierarchy: Hierarchy, flat: torch.fx.GraphModule, blocks: dict[int, torch.nn.Module]) -> None:
+    """NotTheSame unless ``hierarchy`` expanded (block calls replaced by their graphs) is
+    ``flat`` node for node; the culprit is the class of the block holding the first difference."""
     expanded = _expand(hierarchy)
     at = _first_difference(_expand_flat(flat, hierarchy.paths), expanded)
     if at is not None:
@@ -125,7 +137,46 @@ def trace_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, classes: I
         owners = expanded.owners
         owner = next((owners[i] for i in (index, index - 1) if 0 <= i < len(owners) and owners[i] is not None), None)
         raise NotTheSame(difference, type(blocks[owner]) if owner is not None else None)
-    return hierarchy
+    hierarchy.flat = flat
+
+
+def declare_reads(gm: torch.fx.GraphModule, blocks: dict[int, torch.fx.GraphModule]) -> None:
+    """A tensor ``gm`` reads through a block it calls (``embed.ids``: Hugging Face's models slice
+    their embeddings' buffer) is declared by that block's graph module too, as the original
+    holds it, so the block's class has it: a block declares only what it reads and its state
+    dict otherwise, and a non-persistent buffer is in neither."""
+    for node in gm.graph.nodes:
+        if node.op != "get_attr":
+            continue
+        parts = str(node.target).split(".")
+        owner: torch.nn.Module = gm
+        for i, part in enumerate(parts[:-1]):
+            owner = getattr(owner, part)
+            block = blocks.get(id(owner))
+            if block is not None:
+                _declare(block, owner, parts[i + 1:])
+                break
+
+
+def _declare(block: torch.fx.GraphModule, original: torch.nn.Module, path: list[str]) -> None:
+    source: torch.nn.Module = original
+    holder: torch.nn.Module = block
+    for part in path[:-1]:
+        source = getattr(source, part)
+        child = holder._modules.get(part)
+        if child is None:
+            child = torch.nn.Module()
+            holder.add_module(part, child)
+        holder = child
+    name = path[-1]
+    if holder is source or hasattr(holder, name):  # the original module itself, or declared already
+        return
+    tensor = getattr(source, name)
+    if isinstance(tensor, torch.nn.Parameter):
+        holder.register_parameter(name, tensor)
+    else:
+        persistent = name in source._buffers and name not in source._non_persistent_buffers_set
+        holder.register_buffer(name, tensor, persistent=persistent)
 
 
 def _trace(module: torch.nn.Module, concrete: dict[str, Any] | None, options: TraceOptions,
@@ -134,7 +185,7 @@ def _trace(module: torch.nn.Module, concrete: dict[str, Any] | None, options: Tr
                  autowrap_functions=options.autowrap_functions, tracer_class=tracer_class, preserve=False)  # fmt: skip
 
 
-def _first_paths(module: torch.nn.Module) -> dict[int, str]:
+def first_paths(module: torch.nn.Module) -> dict[int, str]:
     paths: dict[int, str] = {}
     for named in (module.named_modules(), module.named_parameters(), module.named_buffers()):
         for path, value in named:
@@ -150,7 +201,7 @@ def _leaf_tracer(base: type[torch.fx.Tracer], leaves: set[int]) -> type[torch.fx
     return _BlockTracer
 
 
-def _kept_sequentials(module: torch.nn.Module, blocks: dict[int, torch.nn.Module], options: TraceOptions) -> set[int]:
+def kept_sequentials(module: torch.nn.Module, blocks: dict[int, torch.nn.Module], options: TraceOptions) -> set[int]:
     """The ``nn.Sequential`` containers whose every item is a block, a module the tracer keeps
     as a leaf, or such a Sequential: each stays one call, declared from its contents."""
     tracer = (options.tracer_class or torch.fx.Tracer)()

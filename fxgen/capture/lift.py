@@ -29,7 +29,7 @@ from fxgen._errors import ExportError
 from fxgen.capture.dynamo import Captured
 from fxgen.capture.fold import fold_modules, public_callables
 
-__all__ = ["NOTES_KEY", "lift", "tensor_paths"]
+__all__ = ["NOTES_KEY", "lift", "shallow_root", "tensor_paths"]
 
 
 NOTES_KEY = "fxgen_capture_notes"  # GraphModule.meta: what the user should know about the capture
@@ -127,7 +127,7 @@ def _lift(captured: Captured, module: torch.nn.Module, is_leaf: Any) -> torch.fx
     fold_modules(graph, module, values, is_leaf)
     notes = public_callables(graph, constants)
     graph.lint()
-    root = _root(module, constants)
+    root = shallow_root(module, constants)
     lifted = _GraphModule(root, graph, class_name=type(module).__name__)
     _fix_buffers(lifted, module)
     _declare_unread_state(lifted, module)
@@ -160,7 +160,7 @@ def _read(gm: torch.nn.Module, target: str) -> Any:
     return value
 
 
-def _root(module: torch.nn.Module, constants: dict[str, torch.Tensor]) -> torch.nn.Module:
+def shallow_root(module: torch.nn.Module, constants: dict[str, torch.Tensor]) -> torch.nn.Module:
     """A module holding ``module``'s children, tensors and tensor attributes, plus the constants:
     the GraphModule copies what its graph reads from it, and ``module`` itself gains nothing."""
     root = torch.nn.Module()

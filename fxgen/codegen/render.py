@@ -578,7 +578,8 @@ def forward_statements(spec: Spec, tree: ModelTree, imports: Imports, module_of:
         if node.op == "placeholder":
             continue
         if node.op == "output":
-            lines.append(("return " + literal(node.args[0], imports), position))
+            if node.args[0] is not None or not lines:  # (falling off the end returns None: ruff's RET501)
+                lines.append(("return " + literal(node.args[0], imports), position))
             continue
         if node.op in ("call_module", "get_attr") and node.target is not None:
             for prefix in tree.container_prefixes(node.target):

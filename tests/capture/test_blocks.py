@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import export_fixtures as efx
 import pytest
 import reference_models as ref
 import torch
@@ -411,3 +412,20 @@ def test_a_leaf_that_takes_a_module_is_declared_with_a_module_value() -> None:
     built.load_state_dict(model.state_dict(), strict=True)
     x = torch.randn(3, 4)
     assert torch.equal(built.eval()(x), model(x))
+
+
+class ReadsABlocksBuffer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = efx.Embed()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.embed(x, torch.zeros_like(x) + self.embed.ids)
+
+
+def test_a_buffer_the_parent_reads_through_a_block_is_declared_by_the_block() -> None:
+    """A non-persistent buffer the block itself never reads is in neither its graph nor its
+    state dict; the parent's ``embed.ids`` still needs the class to have it."""
+    spec = check_exact(ReadsABlocksBuffer(), torch.arange(16).reshape(2, 8) % 10)
+    assert spec.classes["Embed"].buffers["ids"].persistent is False
+    assert "embed.ids" in [n.target for n in spec.nodes]

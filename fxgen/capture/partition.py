@@ -1,0 +1,366 @@
+"""A captured flat graph -> the hierarchy of block calls it ran, as tracing each block on its
+own gives it (``fxgen.capture.hierarchy.Hierarchy``), in one pass and without tracing again.
+
+TorchDynamo records on every node the module calls it ran inside (``nn_module_stack``, outermost
+first, one key per call: ``id@N`` for the N-th call of a module). The nodes of one call of a
+block are therefore one piece of the graph, its region. Each region becomes the block's graph:
+the values it reads from outside become its placeholders (in the order it first reads them),
+the values read after it its result (a tuple when there are several, which the caller indexes),
+and its parent calls it. A tensor attribute is read inside the innermost block that owns it,
+and passed in to blocks that do not. An ``nn.Sequential`` of blocks and torch modules whose
+items hand one value on from one to the next stays one call.
+
+Nothing is taken on trust: the hierarchy expanded must be the flat graph node for node
+(``hierarchy.verify``), and every call of one instance must give the same graph. A region in
+pieces, or a block that calls a module or reads a tensor it does not own, is refused
+(``NotTheSame`` naming the class), so the caller inlines that class and tries the rest.
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+from torch.fx.node import map_arg
+
+from fxgen.capture.hierarchy import (
+    Hierarchy,
+    NotTheSame,
+    TraceOptions,
+    declare_reads,
+    first_paths,
+    kept_sequentials,
+    verify,
+)
+from fxgen.capture.lift import shallow_root, tensor_paths
+from fxgen.capture.trace import _declare_unread_state, _fix_buffers, _GraphModule
+
+__all__ = ["partition_blocks"]
+
+
+Chain = tuple[str, ...]  # the keys of the block (and kept Sequential) calls a node ran inside
+
+
+def partition_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, classes: Iterable[type],
+                     options: TraceOptions) -> Hierarchy:  # fmt: skip
+    """``flat`` (a lifted Dynamo capture of ``module``) split into the calls of the instances of
+    ``classes``; NotTheSame unless the hierarchy expanded is the graph node for node."""
+    wanted = tuple(classes)
+    blocks = {id(m): m for m in module.modules() if m is not module and type(m) in wanted}
+    kept = kept_sequentials(module, blocks, options)
+    while True:
+        try:
+            return _Partition(module, flat, blocks, kept).hierarchy()
+        except _Unkept as exc:  # called whole it would not compute the same: its items are called one by one
+            kept = kept - {exc.key}
+
+
+class _Unkept(Exception):
+    """A Sequential that cannot be called whole (its items do not hand one value on)."""
+
+    def __init__(self, key: int) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+@dataclass
+class _Region:
+    """The nodes of one call of a block (or kept Sequential), nested calls as regions."""
+
+    key: str
+    module: torch.nn.Module
+    items: list[torch.fx.Node | _Region] = field(default_factory=list)
+
+    def nodes(self) -> Iterator[torch.fx.Node]:
+        for item in self.items:
+            if isinstance(item, _Region):
+                yield from item.nodes()
+            else:
+                yield item
+
+
+class _Partition:
+    def __init__(self, module: torch.nn.Module, flat: torch.fx.GraphModule, blocks: dict[int, torch.nn.Module],
+                 kept: set[int]) -> None:  # fmt: skip
+        self.module = module
+        self.flat = flat
+        self.blocks = blocks
+        self.kept = kept
+        self.by_id = {id(m): m for m in module.modules()}
+        self.called: dict[str, torch.nn.Module] = {}  # stack key -> the block or Sequential it calls
+        self._tensors: dict[int, dict[int, str]] = {}  # module -> tensor id -> its path in the module
+        self._modules: dict[int, dict[int, str]] = {}  # module -> submodule id -> its path in the module
+
+    def hierarchy(self) -> Hierarchy:
+        prepared, chains = self._prepared()
+        root = self._regions(prepared, chains)
+        hierarchy = Hierarchy(root=prepared, paths=first_paths(self.module))
+        graph = torch.fx.Graph()
+        self._fill(graph, root, {}, hierarchy)
+        hierarchy.root = self._graph_module(graph, self.module)
+        for gm in (hierarchy.root, *hierarchy.blocks.values()):
+            declare_reads(gm, hierarchy.blocks)
+        verify(hierarchy, prepared, self.blocks)
+        return hierarchy
+
+    # -- which calls each node ran inside ----------------------------------------------------
+    def _chain(self, node: torch.fx.Node) -> Chain:
+        keys = []
+        for key, entry in (node.meta.get("nn_module_stack") or {}).items():
+            try:
+                sub = self.by_id.get(int(str(key).split("@", 1)[0]))
+            except ValueError:
+                continue
+            if sub is None or sub is self.module or not isinstance(entry, tuple) or entry[1:2] != (type(sub),):
+                continue
+            if id(sub) in self.blocks or id(sub) in self.kept:
+                self.called[key] = sub
+                keys.append(key)
+        return tuple(keys)
+
+    def _prepared(self) -> tuple[torch.fx.GraphModule, dict[torch.fx.Node, Chain]]:
+        """``flat`` with each ``get_attr`` read where it is used: one copy per place that reads
+        it (the innermost block owning the tensor, or the top), just before that place's first
+        use. The same computation; each call of a block is then one piece of the graph."""
+        nodes = list(self.flat.graph.nodes)
+        index = {node: i for i, node in enumerate(nodes)}
+        chains = {n: (self._chain(n) if n.op not in ("placeholder", "output") else ()) for n in nodes if n.op != "get_attr"}
+        start: dict[Chain, int] = {}
+        for node, chain in chains.items():
+            for depth in range(1, len(chain) + 1):
+                start.setdefault(chain[:depth], index[node])
+        home: dict[tuple[torch.fx.Node, Chain], Chain] = {}
+        before: dict[int, list[tuple[torch.fx.Node, Chain]]] = {}
+        for node in nodes:
+            if node.op != "get_attr":
+                continue
+            tensor = _value(self.flat, str(node.target))
+            first: dict[Chain, int] = {}
+            for user in node.users:
+                chain = chains[user]
+                at_home = home.setdefault((node, chain), self._home(chain, tensor))
+                at = start[chain[: len(at_home) + 1]] if len(chain) > len(at_home) else index[user]
+                first[at_home] = min(first.get(at_home, at), at)
+            for at_home, at in first.items():
+                before.setdefault(at, []).append((node, at_home))
+        graph = torch.fx.Graph()
+        env: dict[torch.fx.Node, torch.fx.Node] = {}
+        copies: dict[tuple[torch.fx.Node, Chain], torch.fx.Node] = {}
+        new_chains: dict[torch.fx.Node, Chain] = {}
+        for i, node in enumerate(nodes):
+            if node.op == "get_attr":
+                continue
+            for attr, at_home in before.get(i, ()):
+                copies[(attr, at_home)] = copy = graph.node_copy(attr)
+                new_chains[copy] = at_home
+            chain = chains[node]
+
+            def read(arg: torch.fx.Node, chain: Chain = chain) -> torch.fx.Node:
+                return copies[(arg, home[(arg, chain)])] if arg.op == "get_attr" else env[arg]
+
+            env[node] = graph.node_copy(node, read)
+            new_chains[env[node]] = chain
+        return _GraphModule(self.flat, graph, class_name=type(self.flat).__name__), new_chains
+
+    def _home(self, chain: Chain, tensor: Any) -> Chain:
+        """The longest prefix of ``chain`` whose innermost block owns ``tensor``, else the top."""
+        for depth in range(len(chain), 0, -1):
+            sub = self.called[chain[depth - 1]]
+            if id(sub) in self.blocks and id(tensor) in self._tensor_paths(sub):
+                return chain[:depth]
+        return ()
+
+    def _regions(self, prepared: torch.fx.GraphModule, chains: dict[torch.fx.Node, Chain]) -> _Region:
+        root = _Region("", self.module)
+        open_regions = [root]
+        closed: set[str] = set()
+        for node in prepared.graph.nodes:
+            chain = chains[node]
+            depth = 0
+            while depth < len(chain) and depth + 1 < len(open_regions) and open_regions[depth + 1].key == chain[depth]:
+                depth += 1
+            while len(open_regions) > depth + 1:
+                closed.add(open_regions.pop().key)
+            for key in chain[depth:]:
+                if key in closed:
+                    raise self._refuse(key, "its nodes are not one piece of the captured graph")
+                region = _Region(key, self.called[key])
+                open_regions[-1].items.append(region)
+                open_regions.append(region)
+            open_regions[-1].items.append(node)
+        return root
+
+    # -- one graph per region ------------------------------------------------------------------
+    def _fill(self, graph: torch.fx.Graph, region: _Region, env: dict[torch.fx.Node, torch.fx.Node],
+              hierarchy: Hierarchy) -> None:  # fmt: skip
+        """Write ``region``'s items into ``graph``: nodes copied (targets relative to the region's
+        module, default names), nested regions as calls."""
+        for item in region.items:
+            if isinstance(item, _Region):
+                self._call(graph, region, item, env, hierarchy)
+                continue
+            if item.op in ("placeholder", "output"):  # the top graph's own
+                env[item] = graph.node_copy(item, env.__getitem__)
+                continue
+            target: Any = item.target
+            if item.op == "call_module":
+                target = self._module_path(region, _value(self.flat, str(target)))
+            elif item.op == "get_attr":
+                tensor = _value(self.flat, str(target))
+                target = self._tensor_paths(region.module).get(id(tensor), target if region.key == "" else None)
+                if target is None:
+                    raise self._refuse(region.key, f"it reads {item.target!r}, which it does not own")
+            new = graph.create_node(item.op, target, map_arg(item.args, env.__getitem__),
+                                    map_arg(item.kwargs, env.__getitem__), type_expr=item.type)  # fmt: skip
+            new.meta = dict(item.meta)
+            env[item] = new
+
+    def _call(self, graph: torch.fx.Graph, parent: _Region, region: _Region, env: dict[torch.fx.Node, torch.fx.Node],
+              hierarchy: Hierarchy) -> None:  # fmt: skip
+        if id(region.module) in self.kept:
+            value, result = self._chained(region, hierarchy)
+            env[result] = graph.call_module(self._module_path(parent, region.module), (env[value],))
+            hierarchy.kept.add(id(region.module))
+            return
+        inputs, results = self._block(region, hierarchy)
+        call = graph.call_module(self._module_path(parent, region.module), tuple(env[a] for a in inputs))
+        if len(results) == 1:
+            env[results[0]] = call
+        for i, result in enumerate(results if len(results) > 1 else ()):
+            env[result] = graph.call_function(operator.getitem, (call, i))
+
+    def _block(self, region: _Region, hierarchy: Hierarchy) -> tuple[list[torch.fx.Node], list[torch.fx.Node]]:
+        """The block's graph (kept in ``hierarchy.blocks``), and the values it reads from
+        outside and hands back, in graph order."""
+        inside = set(region.nodes())
+        inputs: list[torch.fx.Node] = []
+        results: list[torch.fx.Node] = []
+        for node in region.nodes():
+            inputs.extend(arg for arg in node.all_input_nodes if arg not in inside and arg not in inputs)
+            if any(user not in inside for user in node.users):
+                results.append(node)
+        graph = torch.fx.Graph()
+        names = _input_names(region.module, len(inputs))
+        env = {arg: graph.placeholder(name) for arg, name in zip(inputs, names, strict=True)}
+        self._fill(graph, region, env, hierarchy)
+        graph.output(env[results[0]] if len(results) == 1 else tuple(env[r] for r in results) or None)
+        gm = self._graph_module(graph, region.module)
+        key = id(region.module)
+        before = hierarchy.blocks.get(key)
+        if before is None:
+            hierarchy.blocks[key] = gm
+            hierarchy.params[key] = hierarchy.read[key] = names
+        elif before.graph.python_code("self").src != graph.python_code("self").src:
+            raise self._refuse(region.key, "two of its calls compute different graphs")
+        return inputs, results
+
+    def _chained(self, region: _Region, hierarchy: Hierarchy) -> tuple[torch.fx.Node, torch.fx.Node]:
+        """A kept Sequential's input and result: each child called once, in order, on what the
+        one before gave, nothing else read or handed on; else it is not kept (``_Unkept``)."""
+        children = list(region.module.children())
+        if len(region.items) != len(children) or len(region.module._modules) != len(children):
+            raise _Unkept(id(region.module))
+        first: torch.fx.Node | None = None
+        value: torch.fx.Node | None = None
+        for child, item in zip(children, region.items, strict=True):
+            if isinstance(item, _Region) and item.module is child:
+                if id(child) in self.kept:
+                    given, result = self._chained(item, hierarchy)
+                else:
+                    inputs, results = self._block(item, hierarchy)
+                    if len(inputs) != 1 or len(results) != 1:
+                        raise _Unkept(id(region.module))
+                    given, result = inputs[0], results[0]
+            elif (isinstance(item, torch.fx.Node) and item.op == "call_module" and len(item.args) == 1
+                  and not item.kwargs and _value(self.flat, str(item.target)) is child):  # fmt: skip
+                given, result = item.args[0], item  # type: ignore[assignment]
+            else:
+                raise _Unkept(id(region.module))
+            if not isinstance(given, torch.fx.Node) or (value is not None and given is not value):
+                raise _Unkept(id(region.module))
+            if first is None:
+                first = given
+            value = result
+        inside = set(region.nodes())
+        if first is None or value is None or any(
+            user not in inside for node in inside - {value} for user in node.users
+        ):
+            raise _Unkept(id(region.module))
+        return first, value
+
+    # -- paths and modules ---------------------------------------------------------------------
+    def _module_path(self, region: _Region, sub: torch.nn.Module) -> str:
+        """``sub``'s path inside the region's module (the block calls only what it owns)."""
+        paths = self._modules.get(id(region.module))
+        if paths is None:
+            paths = self._modules[id(region.module)] = {}
+            for path, m in region.module.named_modules():
+                if path:
+                    paths.setdefault(id(m), path)
+        path = paths.get(id(sub))
+        if path is None:
+            raise self._refuse(region.key, f"it calls a {type(sub).__name__} that is not one of its own modules")
+        return path
+
+    def _tensor_paths(self, sub: torch.nn.Module) -> dict[int, str]:
+        paths = self._tensors.get(id(sub))
+        if paths is None:
+            paths = self._tensors[id(sub)] = tensor_paths(sub)
+        return paths
+
+    def _refuse(self, key: str, why: str) -> Exception:
+        sub = self.called.get(key, self.module)
+        if id(sub) in self.kept:
+            return _Unkept(id(sub))
+        return NotTheSame(f"{type(sub).__name__} cannot be a block of the captured graph: {why}", type(sub))
+
+    def _graph_module(self, graph: torch.fx.Graph, owner: torch.nn.Module) -> torch.fx.GraphModule:
+        """A GraphModule over ``owner``'s own modules and tensors (the flat capture's constants
+        too, for the top), with the state it never reads declared, as ``trace`` makes it. Made
+        from a module as torch.fx's tracer makes it: it copies what it reads without registering
+        anything on the user's modules (a dict root would re-register a buffer it reads through
+        a block it calls, persistent)."""
+        root = owner
+        if owner is self.module:
+            constants = {}
+            for node in graph.nodes:
+                if node.op == "get_attr" and not _has(owner, str(node.target)):
+                    constants[str(node.target)] = _value(self.flat, str(node.target))
+            root = shallow_root(owner, constants)
+        gm = _GraphModule(root, graph, class_name=type(owner).__name__)
+        _fix_buffers(gm, owner)
+        _declare_unread_state(gm, owner)
+        return gm
+
+
+def _has(module: torch.nn.Module, target: str) -> bool:
+    try:
+        _value(module, target)
+    except AttributeError:
+        return False
+    return True
+
+
+def _value(module: torch.nn.Module, target: str) -> Any:
+    value: Any = module
+    for part in target.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _input_names(block: torch.nn.Module, count: int) -> list[str]:
+    """The forward's parameter when it has only one, else ``arg0``, ``arg1``…: a capture does
+    not say which parameter each value came in by."""
+    try:
+        params = [p for p in inspect.signature(block.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]  # fmt: skip
+    except (TypeError, ValueError):
+        params = []
+    if count == 1 and len(params) == 1 and params[0].name.isidentifier() and not params[0].name.startswith("_"):
+        return [params[0].name]
+    return [f"arg{i}" for i in range(count)]

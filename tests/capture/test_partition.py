@@ -1,0 +1,266 @@
+"""A TorchDynamo capture keeps the model's classes too: its one graph is split by the module
+calls each node ran inside (``fxgen.capture.partition``).
+
+Each case runs every promise of ``bench/parity.py`` (checkpoint parity into ``fxgen.load`` and
+the generated class, outputs ``torch.equal`` to a never-exported instance, the model left as it
+was, a second export equal to the first) and then says what the blocks look like.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import export_fixtures as efx
+import pytest
+import reference_models as ref
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+import fxgen
+from fxgen.capture.export import dynamo_graph
+from fxgen.capture.hierarchy import NotTheSame, TraceOptions, verify
+from fxgen.capture.partition import partition_blocks
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from parity import check_parity
+
+IMAGE = torch.randn(1, 3, 16, 16, generator=torch.Generator().manual_seed(0))
+
+
+def _dynamo(inputs: Any) -> dict[str, Any]:
+    return {"capture": "dynamo", "example_inputs": inputs}
+
+
+def _seeded(cls: type[nn.Module]) -> Any:
+    def build() -> nn.Module:
+        torch.manual_seed(0)
+        return cls()
+
+    return build
+
+
+def _exported(model: nn.Module, inputs: Any) -> tuple[fxgen.Spec, list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        spec = fxgen.export(model.eval(), **_dynamo(inputs))
+    return spec, [str(w.message) for w in caught]
+
+
+def test_a_captured_resnet_keeps_the_classes_tracing_keeps(tmp_path: Path) -> None:
+    """torchvision's layout: the same classes, arguments and Sequentials as the traced export;
+    the block graphs differ only where Dynamo records what the code does (``out += identity``
+    is ``operator.iadd``)."""
+
+    def build() -> nn.Module:
+        torch.manual_seed(0)
+        with fxgen.record_constructors(ref.BasicBlock):
+            return ref.ResNet((2, 2, 2, 2), num_classes=10, width=8)
+
+    captured = check_parity(build, (torch.randn(1, 3, 32, 32),), tmp_path, export_options=_dynamo(IMAGE))
+    traced = fxgen.export(build().eval())
+    assert captured.fxgen == 2 and list(captured.classes) == list(traced.classes) == ["BasicBlock", "BasicBlock2"]
+    assert captured.modules == traced.modules
+    for name, block in traced.classes.items():
+        assert captured.classes[name].args == block.args and captured.classes[name].modules == block.modules
+        ops = [(n.op, n.target) for n in captured.classes[name].nodes]
+        assert ops == [(n.op, "operator.iadd" if n.target == "operator.add" else n.target) for n in block.nodes]
+    assert [n.name for n in captured.classes["BasicBlock"].nodes if n.op == "placeholder"] == ["x"]
+    assert "specialised" in (captured.doc or "")
+
+
+class Gate(nn.Module):
+    """A block with two inputs, a result its caller indexes, and its own parameter."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+        self.gain = nn.Parameter(torch.linspace(0.5, 1.5, width))
+
+    def forward(self, x: torch.Tensor, skip: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = torch.sigmoid(self.fc(x)) * self.gain
+        return h + skip, h
+
+
+class Body(nn.Module):
+    """Nested blocks; shapes read from the input (what torch.fx cannot iterate over)."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.gates = nn.ModuleList([Gate(width), Gate(width)])
+        self.norm = nn.LayerNorm(width)
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        batch, width = x.shape
+        for gate in self.gates:
+            x, h = gate(x, x * 0.5)
+            x = x + h.mean(0) + bias
+        return self.norm(x).reshape(batch, width)
+
+
+class Model(nn.Module):
+    def __init__(self, width: int = 6) -> None:
+        super().__init__()
+        self.bias = nn.Parameter(torch.full((width,), 0.25))  # the top's own, handed to a block
+        self.body = Body(width)
+        self.act = nn.GELU()
+        self.twice = Gate(width)  # one instance called twice
+        self.head = nn.Sequential(nn.Linear(width, 3), nn.Tanh())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.act(self.body(x, self.bias))
+        for _ in range(2):
+            a, b = self.twice(x, -x)
+            x = a * b
+        return self.head(x)
+
+
+def test_nested_blocks_tuples_a_tensor_passed_in_and_an_instance_called_twice(tmp_path: Path) -> None:
+    inputs = (torch.randn(4, 6),)
+    spec = check_parity(_seeded(Model), inputs, tmp_path, export_options=_dynamo(inputs))
+    assert list(spec.classes) == ["Gate", "Body"]
+    assert spec.classes["Gate"].doc == "A block with two inputs, a result its caller indexes, and its own parameter."
+    gate = spec.classes["Gate"]
+    assert [n.op for n in gate.nodes].count("placeholder") == 2 and list(gate.parameters) == ["gain"]
+    assert gate.nodes[-1].args == [{"tuple": ["%mul", "%add"]}]  # both results, in the order computed
+    body = spec.classes["Body"]
+    assert [n.name for n in body.nodes if n.op == "placeholder"] == ["arg0", "arg1"]  # the bias comes in
+    assert [n.target for n in spec.nodes if n.op == "call_module"] == ["body", "act", "twice", "twice", "head"]
+    assert "bias" in spec.parameters and "bias" not in body.parameters
+
+
+def test_a_hierarchy_that_is_not_the_captured_graph_is_refused() -> None:
+    """The check that makes the split trustworthy can fail: change one node of one block's graph
+    and it names that block's class."""
+    model = Model().eval()
+    gm, _ = dynamo_graph(model, (torch.randn(4, 6),), None, ())
+    hierarchy = partition_blocks(model, gm, [Gate, Body], TraceOptions())
+    assert set(hierarchy.blocks) == {id(model.body), id(model.twice), *map(id, model.body.gates)}
+    assert hierarchy.flat is not None  # the captured graph, each get_attr where it is read
+    sigmoid = next(n for n in hierarchy.blocks[id(model.twice)].graph.nodes if n.target is torch.sigmoid)
+    sigmoid.target = torch.tanh
+    with pytest.raises(NotTheSame) as raised:
+        verify(hierarchy, hierarchy.flat, {id(m): m for m in model.modules()})
+    assert raised.value.culprit is Gate
+
+
+class Leaky(nn.Module):
+    """Calls a module it does not own (the model's, kept off its own registry)."""
+
+    def __init__(self, act: nn.Module) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        object.__setattr__(self, "borrowed", act)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.borrowed(self.fc(x))
+
+
+class Borrows(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.act = nn.ReLU()
+        self.inner = Leaky(self.act)
+        self.mlp = Gate(4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.mlp(self.act(self.inner(x)), x)[1]
+
+
+def test_a_block_calling_a_module_it_does_not_own_is_inlined_with_a_note(tmp_path: Path) -> None:
+    inputs = (torch.randn(2, 4),)
+    spec = check_parity(_seeded(Borrows), inputs, tmp_path, export_options=_dynamo(inputs))
+    assert list(spec.classes) == ["Gate"]
+    _, notes = _exported(Borrows(), inputs)
+    assert any("Leaky is inlined into its parent" in n and "not one of its own modules" in n for n in notes)
+
+
+def test_partition_names_the_class_it_cannot_keep() -> None:
+    model = Borrows().eval()
+    gm, _ = dynamo_graph(model, (torch.randn(2, 4),), None, ())
+    with pytest.raises(NotTheSame) as raised:
+        partition_blocks(model, gm, [Leaky], TraceOptions())
+    assert raised.value.culprit is Leaky
+
+
+class Unit(nn.Module):
+    def __init__(self, cin: int, cout: int, double: bool) -> None:
+        super().__init__()
+        self.fc = nn.Linear(cin, cout)
+        self.double = double
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.fc(x)
+        return torch.cat([y, y], dim=-1) if self.double else y.relu()
+
+
+class Chain(nn.Module):
+    def __init__(self, layers: list[tuple[int, int, bool]], wrap: bool) -> None:
+        super().__init__()
+        units = [Unit(cin, cout, double) for cin, cout, double in layers]
+        self.body = nn.Sequential(*units, nn.Identity()) if wrap else nn.ModuleList(units)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if isinstance(self.body, nn.Sequential):
+            return self.body(x)
+        for unit in self.body:
+            x = unit(x)
+        return x
+
+
+@st.composite
+def chains(draw: st.DrawFn) -> tuple[list[tuple[int, int, bool]], bool]:
+    width = draw(st.sampled_from([2, 3]))
+    layers = []
+    for _ in range(draw(st.integers(1, 4))):
+        cout, double = draw(st.sampled_from([2, 3])), draw(st.booleans())
+        layers.append((width, cout, double))
+        width = cout * 2 if double else cout
+    return layers, draw(st.booleans())
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(chains())
+def test_random_chains_export_exactly(tmp_path: Path, case: tuple[list[tuple[int, int, bool]], bool]) -> None:
+    layers, wrap = case
+
+    def build() -> nn.Module:
+        torch.manual_seed(0)
+        return Chain(layers, wrap)
+
+    inputs = (torch.randn(2, layers[0][0]),)
+    spec = check_parity(build, inputs, tmp_path, export_options=_dynamo(inputs))
+    assert spec.fxgen == 2 and set(spec.classes) <= {"Unit", "Unit2"}
+    # the graphs differ only by the branch taken: one class per branch, widths as arguments
+    assert len(spec.classes) == len({double for *_, double in layers})
+    assert fxgen.to_spec(fxgen.load(spec)) == spec
+
+
+def test_flat_still_gives_one_graph() -> None:
+    spec = fxgen.export(Model().eval(), flat=True, **_dynamo((torch.randn(4, 6),)))
+    assert spec.fxgen == 1 and not spec.classes and "body.gates.0.fc" in spec.modules
+
+
+class ReadsABlocksBuffer(nn.Module):
+    """Hugging Face's layout: the model slices a buffer of its embeddings block and hands it in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = efx.Embed()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.embed(x, self.embed.ids[: x.shape[1]].expand(x.shape[0], -1))
+
+
+def test_a_parent_reading_a_blocks_buffer_leaves_the_model_as_it_was(tmp_path: Path) -> None:
+    inputs = (torch.tensor([[1, 2, 3], [4, 5, 6]]),)
+    spec = check_parity(_seeded(ReadsABlocksBuffer), inputs, tmp_path, export_options=_dynamo(inputs))
+    assert [n.target for n in spec.nodes if n.op == "get_attr"] == ["embed.ids"]
+    model = ReadsABlocksBuffer()
+    fxgen.export(model, **_dynamo(inputs))
+    assert list(model.state_dict()) == ["embed.emb.weight"]  # the buffer is still not persistent
