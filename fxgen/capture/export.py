@@ -121,6 +121,7 @@ def dynamo_graph(
 ) -> tuple[torch.fx.GraphModule, str]:
     """Capture with TorchDynamo and lift the graph (``fxgen.capture.dynamo``, ``fxgen.capture.lift``);
     the doc names the shapes the graph is specialised on."""
+    from fxgen.capture.arguments import EXAMPLE_KEY
     from fxgen.capture.dynamo import capture_dynamo, example_arguments, kept_state
     from fxgen.capture.lift import lift
     from fxgen.capture.trace import leaf_predicate
@@ -131,6 +132,7 @@ def dynamo_graph(
     with kept_state(module):
         captured = capture_dynamo(module, inputs, kwargs)
         gm = lift(captured, module, is_leaf=leaf_predicate(leaf_modules))
+    gm.meta[EXAMPLE_KEY] = (inputs, kwargs)  # for naming the blocks' inputs (fxgen.capture.arguments)
     return gm, specialised_doc(inputs, kwargs)
 
 

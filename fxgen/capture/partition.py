@@ -95,6 +95,7 @@ class _Partition:
         self.called: dict[str, torch.nn.Module] = {}  # stack key -> the block or Sequential it calls
         self._tensors: dict[int, dict[int, str]] = {}  # module -> tensor id -> its path in the module
         self._modules: dict[int, dict[int, str]] = {}  # module -> submodule id -> its path in the module
+        self.calls: dict[int, list[list[torch.fx.Node]]] = {}  # block -> what each of its calls reads from outside
 
     def hierarchy(self) -> Hierarchy:
         prepared, chains = self._prepared()
@@ -105,6 +106,7 @@ class _Partition:
         hierarchy.root = self._graph_module(graph, self.module)
         for gm in (hierarchy.root, *hierarchy.blocks.values()):
             declare_reads(gm, hierarchy.blocks)
+        self._name_inputs(prepared, hierarchy)
         verify(hierarchy, prepared, self.blocks)
         return hierarchy
 
@@ -251,6 +253,7 @@ class _Partition:
         graph.output(env[results[0]] if len(results) == 1 else tuple(env[r] for r in results) or None)
         gm = self._graph_module(graph, region.module)
         key = id(region.module)
+        self.calls.setdefault(key, []).append(inputs)
         before = hierarchy.blocks.get(key)
         if before is None:
             hierarchy.blocks[key] = gm
@@ -292,6 +295,25 @@ class _Partition:
         ):
             raise _Unkept(id(region.module))
         return first, value
+
+    def _name_inputs(self, prepared: torch.fx.GraphModule, hierarchy: Hierarchy) -> None:
+        """Name each block's placeholders after the forward parameters they came in by, where
+        ``fxgen.capture.arguments`` can tell (the same for every instance of a class)."""
+        from fxgen.capture.arguments import EXAMPLE_KEY, parameter_names
+
+        instances = {key: self.by_id[key] for key in self.calls}
+        found = parameter_names(self.module, prepared, self.flat.meta.get(EXAMPLE_KEY), self.calls, instances)
+        for key, names in found.items():
+            gm = hierarchy.blocks[key]
+            placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+            others = {n.name for n in gm.graph.nodes if n.op != "placeholder"}
+            if len(names) != len(placeholders) or others & set(names) or not all(_plain_name(n) for n in names):
+                continue
+            for node, name in zip(placeholders, names, strict=True):
+                node._rename(name)  # (``arg1`` itself may be taken: then ``arg1_1``, still right)
+                node.target = node.name
+            gm.recompile()
+            hierarchy.params[key] = hierarchy.read[key] = [n.name for n in placeholders]
 
     # -- paths and modules ---------------------------------------------------------------------
     def _module_path(self, region: _Region, sub: torch.nn.Module) -> str:
@@ -351,6 +373,10 @@ def _value(module: torch.nn.Module, target: str) -> Any:
     for part in target.split("."):
         value = getattr(value, part)
     return value
+
+
+def _plain_name(name: str) -> bool:
+    return name.isidentifier() and name.isascii() and not name.startswith("_")
 
 
 def _input_names(block: torch.nn.Module, count: int) -> list[str]:

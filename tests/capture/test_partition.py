@@ -129,7 +129,9 @@ def test_nested_blocks_tuples_a_tensor_passed_in_and_an_instance_called_twice(tm
     assert [n.op for n in gate.nodes].count("placeholder") == 2 and list(gate.parameters) == ["gain"]
     assert gate.nodes[-1].args == [{"tuple": ["%mul", "%add"]}]  # both results, in the order computed
     body = spec.classes["Body"]
-    assert [n.name for n in body.nodes if n.op == "placeholder"] == ["arg0", "arg1"]  # the bias comes in
+    # placeholders are named after the parameters they came in by (measured: fxgen.capture.arguments)
+    assert [n.name for n in body.nodes if n.op == "placeholder"] == ["x", "bias"]  # the top's bias comes in
+    assert [n.name for n in gate.nodes if n.op == "placeholder"] == ["x", "skip"]
     assert [n.target for n in spec.nodes if n.op == "call_module"] == ["body", "act", "twice", "twice", "head"]
     assert "bias" in spec.parameters and "bias" not in body.parameters
 
@@ -264,3 +266,19 @@ def test_a_parent_reading_a_blocks_buffer_leaves_the_model_as_it_was(tmp_path: P
     model = ReadsABlocksBuffer()
     fxgen.export(model, **_dynamo(inputs))
     assert list(model.state_dict()) == ["embed.emb.weight"]  # the buffer is still not persistent
+
+
+class Copies(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = Gate(4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.gate(x, x.clone())[0]
+
+
+def test_inputs_that_cannot_be_told_apart_keep_plain_names(tmp_path: Path) -> None:
+    """Two equal values: which parameter each came in by is not known, so neither is named."""
+    inputs = (torch.randn(2, 4),)
+    spec = check_parity(_seeded(Copies), inputs, tmp_path, export_options=_dynamo(inputs))
+    assert [n.name for n in spec.classes["Gate"].nodes if n.op == "placeholder"] == ["arg0", "arg1"]
