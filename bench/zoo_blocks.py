@@ -11,9 +11,12 @@ blocks; ``flat=True`` gives one graph), generate both files, and measure
   ``--rounds`` times; a ratio is the median of the per-round ratios, so drift in the machine's
   speed hits both sides of a pair alike. Outputs are checked equal first.
 
-Usage: ``OMP_NUM_THREADS=1 python bench/zoo_blocks.py [--fast] [--only NAME...] [--out docs/zoo.md]``:
+Usage: ``OMP_NUM_THREADS=1 python bench/zoo_blocks.py [--fast] [--dynamo] [--only NAME...] [--out docs/zoo.md]``:
 ``--out`` puts the table in that file's section between the ``sections.BLOCKS`` markers (added at
 the end if missing); ``bench/zoo_report.py`` keeps the section when it rewrites the file.
+``--dynamo`` measures the models torch.fx cannot trace instead, captured by TorchDynamo both ways
+(blocks split from the one captured graph: ``fxgen.capture.partition``), in the
+``sections.BLOCKS_DYNAMO`` section.
 """
 
 from __future__ import annotations
@@ -36,9 +39,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from parity import import_file
-from sections import BLOCKS, write_section
+from sections import BLOCKS, BLOCKS_DYNAMO, write_section
 from zoo_models import ZOO, ZooModel
-from zoo_report import export_options
+from zoo_report import dynamo_options, export_options
 
 import fxgen
 
@@ -129,14 +132,27 @@ def export_cost(model: torch.nn.Module, options: dict[str, Any], rounds: int = 5
     return statistics.median(ratios)
 
 
-def measure(zm: ZooModel, workdir: Path, rounds: int) -> Row:
+def needs_dynamo(zm: ZooModel) -> bool:
+    """Does ``capture="auto"`` take this entry with TorchDynamo (torch.fx fails, or traces it wrongly)?"""
+    if not zm.traceable:
+        return True
+    from fxgen.capture.trace import trace
+
+    try:
+        trace(zm.build(), **export_options(zm))
+    except fxgen.ExportError:
+        return True
+    return False
+
+
+def measure(zm: ZooModel, workdir: Path, rounds: int, dynamo: bool = False) -> Row:
     row = Row(zm.name)
     try:
         torch.manual_seed(0)
         model = zm.build().eval()
         inputs = zm.inputs()
         row.source_lines, row.source_classes = original_source(model)
-        options = export_options(zm)
+        options = dynamo_options(zm) if dynamo else export_options(zm)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             blocks = fxgen.export(model, **options)
@@ -161,7 +177,7 @@ def measure(zm: ZooModel, workdir: Path, rounds: int) -> Row:
     return row
 
 
-def table(rows: list[Row]) -> str:
+def table(rows: list[Row], dynamo: bool = False) -> str:
     done = [r for r in rows if not r.problem and r.source_lines]
     lines = [
         "| model | original lines (classes) | blocks: lines (classes), ratio | flat: lines, ratio | forward, blocks | forward, flat | export time, blocks / flat |",
@@ -183,8 +199,9 @@ def table(rows: list[Row]) -> str:
             f"blocks **{med(r.blocks_speed for r in done):.3f}**, flat {med(r.flat_speed for r in done):.3f}; "
             f"within 1.00 ± 0.03: blocks {sum(abs(r.blocks_speed - 1) <= 0.03 for r in done)} of {len(done)}, "
             f"flat {sum(abs(r.flat_speed - 1) <= 0.03 for r in done)} of {len(done)}. Keeping blocks makes "
-            f"export take {med(r.export_ratio for r in done):.2f} times as long as a flat export (median): each block "
-            "instance is traced again on its own.\n"
+            f"export take {med(r.export_ratio for r in done):.2f} times as long as a flat export (median)"
+            + (": the captured graph is split by module calls, once.\n" if dynamo
+               else ": each block instance is traced again on its own.\n")
         )
     else:
         summary = ""
@@ -208,21 +225,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fast", action="store_true", help="only the CI subset of the zoo")
     parser.add_argument("--rounds", type=int, default=30, help="timed rounds per model (default 30)")
     parser.add_argument("--sample", type=int, default=0, help="only the first N traceable models of each library")
+    parser.add_argument("--dynamo", action="store_true", help="the models torch.fx cannot trace, captured by TorchDynamo")
     parser.add_argument("--out", type=Path, default=None, help="also write the table to this Markdown file")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
-    models = [z for z in ZOO if z.traceable and (not args.fast or z.fast) and (not args.only or z.name in args.only)
+    models = [z for z in ZOO if (not args.fast or z.fast) and (not args.only or z.name in args.only)
               and all(importlib.util.find_spec(p) is not None for p in z.requires)]  # fmt: skip
+    models = [z for z in models if needs_dynamo(z)] if args.dynamo else [z for z in models if z.traceable]
     if args.sample:
         models = sample(models, args.sample)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for zm in models:
-            rows.append(measure(zm, Path(tmp), args.rounds))
+            rows.append(measure(zm, Path(tmp), args.rounds, args.dynamo))
             print(f"{zm.name}: done", file=sys.stderr)
-    text = table(rows)
+    text = table(rows, args.dynamo)
     print(text)
-    if args.out:
+    if args.out and args.dynamo:
+        header = (
+            "## Blocks against flat, TorchDynamo captures\n\n"
+            f"Generated by `OMP_NUM_THREADS=1 python bench/zoo_blocks.py --dynamo --rounds {args.rounds}"
+            f"{f' --sample {args.sample}' if args.sample else ''} --out {args.out}` "
+            f"(torch {torch.__version__}). The models torch.fx cannot trace (or traces wrongly), captured by "
+            "TorchDynamo on their example inputs and exported both ways: blocks split from the one captured graph "
+            "by the module calls each node ran inside (the default), and flat. Columns as in the section above.\n\n"
+        )
+        write_section(args.out, BLOCKS_DYNAMO, header + text)
+    elif args.out:
         header = (
             "## Blocks against flat: lines and forward speed\n\n"
             f"Generated by `OMP_NUM_THREADS=1 python bench/zoo_blocks.py --rounds {args.rounds}"

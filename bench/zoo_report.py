@@ -31,7 +31,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from parity import ParityError, check_parity
-from sections import BLOCKS, COMPARED, keep_sections
+from sections import BLOCKS, BLOCKS_DYNAMO, COMPARED, keep_sections
 from zoo_models import FEATURES, ZOO, ZooModel
 
 import fxgen
@@ -153,8 +153,22 @@ def _with_dynamo(zm: ZooModel, workdir: Path, stem: str, result: Result) -> Resu
         result.problem = f"dynamo: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         return result
     result.capture, result.exported, result.error, result.problem = "dynamo", True, 0.0, ""
-    result.nodes = len(spec.nodes)
+    result.nodes = flat_nodes(fxgen.load(spec, allow=ALLOW))
     return result
+
+
+def flat_nodes(gm: torch.fx.GraphModule) -> int:
+    """The nodes of the one graph a hierarchical export stands for, as the flat capture counts
+    them: each block call counted as its graph's nodes (placeholders and output left out)."""
+    return sum(_called(gm.get_submodule(str(n.target))) if n.op == "call_module" else 1 for n in gm.graph.nodes)
+
+
+def _called(sub: torch.nn.Module) -> int:
+    if isinstance(sub, torch.fx.GraphModule):
+        return flat_nodes(sub) - sum(n.op in ("placeholder", "output") for n in sub.graph.nodes)
+    if type(sub) is torch.nn.Sequential:  # kept whole: its items in turn
+        return sum(_called(item) for item in sub.children())
+    return 1
 
 
 def _mark(flag: bool) -> str:
@@ -281,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             "neither capture takes is listed with the reason; docs/export.md says what export promises and "
             "what a capture by TorchDynamo means for other input shapes.\n\n"
         )
-        keep_sections(args.out, header + text, BLOCKS, COMPARED)  # what zoo_blocks.py and zoo_compare.py wrote
+        keep_sections(args.out, header + text, BLOCKS, BLOCKS_DYNAMO, COMPARED)  # what zoo_blocks.py and zoo_compare.py wrote
     unexplained = [r for r in results if r.capture and not r.passed and r.name not in LIMITATIONS
                    and r.name not in DYNAMO_LIMITATIONS]  # fmt: skip
     return 1 if unexplained else 0
