@@ -152,3 +152,31 @@ class UsesOne(nn.Module):
         for d in x.shape:
             doubled = doubled + d
         return doubled
+
+
+class Stage(nn.Module):
+    """A block whose forward reads its input's shape (symbolic tracing cannot iterate it)."""
+
+    def __init__(self, cin: int, cout: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 3, padding=1)
+        self.norm = nn.BatchNorm2d(cout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.relu(self.norm(self.conv(x)))
+        for size in x.shape[2:]:
+            x = x / size
+        return x
+
+
+class Staged(nn.Module):
+    """Stages in a Sequential, as a person writes a small encoder."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.stages = nn.Sequential(Stage(3, 4), Stage(4, 8), Stage(8, 8))
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.stages(x).mean((2, 3)))

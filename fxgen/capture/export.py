@@ -20,7 +20,7 @@ from fxgen.capture.to_spec import avoid_reserved_names, graph_module_to_spec
 from fxgen.capture.trace import LeafSpec, trace
 from fxgen.spec.model import Spec
 
-__all__ = ["CAPTURES", "capture_graph", "capture_notes", "dynamo_graph", "export", "save_weights", "spec_state",
+__all__ = ["CAPTURES", "capture_graph", "capture_notes", "captured_spec", "dynamo_graph", "export", "save_weights", "spec_state",
            "specialised_doc", "tied_notes"]  # fmt: skip
 
 
@@ -67,16 +67,35 @@ def export(
     avoid_reserved_names(gm.graph)
     for message in (*capture_notes(gm), *tied_notes(gm)):
         warnings.warn(message, UserWarning, stacklevel=2)
-    name = name or _class_name(module)
+    options = TraceOptions(concrete_args, leaf_modules, autowrap_functions, tracer_class)
+    notes: list[str] = []
+    spec = captured_spec(module, gm, doc, name or _class_name(module), flat=flat, options=options, notify=notes.append)
+    for message in notes:
+        warnings.warn(message, UserWarning, stacklevel=2)
+    return spec
+
+
+def captured_spec(
+    module: torch.nn.Module,
+    gm: torch.fx.GraphModule,
+    doc: str | None,
+    name: str,
+    *,
+    flat: bool,
+    options: TraceOptions,
+    notify: Callable[[str], None],
+    progress: Callable[[int, int, str], None] | None = None,
+) -> Spec:
+    """The spec of a captured graph (``capture_graph``): the model's classes kept as blocks
+    unless ``flat`` (each class inlined is ``notify``-ed, with why), else one graph."""
     if not flat and not isinstance(module, torch.fx.GraphModule):
-        options = TraceOptions(concrete_args, tuple(leaf_modules), tuple(autowrap_functions), tracer_class)
         spec, notes = keep_blocks(module, gm, options, name, captured=doc is not None, doc=doc)
         for message in notes:
-            warnings.warn(message, UserWarning, stacklevel=2)
+            notify(message)
         if spec is not None:
             return spec
     torch_keywords(gm.graph)  # (after the blocks were tried: their graphs are compared with this one)
-    return graph_module_to_spec(gm, name=name, doc=doc)
+    return graph_module_to_spec(gm, name=name, doc=doc, progress=progress)
 
 
 def capture_graph(

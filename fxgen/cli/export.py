@@ -16,10 +16,9 @@ import torch
 import torch.fx
 
 from fxgen._errors import ExportError
-from fxgen.capture.blocks import keep_blocks
-from fxgen.capture.export import capture_graph, capture_notes, spec_state, tied_notes
+from fxgen.capture.export import capture_graph, capture_notes, captured_spec, spec_state, tied_notes
 from fxgen.capture.hierarchy import TraceOptions
-from fxgen.capture.to_spec import avoid_reserved_names, graph_module_to_spec
+from fxgen.capture.to_spec import avoid_reserved_names
 from fxgen.spec.model import ClassSpec, Spec
 
 __all__ = ["example_tensors", "export_command", "outside_default_policy"]
@@ -142,18 +141,14 @@ def export_command(ns: argparse.Namespace) -> None:
         print(f"fxgen: note: {note}", file=sys.stderr)
     avoid_reserved_names(gm.graph)
     name = ns.name or type(module).__name__
-    spec: Spec | None = None
-    if not ns.flat and doc is None:  # a Dynamo capture is one graph, specialised on its example inputs
-        with Progress("keeping the model's classes as blocks", 1, quiet=quiet) as progress:
-            progress.step(1, name)
-            options = TraceOptions(concrete, tuple(leaves))
-            spec, notes = keep_blocks(module, gm, options, name)
-        for note in notes:
-            print(f"fxgen: note: {note}", file=sys.stderr)
-    if spec is None:
-        modules = len({node.target for node in gm.graph.nodes if node.op == "call_module"})
-        with Progress("verifying constructor calls", modules, quiet=quiet) as bar:
-            spec = graph_module_to_spec(gm, name=name, doc=doc, progress=lambda done, total, path: bar.step(done, path))
+    modules = len({node.target for node in gm.graph.nodes if node.op == "call_module"})
+    found: list[str] = []
+    with Progress("verifying constructor calls" if ns.flat else "keeping the model's classes as blocks", modules,
+                  quiet=quiet) as bar:  # fmt: skip
+        spec = captured_spec(module, gm, doc, name, flat=ns.flat, options=TraceOptions(concrete, tuple(leaves)),
+                             notify=found.append, progress=lambda done, total, path: bar.step(done, path))  # fmt: skip
+    for note in found:
+        print(f"fxgen: note: {note}", file=sys.stderr)
     out: Path = ns.out
     text = spec.to_json() if out.suffix == ".json" else spec.to_yaml(schema_ref=_schema_ref(out))
     payload = weights_bytes(spec_state(gm)) if ns.weights is not None else None

@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import dynamo_fixtures as dfx
 import export_fixtures as efx
 import pytest
 import reference_models as ref
@@ -25,6 +26,7 @@ import fxgen
 from fxgen.capture.export import dynamo_graph
 from fxgen.capture.hierarchy import NotTheSame, TraceOptions, verify
 from fxgen.capture.partition import partition_blocks
+from fxgen.cli.main import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
@@ -282,3 +284,21 @@ def test_inputs_that_cannot_be_told_apart_keep_plain_names(tmp_path: Path) -> No
     inputs = (torch.randn(2, 4),)
     spec = check_parity(_seeded(Copies), inputs, tmp_path, export_options=_dynamo(inputs))
     assert [n.name for n in spec.classes["Gate"].nodes if n.op == "placeholder"] == ["arg0", "arg1"]
+
+
+def test_cli_keeps_the_classes_of_a_dynamo_capture(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, weights = tmp_path / "staged.yaml", tmp_path / "staged.safetensors"
+    assert main(["export", "dynamo_fixtures:Staged", "--example-input", "x=float32[1,3,8,8]", "--out", str(out),
+                 "--weights", str(weights)]) == 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert "captured with TorchDynamo" in err and "1 block classes" in err, err
+    spec = fxgen.load_spec(out)
+    assert list(spec.classes) == ["Stage"]  # widths named after what they feed: nothing recorded them
+    assert list(spec.classes["Stage"].args) == ["in_channels", "out_channels"]
+    assert spec.modules["stages"].cls == "torch.nn.Sequential"
+    x = torch.randn(1, 3, 8, 8)
+    with torch.no_grad():
+        assert torch.equal(fxgen.load(out, weights=weights).eval()(x), dfx.Staged().eval()(x))
+    assert main(["export", "dynamo_fixtures:Staged", "--example-input", "x=float32[1,3,8,8]", "--flat",
+                 "--out", str(out)]) == 0  # fmt: skip
+    assert not fxgen.load_spec(out).classes
