@@ -171,3 +171,30 @@ def test_the_cache_keeps_within_its_budget(monkeypatch: pytest.MonkeyPatch) -> N
         assert gm(torch.tensor(1)).item() == 1 + k
     assert building._code_chars <= 400
     assert 0 < len(building._code_cache) < 6
+
+
+def test_the_instances_of_a_block_share_the_code_generated_for_the_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Within one load, every instance of a block class has the same graph: torch.fx generates
+    its code once per class, and each instance still gets its own graph and forward."""
+    path = ROOT / "model_specs" / "resnet.yaml"
+    generated: list[torch.fx.Graph] = []
+    real = torch.fx.Graph.python_code
+
+    def counted(graph: torch.fx.Graph, *args: Any, **kwargs: Any) -> Any:
+        generated.append(graph)
+        return real(graph, *args, **kwargs)
+
+    monkeypatch.setattr(torch.fx.Graph, "python_code", counted)
+    gm = fxgen.load(path)
+    blocks = [m for _, m in _graph_modules(gm)]
+    real_graphs = [g for g in generated if len(g.nodes)]  # not the constructor's empty graph
+    assert len({type(m).__name__ for m in blocks}) == len(real_graphs) < len(blocks)
+    by_class: dict[str, list[torch.fx.GraphModule]] = {}
+    for m in blocks:
+        by_class.setdefault(type(m).__name__, []).append(m)
+    for same in by_class.values():
+        assert len({m.code for m in same}) == 1
+        assert len({id(m.graph) for m in same}) == len({id(type(m).forward) for m in same}) == len(same)
+        assert all(m.graph.owning_module is m for m in same)
