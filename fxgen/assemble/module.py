@@ -8,6 +8,8 @@ class. In format 2, declarations are first made concrete with the class's argume
 (``fxgen.spec.resolve``), and a block is a GraphModule of its own, named after its class, built
 by the same function. The GraphModule remembers the declarations it was built from in
 ``gm.meta["fxgen"]`` so ``to_spec`` can give back constructor calls and initialisers unchanged.
+Each distinct forward torch.fx writes is compiled once per process (``set_graph``), as importing
+a generated class compiles its ``forward`` once.
 """
 
 from __future__ import annotations
