@@ -170,8 +170,9 @@ def spec_text(name: str, width: int, blocks: int, dtype: str) -> str:
 
 
 def _layout(shapes: dict[str, list[int]], dtype: str) -> tuple[bytes, list[tuple[str, int, int]]]:
-    """The safetensors header fxgen's writer makes (one dtype: tensors in name order, the header
-    JSON compact and padded with spaces to a multiple of 8) and each tensor's (name, start, end)."""
+    """The safetensors header fxgen's writer makes (one dtype, every tensor's size a multiple of
+    64 bytes: tensors in name order, the header JSON compact and padded with spaces to a multiple
+    of 8) and each tensor's (name, start, end)."""
     header: dict[str, Any] = {"__metadata__": _METADATA}
     spans = []
     offset = 0
@@ -179,6 +180,8 @@ def _layout(shapes: dict[str, list[int]], dtype: str) -> tuple[bytes, list[tuple
         n = _ITEMSIZE[dtype]
         for dim in shapes[name]:
             n *= dim
+        if n % _ALIGNMENT:
+            raise ValueError(f"{name}: {n} bytes; fxgen's writer would move it after the others")
         header[name] = {"dtype": _ST_DTYPE[dtype], "shape": shapes[name], "data_offsets": [offset, offset + n]}
         spans.append((name, offset, offset + n))
         offset += n
@@ -217,7 +220,7 @@ def _check_writer(directory: Path) -> None:
     from fxgen.write.weights import weights_bytes
 
     for dtype in DTYPES:
-        shapes = tensor_shapes(16, 2)
+        shapes = tensor_shapes(64, 2)
         path = directory / f"_writer_check_{dtype}.safetensors"
         write_weights(path, shapes, dtype)
         state = {k: v.clone() for k, v in load_file(str(path)).items()}

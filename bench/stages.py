@@ -45,6 +45,7 @@ import re
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -514,6 +515,7 @@ def _run_stages(r: Runner, w: Workload, cfg: dict[str, Any], tmp: Path, pairs: d
     trace_kw: dict[str, Any] = {}
 
     # Zoo: the module is the starting point; export it first and write its spec to a file.
+    blocks_spec = None
     if w.kind == "zoo":
         from zoo_models import ZOO  # type: ignore[import-not-found]
 
@@ -527,6 +529,7 @@ def _run_stages(r: Runner, w: Workload, cfg: dict[str, Any], tmp: Path, pairs: d
         if "export_trace" in r.failed or "export_spec" in r.failed:
             return
         spec0 = fxgen.export(original, flat=True, **trace_kw)  # the same specs as the runs before format 2
+        blocks_spec = _blocks_export(r, original, trace_kw)  # target 5: its forward beside the flat one's
         path = tmp / f"{re.sub(r'[^A-Za-z0-9_]', '_', w.name)}.yaml"
         spec0.to_file(path)
         w.path = str(path)
@@ -611,6 +614,13 @@ def _run_stages(r: Runner, w: Workload, cfg: dict[str, Any], tmp: Path, pairs: d
             original = gm
             inputs = example_inputs(path)
         _forward_stage(r, w, spec, src, original, inputs, state, tmp, cfg)
+        if blocks_spec is not None:
+            try:
+                blocks_src = fxgen.generate(blocks_spec, allow=allow)
+            except Exception as exc:
+                r.emit(Result("forward_blocks", status="error", note=f"generate: {type(exc).__name__}: {str(exc)[:300]}").as_dict())
+            else:
+                _forward_stage(r, w, blocks_spec, blocks_src, original, inputs, state, tmp, cfg, stage="forward_blocks")
 
 
 def _weights_stages(r: Runner, spec: Any, wpath: Path, src: str | None, tmp: Path,
@@ -701,11 +711,25 @@ def _write_weights(source: torch.nn.Module, trace_kw: dict[str, Any], path: Path
     return state
 
 
+def _blocks_export(r: Runner, original: torch.nn.Module, trace_kw: dict[str, Any]) -> Any:
+    """The zoo model's hierarchical export (``fxgen.export``'s default: its classes kept as
+    format-2 blocks), or None, with the reason as a failed ``forward_blocks`` stage."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # classes inlined into their parents are reported elsewhere
+            return fxgen.export(original, **trace_kw)
+    except Exception as exc:
+        r.emit(Result("forward_blocks", status="error", note=f"export: {type(exc).__name__}: {str(exc)[:300]}").as_dict())
+        return None
+
+
 def _forward_stage(
     r: Runner, w: Workload, spec: Any, src: str, original: Any, inputs: tuple[Any, ...],
-    state: dict[str, torch.Tensor] | None, tmp: Path, cfg: dict[str, Any],
+    state: dict[str, torch.Tensor] | None, tmp: Path, cfg: dict[str, Any], stage: str = "forward",
 ) -> None:  # fmt: skip
-    r.emit({"event": "start", "stage": "forward"})
+    """``stage``: the class generated from ``src`` against ``original``, timed alternately
+    (``forward``: the flat export's class; ``forward_blocks``: the hierarchical export's)."""
+    r.emit({"event": "start", "stage": stage})
     try:
         with time_limit(r.limit):
             cls = import_generated(src, spec.name, tmp)
@@ -727,12 +751,12 @@ def _forward_stage(
                 match = _same(want, got)
                 stats = interleaved(lambda: original(*inputs), lambda: generated(*inputs), budget=cfg["forward_budget"])
     except StageTimeout:
-        r.emit(Result("forward", status="timeout", note=f"> {r.limit:.0f} s").as_dict())
+        r.emit(Result(stage, status="timeout", note=f"> {r.limit:.0f} s").as_dict())
         return
     except Exception as exc:
-        r.emit(Result("forward", status="error", note=f"{type(exc).__name__}: {str(exc)[:300]}").as_dict())
+        r.emit(Result(stage, status="error", note=f"{type(exc).__name__}: {str(exc)[:300]}").as_dict())
         return
-    r.emit(Result("forward", median=stats["b_median"], reps=int(stats["rounds"]),
+    r.emit(Result(stage, median=stats["b_median"], reps=int(stats["rounds"]),
                   extra={**stats, "outputs_match": match}).as_dict())  # fmt: skip
 
 

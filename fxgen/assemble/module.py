@@ -8,17 +8,25 @@ class. In format 2, declarations are first made concrete with the class's argume
 (``fxgen.spec.resolve``), and a block is a GraphModule of its own, named after its class, built
 by the same function. The GraphModule remembers the declarations it was built from in
 ``gm.meta["fxgen"]`` so ``to_spec`` can give back constructor calls and initialisers unchanged.
+Each distinct forward torch.fx writes is compiled once per process (``set_graph``), as importing
+a generated class compiles its ``forward`` once.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import threading
+import types
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import torch
 import torch.fx
+import torch.fx.graph_module as fx_graph_module
+from torch.fx.experimental import _config as fx_config
+from torch.fx.graph import PythonCode
 
 from fxgen._errors import SpecError
 from fxgen.construct.graph import build_graph
@@ -61,6 +69,9 @@ class Builder:
         self.device = device
         self.placement = placement
         self.recipes: dict[int, Callable[[], torch.nn.Module]] | None = {} if record else None
+        # The code torch.fx generated for a block's graph, by its nodes: every instance of a block
+        # class has the same graph (built from the same nodes with the same policy in this build).
+        self.codes: dict[int, tuple[list[Any], PythonCode]] = {}
 
     def construct_validated(self, path: str, entry: dict[str, Any], cls: type) -> torch.nn.Module:
         """What validation for a load constructs (a format-1 declaration as data, its class
@@ -158,7 +169,7 @@ def build_module(
         set_attr_path(root, path, torch.nn.Parameter(made[path], requires_grad=param.requires_grad))
     for path, buffer in spec.buffers.items():
         set_attr_path(root, path, made[path], persistent=buffer.persistent)
-    gm = _graph_module(spec, root, graph)
+    gm = _graph_module(spec, root, graph, builder if policy is builder.policy else None)
     if spec.doc is not None:
         type(gm).__doc__ = spec.doc
     gm.meta[META_KEY] = _Declarations(spec, dict(values))
@@ -168,24 +179,98 @@ def build_module(
 _STATE = ("_parameters", "_buffers", "_non_persistent_buffers_set", "_modules")
 
 
-def _graph_module(spec: Spec, root: torch.nn.Module, graph: torch.fx.Graph) -> torch.fx.GraphModule:
+def _graph_module(
+    spec: Spec, root: torch.nn.Module, graph: torch.fx.Graph, builder: Builder | None = None
+) -> torch.fx.GraphModule:
     """A GraphModule running ``graph`` whose attributes are exactly ``root``'s, in its order.
 
-    ``GraphModule(root, graph)`` copies only what the nodes use, in node order; its state is
-    then replaced by ``root``'s whole tree. Should that copy fail (a Spec that was never
-    validated), the attributes go on an empty GraphModule and the graph is set after, which
-    reports the graph's own problems as before.
+    It is made empty (torch.fx's own constructor), given the graph while it holds no submodule,
+    then ``root``'s whole state. ``GraphModule(root, graph)`` would copy the attributes the nodes
+    use only for that state to replace them, and setting a graph recompiles every GraphModule
+    below (a format-2 block once per level above it) although their graphs have not changed.
+    With ``builder``, a block's later instances reuse the code torch.fx generated for the first
+    (``Builder.codes``). The graph's own problems are reported at the nodes.
     """
-    try:
-        gm = torch.fx.GraphModule(root, graph, class_name=spec.name)
-    except Exception:
-        gm = torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph(), class_name=spec.name)
-        vars(gm).update({name: vars(root)[name] for name in _STATE})
-        with _located(spec, "nodes", None, "torch.fx cannot compile the graph"):
-            gm.graph = graph  # setting the graph recompiles forward()
-        return gm
+    known = builder.codes.get(id(spec.nodes)) if builder is not None else None
+    code = known[1] if known is not None and known[0] is spec.nodes else None
+    gm = torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph(), class_name=spec.name)
+    with _located(spec, "nodes", None, "torch.fx cannot compile the graph"):
+        made = set_graph(gm, graph, code)
+    if builder is not None and made is not None and spec.scope[:1] == ("classes",):
+        builder.codes[id(spec.nodes)] = (spec.nodes, made)
     vars(gm).update({name: vars(root)[name] for name in _STATE})
     return gm
+
+
+def set_graph(
+    gm: torch.fx.GraphModule, graph: torch.fx.Graph, code: PythonCode | None = None
+) -> PythonCode | None:
+    """``gm.graph = graph`` for a GraphModule with no GraphModule below it, compiling the code
+    torch.fx writes for ``graph`` once per process; returns that code (None where torch.fx's
+    own ``recompile`` ran).
+
+    This is torch.fx's ``recompile`` with one step memoised: ``compile`` of the source text,
+    keyed on that full text (and the code fields that name its file), to the module-level code
+    object (``_compiled``). Everything else runs on every call, as torch.fx runs it: the source
+    is generated from this graph (or is ``code``, what torch.fx generated for an identical
+    graph), and the cached code is executed in a copy of this graph's own globals, so the
+    ``def`` makes a new ``forward`` bound to exactly the objects this graph calls, with its
+    defaults and annotations evaluated afresh; a stale function or global can never be served.
+    Graphs torch.fx compiles in another way (pytree or custom code generation, profiler
+    metadata) take ``recompile`` itself, as does any later ``gm.recompile()``.
+    """
+    if (
+        type(graph._codegen) is not _PLAIN_CODEGEN
+        or fx_config.enrich_profiler_metadata
+        or type(gm).recompile is not torch.fx.GraphModule.recompile
+        or any(isinstance(m, torch.fx.GraphModule) for m in gm.children())
+    ):
+        gm.graph = graph  # torch.fx's own setter and recompile
+        return None
+    gm._graph = graph  # what the graph setter does before it recompiles
+    graph.owning_module = gm
+    if code is None:
+        code = graph.python_code(root_module="self", record_func=False)
+    gm._code = code.src
+    gm._lineno_map = None if code._lineno_map is None else dict(code._lineno_map)
+    gm._prologue_start = code._prologue_start
+    fields: dict[str, Any] = getattr(graph, "_co_fields", None) or {}
+    namespace = dict(code.globals)  # torch.fx's _method_from_src: a copy per function
+    exec(_compiled(code.src, code.globals, fields), namespace)
+    type(gm).forward = namespace.pop("forward")  # __call__ and _wrapped_call: set by the constructor
+    return code
+
+
+_PLAIN_CODEGEN = torch.fx.graph.CodeGen
+_CODE_BUDGET = 2**25  # characters of source whose compiled code stays cached (least recently used goes first)
+_code_cache: OrderedDict[tuple[str, tuple[tuple[str, Any], ...]], types.CodeType] = OrderedDict()
+_code_chars = 0
+_code_lock = threading.Lock()
+
+
+def _compiled(src: str, globals_: dict[str, Any], fields: dict[str, Any]) -> types.CodeType:
+    """``compile`` of torch.fx's source ``src`` as ``_exec_with_source`` does it (the text
+    registered for tracebacks and ``inspect`` under the file name it is compiled with), once per
+    distinct ``(src, fields)``: a code object depends on nothing else (the globals it runs with
+    are given to ``exec``)."""
+    global _code_chars
+    key = (src, tuple(sorted(fields.items())))
+    with _code_lock:
+        code = _code_cache.get(key)
+        if code is not None:
+            _code_cache.move_to_end(key)
+            return code
+    filename = fx_graph_module._loader.cache(src, globals_, fields)
+    code = compile(src, filename, "exec", dont_inherit=True)
+    if len(src) <= _CODE_BUDGET:
+        with _code_lock:
+            if key not in _code_cache:
+                _code_cache[key] = code
+                _code_chars += len(src)
+            while _code_chars > _CODE_BUDGET:
+                (old, _), _ = _code_cache.popitem(last=False)
+                _code_chars -= len(old)
+    return code
 
 
 class _Declarations:
