@@ -25,6 +25,10 @@ long goes in black's invisible parentheses, made visible: ``target = (`` / the v
 an operation that does not fit there either is split before its operator (``delimiter_split``):
 ``a`` / ``+ b``, each on a line of its own.
 
+A call with no arguments that does not fit (``self.a.b.conv = _Helper()``) is wrapped the same
+way, ``target = (`` / the call / ``)``, whatever the length of either line, when nothing before
+its brackets has brackets of its own.
+
 ``format_str``'s second pass (the added commas are magic then) gives the same lines for this
 shape: each exploded bracket now ends in a magic comma, so ``generate_trailers_to_omit`` stops
 at the first one and ``rhs`` falls back to the same split. Anything else, including a head
@@ -149,7 +153,12 @@ def split(statement: str, depth: int) -> tuple[str, ...] | None:
         return None
     head, inner = statement[: start + 1], statement[start + 1 : -1]
     if not inner and not fits(statement, depth):
-        return None  # ``f()`` too long: black splits elsewhere (a subscript in the target…)
+        # ``target = f()`` too long: black wraps the call in parentheses however long either
+        # line is (format 2's ``self.a.b.conv = _Helper()``); a bracket before the call (a
+        # subscript, ``getattr(...)``) is where black splits instead, left to the port
+        if target is None or callee is None or any(c in blank[:start] for c in "[("):
+            return None
+        return (statement[:value] + "(", INDENT + statement[value:], ")")
     if callee is not None and fits(head, depth) and fits(inner, depth + 1) and _balanced(blank[start + 1 : -1]):
         # the commonest case, without the bracket tree
         return (statement,) if fits(statement, depth) else (head, INDENT + inner, ")")

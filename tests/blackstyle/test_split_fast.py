@@ -273,6 +273,25 @@ def test_blank_strings_equals_the_regex(text: str) -> None:
         'getattr(self, "0")[0].a00000000000000 = a.a0000.a000000000000000000000000000000000000000()',
     ],
 )
-def test_long_empty_calls_are_left_to_the_port(statement: str) -> None:
+def test_long_empty_calls_after_brackets_are_left_to_the_port(statement: str) -> None:
     assert split_fast.split(statement, 0) is None
     assert split.split(statement, 0) == black_lines(statement, 0)
+
+
+@settings(max_examples=MANY // 2)
+@given(
+    st.lists(names, min_size=1, max_size=6).map(lambda parts: ".".join(["self", *parts])),
+    st.lists(names, min_size=1, max_size=3).map(".".join),
+    st.integers(0, 60),
+    depths,
+    st.sampled_from(["{target} = {callee}()", "return {callee}()"]),
+)
+def test_long_empty_calls_are_wrapped(target: str, callee: str, pad: int, depth: int, form: str) -> None:
+    """``self.a.b.conv = _Helper()`` too long: ``target = (`` / the call / ``)``, even when a line
+    of it is still too long (black's choice too: its second opinion is no better)."""
+    statement = form.format(target=target + "x" * pad, callee=callee + "y" * pad)
+    if formatter.fits(statement, depth):
+        return
+    value = statement.removesuffix(callee + "y" * pad + "()")
+    assert split_fast.split(statement, depth) == (value + "(", "    " + callee + "y" * pad + "()", ")")
+    assert_as_black(statement, depth)
