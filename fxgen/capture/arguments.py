@@ -48,24 +48,16 @@ def parameter_names(
         values = _fingerprints(flat, inputs, wanted)
     except Exception:  # names are a nicety: a model that will not run twice keeps arg0, arg1...
         return {}
-    by_class: dict[type, list[list[str] | None]] = {}
+    by_class: dict[type, list[list[str] | None]] = {}  # the names each call found, for every instance
     for key, per_call in calls.items():
         recorded = given.get(key, [])
-        names: list[str] | None = None
-        if len(recorded) != len(per_call):
-            by_class.setdefault(type(instances[key]), []).append(None)
-            continue
-        for nodes, params in zip(per_call, recorded, strict=True):
-            found = _match([values.get(node) for node in nodes], params)
-            names = found if names is None or names == found else None
-            if names is None:
-                break
-        by_class.setdefault(type(instances[key]), []).append(names)
-    agreed: dict[type, list[str]] = {}
-    for cls, lists in by_class.items():
-        first = lists[0]
-        if first is not None and all(names == first for names in lists):
-            agreed[cls] = first
+        found: list[list[str] | None] = [None]  # a call the hooks did not see: no agreement
+        if len(recorded) == len(per_call):
+            found = [_match([values.get(node) for node in nodes], params)
+                     for nodes, params in zip(per_call, recorded, strict=True)]  # fmt: skip
+        by_class.setdefault(type(instances[key]), []).extend(found)
+    agreed = {cls: names[0] for cls, names in by_class.items()
+              if names[0] is not None and names.count(names[0]) == len(names)}  # fmt: skip
     return {key: agreed[type(instances[key])] for key in calls if type(instances[key]) in agreed}
 
 
@@ -97,10 +89,10 @@ def _recorded_calls(module: torch.nn.Module, blocks: Iterable[torch.nn.Module], 
             bound = {}
         params: dict[str, Fingerprint] = {}
         for name, value in bound.items():
-            items = value if isinstance(value, (tuple, list)) else None
-            for sub, item in ([(f"{name}_{i}", v) for i, v in enumerate(items)] if items is not None else [(name, value)]):
+            items = enumerate(value) if isinstance(value, (tuple, list)) else [(None, value)]
+            for i, item in items:  # a tuple's items by position: ``position_embeddings_0``
                 if isinstance(item, torch.Tensor):
-                    params[sub] = _fingerprint(item)
+                    params[name if i is None else f"{name}_{i}"] = _fingerprint(item)
         calls.setdefault(id(block), []).append(params)
 
     for block in dict.fromkeys(blocks):

@@ -27,7 +27,7 @@ import torch.fx
 
 from fxgen._errors import ExportError
 
-__all__ = ["fold_modules", "public_callables"]
+__all__ = ["fold_modules", "public_callables", "stack_module"]
 
 
 def fold_modules(
@@ -45,7 +45,7 @@ def fold_modules(
         if node.op not in ("call_function", "call_method", "call_module"):
             continue
         for key, entry in (node.meta.get("nn_module_stack") or {}).items():  # outermost first
-            found = _module_of(key, entry, by_id)
+            found = stack_module(key, entry, by_id)
             if found is not None and is_leaf(found[1], found[0]):
                 calls.setdefault(key, []).append(node)
                 owner[key] = found
@@ -55,7 +55,7 @@ def fold_modules(
         _fold(graph, path, sub, members, values)
 
 
-def _module_of(key: str, entry: Any, by_id: dict[int, tuple[str, torch.nn.Module]]) -> tuple[str, torch.nn.Module] | None:
+def stack_module(key: str, entry: Any, by_id: dict[int, tuple[str, torch.nn.Module]]) -> tuple[str, torch.nn.Module] | None:
     """The (path, module) a stack entry names: its key is the module's id (``@N`` for the N-th
     call), and its class must agree."""
     try:

@@ -25,7 +25,7 @@ from torch.fx.node import map_aggregate
 
 from fxgen._errors import ExportError
 from fxgen.capture.preserve import Snapshot
-from fxgen.capture.trace import LeafSpec, trace
+from fxgen.capture.trace import LeafSpec, declare_tensor, trace
 
 __all__ = ["Hierarchy", "NotTheSame", "TraceOptions", "block_classes", "declare_reads", "first_paths",
            "kept_sequentials", "trace_blocks", "verify"]
@@ -154,29 +154,9 @@ def declare_reads(gm: torch.fx.GraphModule, blocks: dict[int, torch.fx.GraphModu
             owner = getattr(owner, part)
             block = blocks.get(id(owner))
             if block is not None:
-                _declare(block, owner, parts[i + 1:])
+                rest = parts[i + 1:]
+                declare_tensor(block, ".".join(rest), owner.get_submodule(".".join(rest[:-1])))
                 break
-
-
-def _declare(block: torch.fx.GraphModule, original: torch.nn.Module, path: list[str]) -> None:
-    source: torch.nn.Module = original
-    holder: torch.nn.Module = block
-    for part in path[:-1]:
-        source = getattr(source, part)
-        child = holder._modules.get(part)
-        if child is None:
-            child = torch.nn.Module()
-            holder.add_module(part, child)
-        holder = child
-    name = path[-1]
-    if holder is source or hasattr(holder, name):  # the original module itself, or declared already
-        return
-    tensor = getattr(source, name)
-    if isinstance(tensor, torch.nn.Parameter):
-        holder.register_parameter(name, tensor)
-    else:
-        persistent = name in source._buffers and name not in source._non_persistent_buffers_set
-        holder.register_buffer(name, tensor, persistent=persistent)
 
 
 def _trace(module: torch.nn.Module, concrete: dict[str, Any] | None, options: TraceOptions,

@@ -29,7 +29,7 @@ from fxgen._errors import ExportError
 from fxgen.capture.dynamo import Captured
 from fxgen.capture.fold import fold_modules, public_callables
 
-__all__ = ["NOTES_KEY", "lift", "shallow_root", "tensor_paths"]
+__all__ = ["NOTES_KEY", "attribute_at", "lift", "shallow_root", "tensor_paths"]
 
 
 NOTES_KEY = "fxgen_capture_notes"  # GraphModule.meta: what the user should know about the capture
@@ -116,7 +116,7 @@ def _lift(captured: Captured, module: torch.nn.Module, is_leaf: Any) -> torch.fx
         graph.erase_node(node)
     for node in list(graph.nodes):  # tensors Dynamo put on its own GraphModule
         if node.op == "get_attr" and node not in values:
-            value = _read(gm, str(node.target))
+            value = attribute_at(gm, str(node.target))
             if not isinstance(value, torch.Tensor):
                 raise ExportError(f"TorchDynamo's graph reads {node.target!r}, a {type(value).__name__}; "
                                   "export it with capture='trace'")  # fmt: skip
@@ -153,8 +153,9 @@ def _detached_copy(graph: torch.fx.Graph, inputs: list[str]) -> tuple[torch.fx.G
     return copy, placeholders
 
 
-def _read(gm: torch.nn.Module, target: str) -> Any:
-    value: Any = gm
+def attribute_at(module: torch.nn.Module, target: str) -> Any:
+    """The attribute at dotted path ``target`` of ``module`` (AttributeError when there is none)."""
+    value: Any = module
     for part in target.split("."):
         value = getattr(value, part)
     return value

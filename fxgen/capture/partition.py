@@ -28,6 +28,7 @@ import torch
 import torch.fx
 from torch.fx.node import map_arg
 
+from fxgen.capture.fold import stack_module
 from fxgen.capture.hierarchy import (
     Hierarchy,
     NotTheSame,
@@ -37,7 +38,7 @@ from fxgen.capture.hierarchy import (
     kept_sequentials,
     verify,
 )
-from fxgen.capture.lift import shallow_root, tensor_paths
+from fxgen.capture.lift import attribute_at, shallow_root, tensor_paths
 from fxgen.capture.trace import _declare_unread_state, _fix_buffers, _GraphModule
 
 __all__ = ["partition_blocks"]
@@ -91,7 +92,7 @@ class _Partition:
         self.flat = flat
         self.blocks = blocks
         self.kept = kept
-        self.by_id = {id(m): m for m in module.modules()}
+        self.submodules = {id(m): (path, m) for path, m in module.named_modules() if path}  # (fold's lookup)
         self.called: dict[str, torch.nn.Module] = {}  # stack key -> the block or Sequential it calls
         self._tensors: dict[int, dict[int, str]] = {}  # module -> tensor id -> its path in the module
         self._modules: dict[int, dict[int, str]] = {}  # module -> submodule id -> its path in the module
@@ -114,14 +115,9 @@ class _Partition:
     def _chain(self, node: torch.fx.Node) -> Chain:
         keys = []
         for key, entry in (node.meta.get("nn_module_stack") or {}).items():
-            try:
-                sub = self.by_id.get(int(str(key).split("@", 1)[0]))
-            except ValueError:
-                continue
-            if sub is None or sub is self.module or not isinstance(entry, tuple) or entry[1:2] != (type(sub),):
-                continue
-            if id(sub) in self.blocks or id(sub) in self.kept:
-                self.called[key] = sub
+            found = stack_module(key, entry, self.submodules)
+            if found is not None and (id(found[1]) in self.blocks or id(found[1]) in self.kept):
+                self.called[key] = found[1]
                 keys.append(key)
         return tuple(keys)
 
@@ -141,11 +137,13 @@ class _Partition:
         for node in nodes:
             if node.op != "get_attr":
                 continue
-            tensor = _value(self.flat, str(node.target))
+            tensor = attribute_at(self.flat, str(node.target))
             first: dict[Chain, int] = {}
             for user in node.users:
                 chain = chains[user]
-                at_home = home.setdefault((node, chain), self._home(chain, tensor))
+                at_home = home.get((node, chain))
+                if at_home is None:
+                    at_home = home[(node, chain)] = self._home(chain, tensor)
                 at = start[chain[: len(at_home) + 1]] if len(chain) > len(at_home) else index[user]
                 first[at_home] = min(first.get(at_home, at), at)
             for at_home, at in first.items():
@@ -211,9 +209,9 @@ class _Partition:
                 continue
             target: Any = item.target
             if item.op == "call_module":
-                target = self._module_path(region, _value(self.flat, str(target)))
+                target = self._module_path(region, attribute_at(self.flat, str(target)))
             elif item.op == "get_attr":
-                tensor = _value(self.flat, str(target))
+                tensor = attribute_at(self.flat, str(target))
                 target = self._tensor_paths(region.module).get(id(tensor), target if region.key == "" else None)
                 if target is None:
                     raise self._refuse(region.key, f"it reads {item.target!r}, which it does not own")
@@ -280,7 +278,7 @@ class _Partition:
                         raise _Unkept(id(region.module))
                     given, result = inputs[0], results[0]
             elif (isinstance(item, torch.fx.Node) and item.op == "call_module" and len(item.args) == 1
-                  and not item.kwargs and _value(self.flat, str(item.target)) is child):  # fmt: skip
+                  and not item.kwargs and attribute_at(self.flat, str(item.target)) is child):  # fmt: skip
                 given, result = item.args[0], item  # type: ignore[assignment]
             else:
                 raise _Unkept(id(region.module))
@@ -301,7 +299,7 @@ class _Partition:
         ``fxgen.capture.arguments`` can tell (the same for every instance of a class)."""
         from fxgen.capture.arguments import EXAMPLE_KEY, parameter_names
 
-        instances = {key: self.by_id[key] for key in self.calls}
+        instances = {key: self.submodules[key][1] for key in self.calls}
         found = parameter_names(self.module, prepared, self.flat.meta.get(EXAMPLE_KEY), self.calls, instances)
         for key, names in found.items():
             gm = hierarchy.blocks[key]
@@ -352,7 +350,7 @@ class _Partition:
             constants = {}
             for node in graph.nodes:
                 if node.op == "get_attr" and not _has(owner, str(node.target)):
-                    constants[str(node.target)] = _value(self.flat, str(node.target))
+                    constants[str(node.target)] = attribute_at(self.flat, str(node.target))
             root = shallow_root(owner, constants)
         gm = _GraphModule(root, graph, class_name=type(owner).__name__)
         _fix_buffers(gm, owner)
@@ -362,17 +360,10 @@ class _Partition:
 
 def _has(module: torch.nn.Module, target: str) -> bool:
     try:
-        _value(module, target)
+        attribute_at(module, target)
     except AttributeError:
         return False
     return True
-
-
-def _value(module: torch.nn.Module, target: str) -> Any:
-    value: Any = module
-    for part in target.split("."):
-        value = getattr(value, part)
-    return value
 
 
 def _plain_name(name: str) -> bool:

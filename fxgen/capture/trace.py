@@ -23,8 +23,9 @@ import torch.fx
 from fxgen._errors import ExportError, Location
 from fxgen.capture.preserve import Snapshot
 from fxgen.capture.to_spec import Submodules
+from fxgen.construct.modules import set_attr_path
 
-__all__ = ["LeafSpec", "at_user_line", "leaf_predicate", "trace"]
+__all__ = ["LeafSpec", "at_user_line", "declare_tensor", "leaf_predicate", "trace"]
 
 
 LeafSpec = type | str
@@ -183,7 +184,7 @@ def _declare_unread_state(gm: torch.fx.GraphModule, original: torch.nn.Module) -
     (a head the forward skips, ``num_batches_tracked`` of a batch norm run as ``F.batch_norm``),
     at its own path: the spec then declares it, and the original checkpoint loads strictly."""
     have = gm.state_dict(keep_vars=True)
-    for key, tensor in original.state_dict(keep_vars=True).items():
+    for key in original.state_dict(keep_vars=True):
         if key in have:
             continue
         owner_path, _, name = key.rpartition(".")
@@ -196,17 +197,22 @@ def _declare_unread_state(gm: torch.fx.GraphModule, original: torch.nn.Module) -
                 f"state_dict entry {key!r} is not a parameter or buffer at that path (the model customises "
                 "its state dict), so a spec cannot declare it; remove the customisation before export"
             )
-        owner: torch.nn.Module = gm
-        for part in owner_path.split(".") if owner_path else ():
-            child = owner._modules.get(part)
-            if child is None:
-                child = torch.nn.Module()
-                owner.add_module(part, child)
-            owner = child
-        if name in source._parameters:
-            owner.register_parameter(name, tensor)
-        else:
-            owner.register_buffer(name, tensor)
+        declare_tensor(gm, key, source)
+
+
+def declare_tensor(root: torch.nn.Module, path: str, source: torch.nn.Module) -> None:
+    """Register ``source``'s tensor (the last part of ``path``) on ``root`` at ``path`` as
+    ``source`` holds it: a parameter, a persistent buffer, or else (a non-persistent buffer, a
+    plain tensor attribute) a non-persistent buffer; nothing when ``root`` has it there already."""
+    owner_path, _, name = path.rpartition(".")
+    try:
+        holder: torch.nn.Module | None = root.get_submodule(owner_path)
+    except AttributeError:
+        holder = None
+    if holder is not None and (holder is source or hasattr(holder, name)):
+        return
+    persistent = name in source._buffers and name not in source._non_persistent_buffers_set
+    set_attr_path(root, path, getattr(source, name), persistent=persistent)
 
 
 def _resolve_annotations(graph: torch.fx.Graph, module: torch.nn.Module) -> None:
