@@ -90,12 +90,26 @@ _VALUE_FILLS = frozenset(
 
 def skip_meta_fill(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The meta tensor a random-filling call would fill (so the call can be skipped), or None."""
-    if getattr(func, "__name__", None) in _VALUE_FILLS:
+    name = getattr(func, "__name__", None)
+    if name in _VALUE_FILLS or name == "kaiming_uniform_":
         # Tensor.normal_(t, ...) passes it first; torch.nn.init.normal_(tensor=t) by name.
         target = args[0] if args else kwargs.get("tensor", kwargs.get("self"))
         if isinstance(target, torch.Tensor) and target.is_meta:
+            if name == "kaiming_uniform_":
+                _kaiming_checks(target, kwargs)
             return target
     return None
+
+
+def _kaiming_checks(tensor: torch.Tensor, kwargs: dict[str, Any]) -> None:
+    """What ``torch.nn.init.kaiming_uniform_`` checks before it fills (it raises for a tensor of
+    fewer than 2 dimensions, an unknown mode or non-linearity), so skipping its fill on the meta
+    device refuses what a real construction refuses. It handles torch functions itself
+    (``nn.Linear`` calls it), so the ``uniform_`` it calls inside would not reach the mode, and
+    would run torch's Python decomposition on the meta device for nothing."""
+    if 0 not in tensor.shape:
+        torch.nn.init._calculate_correct_fan(tensor, kwargs.get("mode", "fan_in"))
+        torch.nn.init.calculate_gain(kwargs.get("nonlinearity", "leaky_relu"), kwargs.get("a", 0))
 
 
 class SkipMetaFills(TorchFunctionMode):
