@@ -16,14 +16,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
+import pickle
 import threading
 import types
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import torch
 import torch.fx
+import torch.fx.graph as fx_graph
 import torch.fx.graph_module as fx_graph_module
 from torch.fx.experimental import _config as fx_config
 from torch.fx.graph import PythonCode
@@ -169,7 +173,7 @@ def build_module(
         set_attr_path(root, path, torch.nn.Parameter(made[path], requires_grad=param.requires_grad))
     for path, buffer in spec.buffers.items():
         set_attr_path(root, path, made[path], persistent=buffer.persistent)
-    gm = _graph_module(spec, root, graph, builder if policy is builder.policy else None)
+    gm = _graph_module(spec, root, graph, policy, builder if policy is builder.policy else None)
     if spec.doc is not None:
         type(gm).__doc__ = spec.doc
     gm.meta[META_KEY] = _Declarations(spec, dict(values))
@@ -180,26 +184,70 @@ _STATE = ("_parameters", "_buffers", "_non_persistent_buffers_set", "_modules")
 
 
 def _graph_module(
-    spec: Spec, root: torch.nn.Module, graph: torch.fx.Graph, builder: Builder | None = None
+    spec: Spec,
+    root: torch.nn.Module,
+    graph: torch.fx.Graph,
+    policy: Policy,
+    builder: Builder | None = None,
 ) -> torch.fx.GraphModule:
-    """A GraphModule running ``graph`` whose attributes are exactly ``root``'s, in its order.
+    """A GraphModule running ``graph`` (built from ``spec.nodes`` with ``policy``) whose
+    attributes are exactly ``root``'s, in its order.
 
     It is made empty (torch.fx's own constructor), given the graph while it holds no submodule,
     then ``root``'s whole state. ``GraphModule(root, graph)`` would copy the attributes the nodes
     use only for that state to replace them, and setting a graph recompiles every GraphModule
     below (a format-2 block once per level above it) although their graphs have not changed.
-    With ``builder``, a block's later instances reuse the code torch.fx generated for the first
-    (``Builder.codes``). The graph's own problems are reported at the nodes.
+    The code torch.fx generates for the graph is generated once per distinct nodes and policy:
+    a block's later instances in one build reuse the first's (``Builder.codes``, by identity),
+    and later builds of the same nodes reuse it too (``_generated``, by content). The graph's own
+    problems are reported at the nodes.
     """
     known = builder.codes.get(id(spec.nodes)) if builder is not None else None
     code = known[1] if known is not None and known[0] is spec.nodes else None
+    key = _nodes_key(spec, policy) if code is None else None
+    if key is not None:
+        code = _generated.get(key)
     gm = torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph(), class_name=spec.name)
     with _located(spec, "nodes", None, "torch.fx cannot compile the graph"):
         made = set_graph(gm, graph, code)
-    if builder is not None and made is not None and spec.scope[:1] == ("classes",):
-        builder.codes[id(spec.nodes)] = (spec.nodes, made)
+    if made is not None:
+        if builder is not None and spec.scope[:1] == ("classes",):
+            builder.codes[id(spec.nodes)] = (spec.nodes, made)
+        if key is not None and code is None:
+            _generated.put(key, made, len(key[1]) + len(made.src))
     vars(gm).update({name: vars(root)[name] for name in _STATE})
     return gm
+
+
+def _nodes_key(spec: Spec, policy: Policy) -> tuple[Any, ...] | None:
+    """What the code torch.fx generates for ``build_graph(spec, policy)`` depends on: the nodes'
+    content (pickled: equal bytes, equal nodes, however the Spec was made or edited since), the
+    policy that resolved their targets and types (by identity: each policy memoises its
+    resolutions, so one policy resolves one name to one object), the builtins torch.fx's code
+    generation knows and the environment switch that puts node metadata in the code. None when
+    the nodes do not pickle (a Spec made in memory holding other objects): no reuse."""
+    try:
+        nodes = pickle.dumps(spec.nodes, protocol=5)
+    except Exception:
+        return None
+    return (_PolicyRef(policy), nodes, len(fx_graph._custom_builtins), os.environ.get("FX_GRAPH_SHOW_META"))
+
+
+class _PolicyRef:
+    """A policy in a cache key by identity, without keeping it alive (a load with an allow list
+    makes a policy of its own each time: its entries simply age out)."""
+
+    __slots__ = ("_hash", "ref")
+
+    def __init__(self, policy: Policy) -> None:
+        self.ref = weakref.ref(policy)
+        self._hash = id(policy)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _PolicyRef) and self.ref() is not None and self.ref() is other.ref()
 
 
 def set_graph(
@@ -242,10 +290,48 @@ def set_graph(
 
 
 _PLAIN_CODEGEN = torch.fx.graph.CodeGen
-_CODE_BUDGET = 2**25  # characters of source whose compiled code stays cached (least recently used goes first)
-_code_cache: OrderedDict[tuple[str, tuple[tuple[str, Any], ...]], types.CodeType] = OrderedDict()
-_code_chars = 0
-_code_lock = threading.Lock()
+_CODE_BUDGET = 2**25  # characters of source (and key) a cache keeps (least recently used goes first)
+_Value = TypeVar("_Value")
+
+
+class _Cache(Generic[_Value]):
+    """A thread-safe least-recently-used map holding at most ``budget`` characters of keys and
+    values (each entry's size given when it is put)."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._entries: OrderedDict[Any, tuple[_Value, int]] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> _Value | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            self._entries.move_to_end(key)
+            return entry[0]
+
+    def put(self, key: Any, value: _Value, size: int) -> None:
+        if size > self.budget:
+            return
+        with self._lock:
+            if key in self._entries:
+                return
+            self._entries[key] = (value, size)
+            self._size += size
+            while self._size > self.budget:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self._size -= dropped
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._size = 0
+
+
+_code_cache: _Cache[types.CodeType] = _Cache(_CODE_BUDGET)  # (source, code fields) -> compiled
+_generated: _Cache[PythonCode] = _Cache(_CODE_BUDGET)  # _nodes_key -> what torch.fx generated
 
 
 def _compiled(src: str, globals_: dict[str, Any], fields: dict[str, Any]) -> types.CodeType:
@@ -253,23 +339,12 @@ def _compiled(src: str, globals_: dict[str, Any], fields: dict[str, Any]) -> typ
     registered for tracebacks and ``inspect`` under the file name it is compiled with), once per
     distinct ``(src, fields)``: a code object depends on nothing else (the globals it runs with
     are given to ``exec``)."""
-    global _code_chars
     key = (src, tuple(sorted(fields.items())))
-    with _code_lock:
-        code = _code_cache.get(key)
-        if code is not None:
-            _code_cache.move_to_end(key)
-            return code
-    filename = fx_graph_module._loader.cache(src, globals_, fields)
-    code = compile(src, filename, "exec", dont_inherit=True)
-    if len(src) <= _CODE_BUDGET:
-        with _code_lock:
-            if key not in _code_cache:
-                _code_cache[key] = code
-                _code_chars += len(src)
-            while _code_chars > _CODE_BUDGET:
-                (old, _), _ = _code_cache.popitem(last=False)
-                _code_chars -= len(old)
+    code = _code_cache.get(key)
+    if code is None:
+        filename = fx_graph_module._loader.cache(src, globals_, fields)
+        code = compile(src, filename, "exec", dont_inherit=True)
+        _code_cache.put(key, code, len(src))
     return code
 
 

@@ -34,8 +34,10 @@ def _graph_modules(gm: torch.nn.Module) -> list[tuple[str, torch.fx.GraphModule]
 def test_each_graph_module_is_what_torch_fx_makes_of_its_graph(path: Path) -> None:
     """Every GraphModule of a load (format-2 blocks included) against torch.fx's own
     ``GraphModule(module, graph)`` of a copy of its graph: code, attribute names, the compiled
-    forward's bytecode and constants, and the outputs."""
+    forward's bytecode and constants, and the outputs. The second load reuses the code generated
+    for the first (``_generated``): it must be just as exact."""
     torch.manual_seed(0)
+    fxgen.load(path)
     gm = fxgen.load(path).eval()
     for where, sub in _graph_modules(gm):
         ref = torch.fx.GraphModule(sub, sub.graph, class_name=type(sub).__name__)
@@ -159,9 +161,8 @@ def test_graphs_torch_fx_compiles_otherwise_take_its_own_recompile(monkeypatch: 
 
 
 def test_the_cache_keeps_within_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(building, "_code_cache", type(building._code_cache)())
-    monkeypatch.setattr(building, "_code_chars", 0)
-    monkeypatch.setattr(building, "_CODE_BUDGET", 400)
+    cache: building._Cache[Any] = building._Cache(400)
+    monkeypatch.setattr(building, "_code_cache", cache)
     for k in range(6):
         gm = torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph())
         graph = torch.fx.Graph()
@@ -169,28 +170,73 @@ def test_the_cache_keeps_within_its_budget(monkeypatch: pytest.MonkeyPatch) -> N
         graph.output(graph.call_function(operator.add, (x, k)))
         building.set_graph(gm, graph)
         assert gm(torch.tensor(1)).item() == 1 + k
-    assert building._code_chars <= 400
-    assert 0 < len(building._code_cache) < 6
+    assert cache._size <= 400
+    assert 0 < len(cache._entries) < 6
 
 
-def test_the_instances_of_a_block_share_the_code_generated_for_the_first(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Within one load, every instance of a block class has the same graph: torch.fx generates
-    its code once per class, and each instance still gets its own graph and forward."""
-    path = ROOT / "model_specs" / "resnet.yaml"
+@pytest.fixture
+def generations(monkeypatch: pytest.MonkeyPatch) -> list[torch.fx.Graph]:
+    """The non-empty graphs torch.fx generates code for from now on, nothing generated before
+    reused (a fresh ``_generated``)."""
+    monkeypatch.setattr(building, "_generated", building._Cache(building._CODE_BUDGET))
     generated: list[torch.fx.Graph] = []
     real = torch.fx.Graph.python_code
 
     def counted(graph: torch.fx.Graph, *args: Any, **kwargs: Any) -> Any:
-        generated.append(graph)
+        if len(graph.nodes):  # not the GraphModule constructor's empty graph
+            generated.append(graph)
         return real(graph, *args, **kwargs)
 
     monkeypatch.setattr(torch.fx.Graph, "python_code", counted)
+    return generated
+
+
+def test_a_spec_loaded_again_reuses_the_code_generated_for_it(generations: list[torch.fx.Graph]) -> None:
+    spec = fxgen.load_spec(ROOT / "model_specs" / "resnet.yaml")
+    first = fxgen.load(spec)
+    made = len(generations)
+    assert made == len({type(m).__name__ for _, m in _graph_modules(first)})
+    again = fxgen.load(spec)
+    reread = fxgen.load(ROOT / "model_specs" / "resnet.yaml")  # another Spec with the same nodes
+    assert len(generations) == made
+    for gm in (again, reread):
+        assert [(p, m.code) for p, m in _graph_modules(gm)] == [(p, m.code) for p, m in _graph_modules(first)]
+        assert type(gm).forward is not type(first).forward and gm.graph is not first.graph
+
+
+def test_an_edited_spec_gets_code_for_its_new_nodes(generations: list[torch.fx.Graph]) -> None:
+    path = ROOT / "model_specs" / "mlp.yaml"
+    spec = fxgen.load_spec(path)
+    inputs = example_inputs(path)
+    before = fxgen.load(spec).eval()
+    output = spec.nodes[-1]
+    spec.nodes.insert(-1, type(output)(op="call_function", name="negated", target="operator.neg",
+                                       args=[output.args[0]]))  # fmt: skip
+    output.args = ["%negated"]
+    after = fxgen.load(spec).eval()
+    after.load_state_dict(before.state_dict())
+    assert "negated = -residual" in after.code and len(generations) == 2
+    assert_same(after(**inputs), -before(**inputs))
+
+
+def test_another_policy_generates_its_own_code(generations: list[torch.fx.Graph]) -> None:
+    """Code reused across loads was generated with the same policy: another resolves names anew."""
+    spec = fxgen.load_spec(ROOT / "model_specs" / "mlp.yaml")
+    fxgen.load(spec)
+    fxgen.load(spec, allow=["operator.neg"])
+    fxgen.load(spec, allow=["operator.neg"])  # a policy of its own each time
+    assert len(generations) == 3
+
+
+def test_the_instances_of_a_block_share_the_code_generated_for_the_first(
+    generations: list[torch.fx.Graph],
+) -> None:
+    """Within one load, every instance of a block class has the same graph: torch.fx generates
+    its code once per class, and each instance still gets its own graph and forward."""
+    path = ROOT / "model_specs" / "resnet.yaml"
     gm = fxgen.load(path)
     blocks = [m for _, m in _graph_modules(gm)]
-    real_graphs = [g for g in generated if len(g.nodes)]  # not the constructor's empty graph
-    assert len({type(m).__name__ for m in blocks}) == len(real_graphs) < len(blocks)
+    assert len({type(m).__name__ for m in blocks}) == len(generations) < len(blocks)
     by_class: dict[str, list[torch.fx.GraphModule]] = {}
     for m in blocks:
         by_class.setdefault(type(m).__name__, []).append(m)
