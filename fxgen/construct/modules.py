@@ -91,14 +91,18 @@ _VALUE_FILLS = frozenset(
 def skip_meta_fill(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The meta tensor a random-filling call would fill (so the call can be skipped), or None."""
     name = getattr(func, "__name__", None)
-    if name in _VALUE_FILLS or name == "kaiming_uniform_":
-        # Tensor.normal_(t, ...) passes it first; torch.nn.init.normal_(tensor=t) by name.
-        target = args[0] if args else kwargs.get("tensor", kwargs.get("self"))
-        if isinstance(target, torch.Tensor) and target.is_meta:
-            if name == "kaiming_uniform_":
-                _kaiming_checks(target, kwargs)
-            return target
-    return None
+    if name not in _SKIPPED:  # first: every torch call of a constructor comes here
+        return None
+    # Tensor.normal_(t, ...) passes it first; torch.nn.init.normal_(tensor=t) by name.
+    target = args[0] if args else kwargs.get("tensor", kwargs.get("self"))
+    if not (isinstance(target, torch.Tensor) and target.is_meta):
+        return None
+    if name == "kaiming_uniform_":
+        _kaiming_checks(target, kwargs)
+    return target
+
+
+_SKIPPED = _VALUE_FILLS | {"kaiming_uniform_"}
 
 
 def _kaiming_checks(tensor: torch.Tensor, kwargs: dict[str, Any]) -> None:
@@ -128,12 +132,9 @@ class SkipMetaFills(TorchFunctionMode):
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
-        return _skip_fill_or(func, args, kwargs or {}, lambda: func(*args, **(kwargs or {})))
-
-
-def _skip_fill_or(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], call: Any) -> Any:
-    skipped = skip_meta_fill(func, args, kwargs)
-    return call() if skipped is None else skipped
+        kwargs = kwargs or {}
+        skipped = skip_meta_fill(func, args, kwargs)
+        return func(*args, **kwargs) if skipped is None else skipped
 
 
 def meta_device() -> contextlib.AbstractContextManager[Any]:
@@ -162,7 +163,8 @@ try:
             args: tuple[Any, ...] = (),
             kwargs: dict[str, Any] | None = None,
         ) -> Any:
-            return _skip_fill_or(func, args, kwargs or {}, lambda: super(_MetaDevice, self).__torch_function__(func, types, args, kwargs))
+            skipped = skip_meta_fill(func, args, kwargs or {})
+            return super().__torch_function__(func, types, args, kwargs) if skipped is None else skipped
 
 except ImportError:  # pragma: no cover - a torch without the private device context
     _MetaDevice = None  # type: ignore[assignment, misc]
