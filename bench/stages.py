@@ -9,6 +9,8 @@ fxgen stages                     reference on the same graph
 read_validate  fxgen.load_spec   fx_direct       Graph.create_node per node + GraphModule
 load           fxgen.load(spec)                  (same modules/parameters constructed)
 read_validate+load  fxgen.load(path)             (the target-1 figure: one call, as users make it)
+                                 fx_graph        the torch.fx Graph alone (create_node per node):
+                                                 what any load returning a GraphModule must do
 generate       fxgen.generate    python_code     Graph.python_code(root_module="self")
   render         all but black   black_file      black.format_str(whole generated file)
   format         black calls
@@ -369,13 +371,21 @@ def _make(shape: Any, dtype: Any, init: Any, kw: dict[str, Any], value: Any) -> 
     return t
 
 
-def build_direct(p: dict[str, Any]) -> torch.fx.GraphModule:
-    """The reference: the same GraphModule built with torch.fx's API and nothing else."""
+def build_graph_direct(p: dict[str, Any]) -> torch.fx.Graph:
+    """The spec's torch.fx Graph alone, made with ``Graph.create_node`` from decoded nodes: what
+    any load that returns a torch.fx GraphModule must do and references (a) and (b), which
+    instantiate a class, never do (``fx_graph``, issue 21's floor for target 6)."""
     graph = torch.fx.Graph()
     env: dict[str, torch.fx.Node] = {}
     for op, target, args, kwargs, name, type_expr in p["nodes"]:
         node = graph.create_node(op, target, _resolve(args, env), _resolve(kwargs, env), name=name, type_expr=type_expr)
         env[node.name] = node
+    return graph
+
+
+def build_direct(p: dict[str, Any]) -> torch.fx.GraphModule:
+    """The reference: the same GraphModule built with torch.fx's API and nothing else."""
+    graph = build_graph_direct(p)
     root = torch.nn.Module()
     for path, cls, args, kwargs in p["modules"]:
         _set_path(root, path, cls(*args, **kwargs))
@@ -552,8 +562,10 @@ def _run_stages(r: Runner, w: Workload, cfg: dict[str, Any], tmp: Path, pairs: d
         for ref in ("fx_direct", "python_code"):
             r.emit(Result(ref, status="skipped", note="format 2 (classes, constructor arguments): the "
                           "reference builds one flat format-1 graph").as_dict())  # fmt: skip
+    prepared = None
     try:
         if flat:
+            prepared = prepare_direct(spec, policy_for(allow))
             pairs["load"] = load_pair(path, spec, allow)
     except Exception as exc:
         r.emit(Result("fx_direct", status="error", note=f"prepare: {type(exc).__name__}: {exc}"[:300]).as_dict())
@@ -562,6 +574,7 @@ def _run_stages(r: Runner, w: Workload, cfg: dict[str, Any], tmp: Path, pairs: d
     r.stage("read_validate+load", lp.fxgen, needs=("load",))
     if "load" in pairs:
         r.stage("fx_direct", lp.reference)
+        r.stage("fx_graph", lambda: build_graph_direct(prepared))
 
     # generate = render (everything but black) + format (black)
     clock_runs: list[tuple[float, float, int, float, float]] = []
