@@ -11,7 +11,7 @@ they are called through, and puts them back):
   before tracing and putting it back after;
 - ``torch.fx tracing``: the tracer's own ``trace`` (what is left of ``capture.trace.trace``);
 - ``GraphModule``: making the (lazy) GraphModule; ``lint + annotations``: ``_lint`` and
-  ``_resolve_annotations``; ``_fix_buffers`` and ``_declare_unread_state``;
+  ``resolve_annotations``; ``_fix_buffers`` and ``_declare_unread_state``;
 - ``names + tied notes``: ``avoid_reserved_names`` and ``tied_notes``;
 - in ``graph_module_to_spec``: ``recovery`` (``capture.recover._recover``), ``verification:
   rebuild`` (``capture.rebuild._build``, one per distinct constructor call) and ``verification:
@@ -48,7 +48,7 @@ _PATCHES = (
     ("snapshot", "fxgen.capture.preserve", "Snapshot.__init__"),
     ("restore", "fxgen.capture.preserve", "Snapshot.restore"),
     ("lint + annotations", "fxgen.capture.trace", "_lint"),
-    ("lint + annotations", "fxgen.capture.trace", "_resolve_annotations"),
+    ("lint + annotations", "fxgen.capture.trace", "resolve_annotations"),
     ("GraphModule", "fxgen.capture.trace", "_GraphModule"),
     ("_fix_buffers", "fxgen.capture.trace", "_fix_buffers"),
     ("_declare_unread_state", "fxgen.capture.trace", "_declare_unread_state"),

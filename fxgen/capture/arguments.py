@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
 import torch.fx
 
-__all__ = ["EXAMPLE_KEY", "parameter_names"]
+__all__ = ["EXAMPLE_KEY", "agreed_names", "parameter_names"]
 
 
 EXAMPLE_KEY = "fxgen_example_arguments"  # GraphModule.meta: (inputs by name, fixed kwargs) of a capture
@@ -48,20 +48,36 @@ def parameter_names(
         values = _fingerprints(flat, inputs, wanted)
     except Exception:  # names are a nicety: a model that will not run twice keeps arg0, arg1...
         return {}
-    by_class: dict[type, list[list[str] | None]] = {}  # the names each call found, for every instance
+    return agreed_names(calls, instances, given, values.get)
+
+
+def agreed_names(
+    calls: Mapping[int, list[list[torch.fx.Node]]],
+    instances: Mapping[int, torch.nn.Module],
+    given: Mapping[int, Sequence[Mapping[str, Hashable]]],
+    value_of: Callable[[torch.fx.Node], Hashable | None],
+) -> dict[int, list[str]]:
+    """The names of each instance's inputs where every call of every instance of its class
+    (with as many inputs) agrees. ``given``: for each call of each instance, what each parameter held, by name;
+    ``value_of``: the same kind of value for a node the block reads (a fingerprint of its
+    tensor, or for a traced graph the node itself)."""
+    def kind(key: int) -> tuple[type, int]:  # (instances taking another number of inputs are another class)
+        return type(instances[key]), len(calls[key][0]) if calls[key] else 0
+
+    by_class: dict[tuple[type, int], list[list[str] | None]] = {}  # the names each call found, per instance
     for key, per_call in calls.items():
         recorded = given.get(key, [])
-        found: list[list[str] | None] = [None]  # a call the hooks did not see: no agreement
+        found: list[list[str] | None] = [None]  # a call that was not seen: no agreement
         if len(recorded) == len(per_call):
-            found = [_match([values.get(node) for node in nodes], params)
+            found = [_match([value_of(node) for node in nodes], params)
                      for nodes, params in zip(per_call, recorded, strict=True)]  # fmt: skip
-        by_class.setdefault(type(instances[key]), []).extend(found)
+        by_class.setdefault(kind(key), []).extend(found)
     agreed = {cls: names[0] for cls, names in by_class.items()
               if names[0] is not None and names.count(names[0]) == len(names)}  # fmt: skip
-    return {key: agreed[type(instances[key])] for key in calls if type(instances[key]) in agreed}
+    return {key: agreed[kind(key)] for key in calls if kind(key) in agreed}
 
 
-def _match(values: list[Fingerprint | None], params: dict[str, Fingerprint]) -> list[str]:
+def _match(values: list[Hashable | None], params: Mapping[str, Hashable]) -> list[str]:
     """Each value's parameter when exactly one parameter holds it and no other value matches it
     too, else ``argN`` (N its position): a value computed differently under capture (a mask
     Hugging Face builds only while compiling) or given twice keeps a plain name."""

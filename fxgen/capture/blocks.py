@@ -45,13 +45,15 @@ def keep_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, options: Tr
     """The format-2 spec keeping every user class that can be a block, and a note for each
     class inlined (why); None when no class can be kept (export then writes the flat graph).
 
-    A traced model's blocks are traced again one by one (``hierarchy.trace_blocks``); a Dynamo
-    capture (``captured``) is split by the module calls each node ran inside
-    (``partition.partition_blocks``). All classes are tried together; the class a difference
-    points at (the block whose graph holds the first node that differs, or whose trace failed)
-    is inlined and the rest tried again. A difference that points at no class falls back to
-    trying them one by one."""
-    split = _partition if captured else trace_blocks
+    The graph is split by the module calls each node ran inside (``partition.partition_blocks``:
+    symbolic tracing and TorchDynamo both record them); a trace whose tracer recorded none (a
+    custom tracer that does not call ``Tracer.call_module``) has its blocks traced again one by
+    one instead (``hierarchy.trace_blocks``). All classes are tried together; the class a
+    difference points at (the block whose graph holds the first node that differs, or whose
+    trace failed) is inlined and the rest tried again. A difference that points at no class
+    falls back to trying them one by one."""
+    recorded = captured or any("nn_module_stack" in node.meta for node in flat.graph.nodes)
+    split = _partition if recorded else trace_blocks
     attempt = _Attempt(module, flat, options, name, doc, split)
     classes = block_classes(module, options, any_signature=captured)
     reasons: dict[type, str] = {}

@@ -1,6 +1,8 @@
-"""Trace a model as the blocks its author wrote: each instance of a user-defined ``nn.Module``
-class is a leaf of its parent's graph and is traced on its own; an ``nn.Sequential`` of blocks
-and torch modules stays one call.
+"""The hierarchy of block calls a model ran, and its proof (``verify``): expanded, it must be the
+flat graph. ``fxgen.capture.partition`` reads it off the flat graph; for a trace whose tracer
+recorded no module calls, ``trace_blocks`` traces the model as the blocks its author wrote
+instead: each instance of a user-defined ``nn.Module`` class is a leaf of its parent's graph and
+is traced on its own; an ``nn.Sequential`` of blocks and torch modules stays one call.
 
 Tracing a block on its own is only right if it computes what tracing through it computes. A
 block is traced with the values its call sites give it: a node becomes a placeholder, a constant

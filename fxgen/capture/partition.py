@@ -1,14 +1,18 @@
-"""A captured flat graph -> the hierarchy of block calls it ran, as tracing each block on its
-own gives it (``fxgen.capture.hierarchy.Hierarchy``), in one pass and without tracing again.
+"""A flat graph -> the hierarchy of block calls it ran (``fxgen.capture.hierarchy.Hierarchy``),
+in one pass and without tracing anything again.
 
-TorchDynamo records on every node the module calls it ran inside (``nn_module_stack``, outermost
-first, one key per call: ``id@N`` for the N-th call of a module). The nodes of one call of a
-block are therefore one piece of the graph, its region. Each region becomes the block's graph:
-the values it reads from outside become its placeholders (in the order it first reads them),
-the values read after it its result (a tuple when there are several, which the caller indexes),
-and its parent calls it. A tensor attribute is read inside the innermost block that owns it,
-and passed in to blocks that do not. An ``nn.Sequential`` of blocks and torch modules whose
-items hand one value on from one to the next stays one call.
+torch.fx's tracer and TorchDynamo both record on every node the module calls it ran inside
+(``nn_module_stack``, outermost first, one key per call: the module's path for a trace, its id
+for Dynamo, ``@N`` for the N-th call). The nodes of one call of a block are therefore one piece
+of the graph, its region. Each region becomes the block's graph: the values it reads from
+outside become its placeholders (in the order it first reads them), and its parent calls it. It
+returns what its ``forward`` returned where the trace recorded that (``trace.ModuleCalls``: a
+value, or a tuple or list its caller indexes), else the values read after it (a tuple when
+there are several). A tensor attribute is read inside the innermost block that owns it, and
+passed in to blocks that do not. An ``nn.Sequential`` of blocks and torch modules whose items
+hand one value on from one to the next stays one call. Inputs are named after the ``forward``
+parameters they came in by: from the arguments the tracer recorded, or for a capture as
+``fxgen.capture.arguments`` measures them.
 
 Nothing is taken on trust: the hierarchy expanded must be the flat graph node for node
 (``hierarchy.verify``), and every call of one instance must give the same graph. A region in
@@ -39,18 +43,28 @@ from fxgen.capture.hierarchy import (
     verify,
 )
 from fxgen.capture.lift import attribute_at, shallow_root, tensor_paths
-from fxgen.capture.trace import _declare_unread_state, _fix_buffers, _GraphModule
+from fxgen.capture.trace import (
+    CALLS_KEY,
+    ModuleCalls,
+    _declare_unread_state,
+    _fix_buffers,
+    _GraphModule,
+    forward_signature,
+    resolve_annotations,
+)
 
 __all__ = ["partition_blocks"]
 
 
 Chain = tuple[str, ...]  # the keys of the block (and kept Sequential) calls a node ran inside
+Returned = torch.fx.Node | tuple[Any, ...] | list[Any]  # a block's result: one value, or items its caller indexes
 
 
 def partition_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, classes: Iterable[type],
                      options: TraceOptions) -> Hierarchy:  # fmt: skip
-    """``flat`` (a lifted Dynamo capture of ``module``) split into the calls of the instances of
-    ``classes``; NotTheSame unless the hierarchy expanded is the graph node for node."""
+    """``flat`` (a symbolic trace of ``module``, or its lifted Dynamo capture) split into the calls
+    of the instances of ``classes``; NotTheSame unless the hierarchy expanded is the graph node
+    for node."""
     wanted = tuple(classes)
     blocks = {id(m): m for m in module.modules() if m is not module and type(m) in wanted}
     kept = kept_sequentials(module, blocks, options)
@@ -93,10 +107,18 @@ class _Partition:
         self.blocks = blocks
         self.kept = kept
         self.submodules = {id(m): (path, m) for path, m in module.named_modules() if path}  # (fold's lookup)
+        # A trace names each module call by the module's path (``path@N`` for the N-th call), a
+        # Dynamo capture by its id: the trace's record of the calls' arguments tells which.
+        self.traced: ModuleCalls | None = flat.meta.get(CALLS_KEY)
+        self.by_path = {path: m for path, m in module.named_modules() if path} if self.traced is not None else {}
+        self.origin: dict[torch.fx.Node, torch.fx.Node] = {}  # node of the prepared graph -> of ``flat``
+        self.prepared_of: dict[torch.fx.Node, torch.fx.Node] = {}  # and back (``get_attr`` nodes aside)
         self.called: dict[str, torch.nn.Module] = {}  # stack key -> the block or Sequential it calls
         self._tensors: dict[int, dict[int, str]] = {}  # module -> tensor id -> its path in the module
         self._modules: dict[int, dict[int, str]] = {}  # module -> submodule id -> its path in the module
         self.calls: dict[int, list[list[torch.fx.Node]]] = {}  # block -> what each of its calls reads from outside
+        self.call_keys: dict[int, list[str]] = {}  # block -> the stack key of each of its calls
+        self.returns_whole: set[int] = set()  # blocks whose graph returns what their forward returns
 
     def hierarchy(self) -> Hierarchy:
         prepared, chains = self._prepared()
@@ -108,6 +130,9 @@ class _Partition:
         for gm in (hierarchy.root, *hierarchy.blocks.values()):
             declare_reads(gm, hierarchy.blocks)
         self._name_inputs(prepared, hierarchy)
+        if self.traced is not None:
+            for key, gm in hierarchy.blocks.items():
+                _annotate(gm, self.submodules[key][1], returns_whole=key in self.returns_whole)
         verify(hierarchy, prepared, self.blocks)
         return hierarchy
 
@@ -115,11 +140,19 @@ class _Partition:
     def _chain(self, node: torch.fx.Node) -> Chain:
         keys = []
         for key, entry in (node.meta.get("nn_module_stack") or {}).items():
-            found = stack_module(key, entry, self.submodules)
+            found = stack_module(key, entry, self.submodules) if self.traced is None else self._at_path(key, entry)
             if found is not None and (id(found[1]) in self.blocks or id(found[1]) in self.kept):
                 self.called[key] = found[1]
                 keys.append(key)
         return tuple(keys)
+
+    def _at_path(self, key: str, entry: Any) -> tuple[str, torch.nn.Module] | None:
+        """The (path, module) a symbolic trace's stack entry names; its class must agree."""
+        path = str(key).split("@", 1)[0]
+        found = self.by_path.get(path)
+        if found is None or not isinstance(entry, tuple) or len(entry) < 2 or type(found) is not entry[1]:
+            return None
+        return path, found
 
     def _prepared(self) -> tuple[torch.fx.GraphModule, dict[torch.fx.Node, Chain]]:
         """``flat`` with each ``get_attr`` read where it is used: one copy per place that reads
@@ -165,6 +198,9 @@ class _Partition:
 
             env[node] = graph.node_copy(node, read)
             new_chains[env[node]] = chain
+        self.prepared_of = env
+        self.origin = {new: old for old, new in env.items()}
+        self.origin.update({copy: attr for (attr, _), copy in copies.items()})
         return _GraphModule(self.flat, graph, class_name=type(self.flat).__name__), new_chains
 
     def _home(self, chain: Chain, tensor: Any) -> Chain:
@@ -227,16 +263,28 @@ class _Partition:
             env[result] = graph.call_module(self._module_path(parent, region.module), (env[value],))
             hierarchy.kept.add(id(region.module))
             return
-        inputs, results = self._block(region, hierarchy)
+        inputs, out = self._block(region, hierarchy)
         call = graph.call_module(self._module_path(parent, region.module), tuple(env[a] for a in inputs))
-        if len(results) == 1:
-            env[results[0]] = call
-        for i, result in enumerate(results if len(results) > 1 else ()):
-            env[result] = graph.call_function(operator.getitem, (call, i))
+        if isinstance(out, torch.fx.Node):
+            env[out] = call
+            return
+        inside = set(region.nodes())
+        handed_on = self._returned_by(parent)
+        for i, value in enumerate(out):  # an item for each value read after the call or returned by the parent
+            if isinstance(value, torch.fx.Node) and value in inside and value not in env and (
+                    value in handed_on or any(user not in inside for user in value.users)):  # fmt: skip
+                env[value] = graph.call_function(operator.getitem, (call, i))
 
-    def _block(self, region: _Region, hierarchy: Hierarchy) -> tuple[list[torch.fx.Node], list[torch.fx.Node]]:
-        """The block's graph (kept in ``hierarchy.blocks``), and the values it reads from
-        outside and hands back, in graph order."""
+    def _returned_by(self, region: _Region) -> set[torch.fx.Node]:
+        """The values the trace recorded ``region``'s call returning (none for the top or a capture)."""
+        returned = self.traced.result(region.key) if self.traced is not None and region.key else None
+        if returned is None:
+            return set()
+        return {self.prepared_of[v] for v in _items(returned) if isinstance(v, torch.fx.Node) and v in self.prepared_of}
+
+    def _block(self, region: _Region, hierarchy: Hierarchy) -> tuple[list[torch.fx.Node], Returned]:
+        """The block's graph (kept in ``hierarchy.blocks``), the values it reads from outside (in
+        graph order) and what it hands back: one value, or items its caller indexes."""
         inside = set(region.nodes())
         inputs: list[torch.fx.Node] = []
         results: list[torch.fx.Node] = []
@@ -248,17 +296,48 @@ class _Partition:
         names = _input_names(region.module, len(inputs))
         env = {arg: graph.placeholder(name) for arg, name in zip(inputs, names, strict=True)}
         self._fill(graph, region, env, hierarchy)
-        graph.output(env[results[0]] if len(results) == 1 else tuple(env[r] for r in results) or None)
+        returned = self._returned(region, inside, inputs, results)
+        if returned is not None and not all(v in env for v in _items(returned) if isinstance(v, torch.fx.Node)):
+            returned = None  # (an item a nested block computes and nothing reads: not handed out by it)
+        out: Returned = returned if returned is not None else results[0] if len(results) == 1 else tuple(results)
+        if isinstance(out, torch.fx.Node):
+            graph.output(env[out])
+        else:  # (an empty tuple: the block's result is not used, ``return None``)
+            graph.output(type(out)(env[v] if isinstance(v, torch.fx.Node) else v for v in out) or None)
         gm = self._graph_module(graph, region.module)
         key = id(region.module)
         self.calls.setdefault(key, []).append(inputs)
+        self.call_keys.setdefault(key, []).append(region.key)
+        if returned is not None and key not in hierarchy.blocks:
+            self.returns_whole.add(key)
         before = hierarchy.blocks.get(key)
         if before is None:
             hierarchy.blocks[key] = gm
             hierarchy.params[key] = hierarchy.read[key] = names
         elif before.graph.python_code("self").src != graph.python_code("self").src:
             raise self._refuse(region.key, "two of its calls compute different graphs")
-        return inputs, results
+        return inputs, out
+
+    def _returned(self, region: _Region, inside: set[torch.fx.Node], inputs: list[torch.fx.Node],
+                  results: list[torch.fx.Node]) -> Returned | None:  # fmt: skip
+        """What a traced block's forward returned in this call (a value, or a tuple or list of
+        values and constants) when it holds every value read after the call and only values the
+        block computes or was given; None otherwise (and for a Dynamo capture, which does not
+        record it): the block then returns the values read after it, in graph order."""
+        if self.traced is None:
+            return None
+        returned = self.traced.result(region.key)
+        if returned is None:
+            return None
+        def here(value: Any) -> Any:  # the trace's node -> this graph's (a tensor attribute: none)
+            return self.prepared_of.get(value) if isinstance(value, torch.fx.Node) else value
+
+        mapped: Returned = here(returned) if isinstance(returned, torch.fx.Node) else type(returned)(map(here, returned))
+        items = _items(mapped)
+        nodes = {v for v in items if isinstance(v, torch.fx.Node)}
+        if None in items or not set(results) <= nodes or not nodes <= inside | set(inputs):
+            return None
+        return mapped
 
     def _chained(self, region: _Region, hierarchy: Hierarchy) -> tuple[torch.fx.Node, torch.fx.Node]:
         """A kept Sequential's input and result: each child called once, in order, on what the
@@ -272,11 +351,12 @@ class _Partition:
             if isinstance(item, _Region) and item.module is child:
                 if id(child) in self.kept:
                     given, result = self._chained(item, hierarchy)
+                    hierarchy.kept.add(id(child))  # (a Sequential inside a kept one is called whole too)
                 else:
-                    inputs, results = self._block(item, hierarchy)
-                    if len(inputs) != 1 or len(results) != 1:
+                    inputs, out = self._block(item, hierarchy)
+                    if len(inputs) != 1 or not isinstance(out, torch.fx.Node):
                         raise _Unkept(id(region.module))
-                    given, result = inputs[0], results[0]
+                    given, result = inputs[0], out
             elif (isinstance(item, torch.fx.Node) and item.op == "call_module" and len(item.args) == 1
                   and not item.kwargs and attribute_at(self.flat, str(item.target)) is child):  # fmt: skip
                 given, result = item.args[0], item  # type: ignore[assignment]
@@ -297,10 +377,16 @@ class _Partition:
     def _name_inputs(self, prepared: torch.fx.GraphModule, hierarchy: Hierarchy) -> None:
         """Name each block's placeholders after the forward parameters they came in by, where
         ``fxgen.capture.arguments`` can tell (the same for every instance of a class)."""
-        from fxgen.capture.arguments import EXAMPLE_KEY, parameter_names
+        from fxgen.capture.arguments import EXAMPLE_KEY, agreed_names, parameter_names
 
         instances = {key: self.submodules[key][1] for key in self.calls}
-        found = parameter_names(self.module, prepared, self.flat.meta.get(EXAMPLE_KEY), self.calls, instances)
+        if self.traced is not None:  # the tracer saw the arguments: which node each parameter was given
+            traced = self.traced
+            given = {key: [traced.parameters(call, block) for call in self.call_keys[key]]
+                     for key, block in instances.items()}  # fmt: skip
+            found = agreed_names(self.calls, instances, given, self.origin.get)
+        else:
+            found = parameter_names(self.module, prepared, self.flat.meta.get(EXAMPLE_KEY), self.calls, instances)
         for key, names in found.items():
             gm = hierarchy.blocks[key]
             placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -308,8 +394,9 @@ class _Partition:
             if len(names) != len(placeholders) or others & set(names) or not all(_plain_name(n) for n in names):
                 continue
             for node, name in zip(placeholders, names, strict=True):
-                node._rename(name)  # (``arg1`` itself may be taken: then ``arg1_1``, still right)
-                node.target = node.name
+                if node.target != name:  # (named so already: ``input`` is written ``input_1``)
+                    node._rename(name)  # (``arg1`` itself may be taken: then ``arg1_1``, still right)
+                    node.target = node.name
             gm.recompile()
             hierarchy.params[key] = hierarchy.read[key] = [n.name for n in placeholders]
 
@@ -358,6 +445,26 @@ class _Partition:
         return gm
 
 
+def _annotate(gm: torch.fx.GraphModule, block: torch.nn.Module, *, returns_whole: bool) -> None:
+    """The annotations torch.fx's tracer gives a block traced on its own: each input named after
+    a ``forward`` parameter takes that parameter's, and the result the return annotation where
+    the graph returns what the forward returns (else it returns what its caller reads)."""
+    annotations = getattr(inspect.unwrap(type(block).forward), "__annotations__", {})
+    if not annotations:
+        return
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            node.type = annotations.get(str(node.target))
+        elif node.op == "output":
+            node.type = annotations.get("return") if returns_whole else None
+    resolve_annotations(gm.graph, block)
+    gm.recompile()
+
+
+def _items(returned: Returned) -> list[Any]:
+    return [returned] if isinstance(returned, torch.fx.Node) else list(returned)
+
+
 def _has(module: torch.nn.Module, target: str) -> bool:
     try:
         attribute_at(module, target)
@@ -373,11 +480,9 @@ def _plain_name(name: str) -> bool:
 def _input_names(block: torch.nn.Module, count: int) -> list[str]:
     """The forward's parameter when it has only one, else ``arg0``, ``arg1``…: a capture does
     not say which parameter each value came in by."""
-    try:
-        params = [p for p in inspect.signature(block.forward).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]  # fmt: skip
-    except (TypeError, ValueError):
-        params = []
+    signature = forward_signature(block)
+    params = [p for p in (signature.parameters.values() if signature is not None else ())
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]  # fmt: skip
     if count == 1 and len(params) == 1 and params[0].name.isidentifier() and not params[0].name.startswith("_"):
         return [params[0].name]
     return [f"arg{i}" for i in range(count)]

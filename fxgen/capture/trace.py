@@ -11,8 +11,10 @@ the line of user code and the fix the torch.fx guide suggests.
 from __future__ import annotations
 
 import importlib
+import inspect
 import linecache
 import traceback
+import weakref
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,8 @@ from fxgen.capture.preserve import Snapshot
 from fxgen.capture.to_spec import Submodules
 from fxgen.construct.modules import set_attr_path
 
-__all__ = ["LeafSpec", "at_user_line", "declare_tensor", "leaf_predicate", "trace"]
+__all__ = ["CALLS_KEY", "LeafSpec", "ModuleCalls", "at_user_line", "declare_tensor", "forward_signature",
+           "leaf_predicate", "resolve_annotations", "trace"]
 
 
 LeafSpec = type | str
@@ -59,9 +62,20 @@ def trace(
         # first, it knows the real ones (once per process).
         importlib.import_module("torch._dynamo")
 
+    calls = ModuleCalls()
+
     class _Tracer(base):  # type: ignore[valid-type, misc]
         def is_leaf_module(self, m: torch.nn.Module, qualname: str) -> bool:
             return is_leaf(m, qualname, lambda: bool(super(_Tracer, self).is_leaf_module(m, qualname)))
+
+        def call_module(self, m: torch.nn.Module, forward: Callable[..., Any], args: tuple[Any, ...],
+                        kwargs: dict[str, Any]) -> Any:  # fmt: skip
+            # the key torch.fx's call_module gives this call in ``nn_module_stack``
+            path = self.path_of_module(m)
+            count = getattr(self, "num_calls", {}).get(path, 0)
+            result = super().call_module(m, forward, args, kwargs)
+            calls.record(path if count == 0 else f"{path}@{count}", args, kwargs, result)
+            return result
 
     snapshot = Snapshot(module) if preserve else None
     if snapshot is not None and snapshot.proxies:
@@ -75,10 +89,11 @@ def trace(
         tracer = _Tracer(autowrap_functions=tuple(autowrap_functions)) if autowrap_functions else _Tracer()
         graph = tracer.trace(module, concrete_args)
         _lint(graph)
-        _resolve_annotations(graph, module)
+        resolve_annotations(graph, module)
         gm = _GraphModule(tracer.root, graph, class_name=type(module).__name__)
         _fix_buffers(gm, module)
         _declare_unread_state(gm, module)
+        gm.meta[CALLS_KEY] = calls
         return gm
     except ExportError:
         raise
@@ -90,6 +105,89 @@ def trace(
         # copies. Leave the user's module as it was: a second export then traces the same graph.
         if snapshot is not None:
             snapshot.restore()
+
+
+def forward_signature(module: torch.nn.Module) -> inspect.Signature | None:
+    """``inspect.signature(module.forward)`` (None where it has none), once per class: export asks
+    it for every block instance, and it is the same for all instances of a class that do not
+    set ``forward`` themselves."""
+    own = vars(module).get("forward")
+    if own is not None:
+        return _signature(own)
+    cls = type(module)
+    if cls not in _SIGNATURES:
+        if len(_SIGNATURES) >= 1024:
+            _SIGNATURES.clear()
+        _SIGNATURES[cls] = _signature(module.forward)
+    return _SIGNATURES[cls]
+
+
+_SIGNATURES: weakref.WeakKeyDictionary[type, inspect.Signature | None] = weakref.WeakKeyDictionary()
+
+
+def _signature(fn: Callable[..., Any]) -> inspect.Signature | None:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+
+
+_PLAIN = (bool, int, float, str, type(None))  # constants a block may return beside its values
+
+CALLS_KEY = "fxgen_module_calls"  # GraphModule.meta of a trace: the ModuleCalls it made
+
+
+class ModuleCalls:
+    """What every module call of a trace was given and gave back, by the key torch.fx names the
+    call with in ``nn_module_stack`` (the module's path, ``path@N`` for its N-th call): which
+    ``forward`` parameter each value of the graph came in by and what the forward returned,
+    which the graph does not record (``fxgen.capture.partition`` writes a block's inputs and
+    result with them). Kept as the tracer gave them (Proxies). Not copied with the
+    GraphModule's meta, and dropped when it is pickled."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, tuple[tuple[Any, ...], dict[str, Any], Any]] = {}
+
+    def record(self, key: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        self.calls[key] = (args, kwargs, result)
+
+    def parameters(self, key: str, module: torch.nn.Module) -> dict[str, torch.fx.Node]:
+        """The graph node each of ``module``'s parameters was given in call ``key``, by name (a
+        tuple or list's items as ``name_0``, ``name_1``…); nothing for a call that does not bind."""
+        signature = forward_signature(module)
+        call = self.calls.get(key)
+        if call is None or signature is None:
+            return {}
+        try:
+            bound = signature.bind(*call[0], **call[1]).arguments
+        except TypeError:
+            return {}
+        params: dict[str, torch.fx.Node] = {}
+        for name, value in bound.items():
+            items = enumerate(value) if isinstance(value, (tuple, list)) else [(None, value)]
+            for i, item in items:
+                if isinstance(item, torch.fx.Proxy):
+                    params[name if i is None else f"{name}_{i}"] = item.node
+        return params
+
+    def result(self, key: str) -> torch.fx.Node | tuple[Any, ...] | list[Any] | None:
+        """What call ``key`` returned, as graph nodes: one value, or a tuple or list of values
+        (None for anything else: a dict, an output class, nested sequences, or no such call)."""
+        call = self.calls.get(key)
+        if call is None:
+            return None
+        value = call[2]
+        if isinstance(value, torch.fx.Proxy):
+            return value.node
+        if type(value) in (tuple, list) and all(isinstance(v, torch.fx.Proxy) or type(v) in _PLAIN for v in value):
+            return type(value)(v.node if isinstance(v, torch.fx.Proxy) else v for v in value)
+        return None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ModuleCalls:
+        return self
+
+    def __reduce__(self) -> tuple[type[ModuleCalls], tuple[()]]:
+        return ModuleCalls, ()
 
 
 def leaf_predicate(
@@ -215,7 +313,7 @@ def declare_tensor(root: torch.nn.Module, path: str, source: torch.nn.Module) ->
     set_attr_path(root, path, getattr(source, name), persistent=persistent)
 
 
-def _resolve_annotations(graph: torch.fx.Graph, module: torch.nn.Module) -> None:
+def resolve_annotations(graph: torch.fx.Graph, module: torch.nn.Module) -> None:
     """Turn PEP 563 string annotations into types (in forward's globals), or drop them.
 
     Annotations are optional in a spec; one that cannot be written as a spec type (a forward

@@ -302,3 +302,92 @@ def test_cli_keeps_the_classes_of_a_dynamo_capture(tmp_path: Path, capsys: pytes
     assert main(["export", "dynamo_fixtures:Staged", "--example-input", "x=float32[1,3,8,8]", "--flat",
                  "--out", str(out)]) == 0  # fmt: skip
     assert not fxgen.load_spec(out).classes
+
+
+# -- a symbolic trace is split the same way ------------------------------------------------------
+class Root(nn.Module):
+    """DLA's root: a list of extra inputs, concatenated."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.fc = nn.Linear(width, 2)
+
+    def forward(self, x2: torch.Tensor, x1: torch.Tensor, extra: list[torch.Tensor]) -> torch.Tensor:
+        return self.fc(torch.cat([x2, x1, *extra], dim=-1))
+
+
+class Pairwise(nn.Module):
+    """Returns a tuple of which its callers read only the first item."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y = self.fc(x)
+        return y.relu(), y
+
+
+class Tree(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stages = nn.Sequential(nn.Sequential(Pairwise2(), Pairwise2()), Pairwise2())
+        self.pair = Pairwise()
+        self.root = Root(6)
+        self.root2 = Root(8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.stages(x)
+        a, _ = self.pair(x)
+        b, _ = self.pair(a)
+        return self.root(a, b, [x]) + self.root2(b, a, [x, a * 2])
+
+
+class Pairwise2(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x).tanh()
+
+
+def test_a_trace_is_split_once_with_names_returns_and_annotations_of_the_source(tmp_path: Path) -> None:
+    spec = check_parity(_seeded(Tree), (torch.randn(3, 2),), tmp_path)
+    assert set(spec.classes) == {"Pairwise", "Pairwise2", "Root", "Root2"}
+    pairwise = spec.classes["Pairwise"].nodes
+    assert (pairwise[0].name, pairwise[0].type) == ("x", "torch.Tensor")
+    assert pairwise[-1].args == [{"tuple": ["%relu", "%fc"]}]  # what forward returns, not what is read
+    assert pairwise[-1].type == "tuple[torch.Tensor, torch.Tensor]"
+    inputs = {name: [n.name for n in c.nodes if n.op == "placeholder"] for name, c in spec.classes.items()}
+    assert inputs["Root"] == ["x2", "x1", "extra_0"] and inputs["Root2"] == ["x2", "x1", "extra_0", "extra_1"]
+    # a Sequential inside a kept Sequential is called whole too
+    assert spec.modules["stages"].cls == "torch.nn.Sequential"
+    assert [n.target for n in spec.nodes if n.op == "call_module"][0] == "stages"
+
+
+def test_a_trace_is_not_traced_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fxgen.capture import hierarchy, trace
+
+    traced: list[type] = []
+    real = trace.trace
+    monkeypatch.setattr(hierarchy, "trace", lambda m, **kw: traced.append(type(m)) or real(m, **kw))
+    monkeypatch.setattr(fxgen.capture.export, "trace", lambda m, **kw: traced.append(type(m)) or real(m, **kw))
+    spec = fxgen.export(Tree().eval())
+    assert spec.fxgen == 2 and traced == [Tree]
+
+
+def test_a_traced_graph_module_copies_and_pickles_without_the_recorded_calls() -> None:
+    import copy
+    import pickle
+
+    from fxgen.capture.trace import CALLS_KEY, trace
+
+    gm = trace(Tree().eval())
+    recorded = gm.meta[CALLS_KEY]
+    assert recorded.result("pair") is not None and set(recorded.parameters("root", Tree().root)) == {"x2", "x1", "extra_0"}
+    assert copy.deepcopy(gm).meta[CALLS_KEY] is recorded
+    again = pickle.loads(pickle.dumps(gm))
+    assert CALLS_KEY not in again.meta or again.meta[CALLS_KEY].calls == {}
+    x = torch.randn(3, 2)
+    assert torch.equal(again(x), gm(x))
