@@ -17,6 +17,7 @@ generate       fxgen.generate    python_code     Graph.python_code(root_module="
 export_trace   fxgen trace       symbolic_trace  torch.fx symbolic tracing (+ GraphModule)
 export_spec    GraphModule->Spec
 export         both
+export_blocks  fxgen.export      symbolic_trace  the default export: the model's classes kept as blocks
 load_weights   fxgen.load(spec,  ref_meta_assign (a) the generated class built on meta,
                weights=path)                     load_state_dict(load_file(path), assign=True)
                                  ref_init_load   (b) the generated class built normally,
@@ -24,7 +25,8 @@ load_weights   fxgen.load(spec,  ref_meta_assign (a) the generated class built o
                                  safetensors     safetensors.torch.load_file alone (maps the file)
 forward        generated class   (original)      interleaved, eval mode, no_grad
 
-The five target pairs (``TARGETS``: load, generate, export, and weights against (a) and (b))
+The six target pairs (``TARGETS``: load, generate, export flat and with blocks, and weights
+against (a) and (b))
 are also timed *alternately* (``measure.interleaved``) at the end of a workload, when the
 configuration gives them a ``pair_budget``: one record per pair, stage ``paired:<fxgen stage>``
 (``paired:<fxgen stage>@<reference>`` for a second reference of the same stage, see
@@ -198,7 +200,8 @@ class Runner:
 TARGETS = {
     "load": ("read_validate+load", "fx_direct"),  # target 1
     "generate": ("generate", "python_code"),  # target 2
-    "export": ("export", "symbolic_trace"),  # target 4
+    "export": ("export", "symbolic_trace"),  # target 4, flat export
+    "export_blocks": ("export_blocks", "symbolic_trace"),  # target 4, the default export (the model's classes kept)
     "weights": ("load_weights", "ref_meta_assign"),  # target 6, reference (a)
     "weights_init": ("load_weights", "ref_init_load"),  # target 6, reference (b)
 }
@@ -538,6 +541,8 @@ def _run_stages(r: Runner, w: Workload, cfg: dict[str, Any], tmp: Path, pairs: d
         pairs["export"] = _export_stages(r, original, trace_kw, tracer=lambda: _zoo_trace(zm, model))
         if "export_trace" in r.failed or "export_spec" in r.failed:
             return
+        pairs["export_blocks"] = Pair(lambda: _quiet_export(model, trace_kw), pairs["export"].reference)
+        r.stage("export_blocks", pairs["export_blocks"].fxgen)
         spec0 = fxgen.export(original, flat=True, **trace_kw)  # the same specs as the runs before format 2
         blocks_spec = _blocks_export(r, original, trace_kw)  # target 5: its forward beside the flat one's
         path = tmp / f"{re.sub(r'[^A-Za-z0-9_]', '_', w.name)}.yaml"
@@ -722,6 +727,13 @@ def _write_weights(source: torch.nn.Module, trace_kw: dict[str, Any], path: Path
     state = {k: v.detach() for k, v in source.state_dict().items()}
     write_weights(path, state)
     return state
+
+
+def _quiet_export(module: torch.nn.Module, trace_kw: dict[str, Any]) -> Any:
+    """``fxgen.export``'s default (the model's classes kept), its notes on classes inlined silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fxgen.export(module, **trace_kw)
 
 
 def _blocks_export(r: Runner, original: torch.nn.Module, trace_kw: dict[str, Any]) -> Any:
