@@ -200,8 +200,8 @@ def table(rows: list[Row], dynamo: bool = False) -> str:
             f"within 1.00 ± 0.03: blocks {sum(abs(r.blocks_speed - 1) <= 0.03 for r in done)} of {len(done)}, "
             f"flat {sum(abs(r.flat_speed - 1) <= 0.03 for r in done)} of {len(done)}. Keeping blocks makes "
             f"export take {med(r.export_ratio for r in done):.2f} times as long as a flat export (median)"
-            + (": the captured graph is split by module calls, once.\n" if dynamo
-               else ": each block instance is traced again on its own.\n")
+            + ": the one traced or captured graph is split by module calls, and each block instance's declarations "
+            "are recovered and verified.\n"
         )
     else:
         summary = ""

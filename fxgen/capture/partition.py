@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import inspect
 import operator
+import types
+import typing
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -458,7 +460,38 @@ def _annotate(gm: torch.fx.GraphModule, block: torch.nn.Module, *, returns_whole
         elif node.op == "output":
             node.type = annotations.get("return") if returns_whole else None
     resolve_annotations(gm.graph, block)
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            # Given one value of the graph: a None would have been folded into the graph, and a
+            # tuple or list given would be one input per item (GPT2Block's hidden_states says
+            # Optional[Tuple[FloatTensor]] and is given a tensor).
+            node.type = _without_none(node.type)
+            if (typing.get_origin(node.type) or node.type) in (tuple, list, dict):
+                node.type = None
+        elif node.op == "output" and not _fits(node.type, node.args[0]):
+            node.type = None  # (``-> Tensor`` on a forward returning a tuple: annotations can be wrong)
     gm.recompile()
+
+
+def _without_none(annotation: Any) -> Any:
+    """``X | None`` (``Optional[X]``) as ``X``: what a block input given a graph value is."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        rest = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return rest[0] if len(rest) == 1 else typing.Union[tuple(rest)]  # noqa: UP007
+    return annotation
+
+
+def _fits(annotation: Any, returned: Any) -> bool:
+    """Whether a return annotation can describe what the graph returns: one value, or a tuple of
+    as many items (``tuple[X, ...]`` any number)."""
+    if annotation is None:
+        return True
+    origin, args = typing.get_origin(annotation) or annotation, typing.get_args(annotation)
+    if not isinstance(returned, (tuple, list)):
+        return origin not in (tuple, list)
+    if origin is not type(returned):
+        return False
+    return origin is list or not args or (len(args) == 2 and args[1] is Ellipsis) or len(args) == len(returned)
 
 
 def _items(returned: Returned) -> list[Any]:

@@ -391,3 +391,28 @@ def test_a_traced_graph_module_copies_and_pickles_without_the_recorded_calls() -
     assert CALLS_KEY not in again.meta or again.meta[CALLS_KEY].calls == {}
     x = torch.randn(3, 2)
     assert torch.equal(again(x), gm(x))
+
+
+class Loose(nn.Module):
+    """Annotations that do not describe what the block is given or returns."""
+
+    def forward(self, x: torch.Tensor | None, y: tuple[torch.Tensor] | None) -> torch.Tensor:
+        assert x is not None and y is not None
+        return x + y, x  # type: ignore[operator, return-value]
+
+
+class UsesLoose(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.loose = Loose()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a, b = self.loose(x, x * 2)
+        return a * b
+
+
+def test_block_annotations_describe_what_the_block_is_given_and_returns(tmp_path: Path) -> None:
+    spec = check_parity(_seeded(UsesLoose), (torch.randn(3, 2),), tmp_path)
+    nodes = spec.classes["Loose"].nodes
+    assert [(n.name, n.type) for n in nodes if n.op == "placeholder"] == [("x", "torch.Tensor"), ("y", None)]
+    assert nodes[-1].args == [{"tuple": ["%add", "%x"]}] and nodes[-1].type is None
