@@ -278,11 +278,23 @@ class _Partition:
                 env[value] = graph.call_function(operator.getitem, (call, i))
 
     def _returned_by(self, region: _Region) -> set[torch.fx.Node]:
-        """The values the trace recorded ``region``'s call returning (none for the top or a capture)."""
+        """The values the trace recorded ``region``'s call returning."""
+        recorded = self._recorded(region)
+        return {v for v in _items(recorded) if isinstance(v, torch.fx.Node)} if recorded is not None else set()
+
+    def _recorded(self, region: _Region) -> Returned | None:
+        """What the trace recorded ``region``'s call returning, as nodes of this graph; None for
+        the top, a Dynamo capture, a result that is not a value or a flat tuple or list of values
+        and constants, or one holding a tensor attribute (read where it is used, no one node)."""
         returned = self.traced.result(region.key) if self.traced is not None and region.key else None
         if returned is None:
-            return set()
-        return {self.prepared_of[v] for v in _items(returned) if isinstance(v, torch.fx.Node) and v in self.prepared_of}
+            return None
+        items = _items(returned)
+        if any(isinstance(v, torch.fx.Node) and v not in self.prepared_of for v in items):
+            return None
+        if isinstance(returned, torch.fx.Node):
+            return self.prepared_of[returned]
+        return type(returned)(self.prepared_of[v] if isinstance(v, torch.fx.Node) else v for v in returned)
 
     def _block(self, region: _Region, hierarchy: Hierarchy) -> tuple[list[torch.fx.Node], Returned]:
         """The block's graph (kept in ``hierarchy.blocks``), the values it reads from outside (in
@@ -322,24 +334,14 @@ class _Partition:
 
     def _returned(self, region: _Region, inside: set[torch.fx.Node], inputs: list[torch.fx.Node],
                   results: list[torch.fx.Node]) -> Returned | None:  # fmt: skip
-        """What a traced block's forward returned in this call (a value, or a tuple or list of
-        values and constants) when it holds every value read after the call and only values the
-        block computes or was given; None otherwise (and for a Dynamo capture, which does not
-        record it): the block then returns the values read after it, in graph order."""
-        if self.traced is None:
+        """What a traced block's forward returned in this call, when it holds every value read
+        after the call and only values the block computes or was given; None otherwise: the
+        block then returns the values read after it, in graph order."""
+        recorded = self._recorded(region)
+        if recorded is None:
             return None
-        returned = self.traced.result(region.key)
-        if returned is None:
-            return None
-        def here(value: Any) -> Any:  # the trace's node -> this graph's (a tensor attribute: none)
-            return self.prepared_of.get(value) if isinstance(value, torch.fx.Node) else value
-
-        mapped: Returned = here(returned) if isinstance(returned, torch.fx.Node) else type(returned)(map(here, returned))
-        items = _items(mapped)
-        nodes = {v for v in items if isinstance(v, torch.fx.Node)}
-        if None in items or not set(results) <= nodes or not nodes <= inside | set(inputs):
-            return None
-        return mapped
+        nodes = {v for v in _items(recorded) if isinstance(v, torch.fx.Node)}
+        return recorded if set(results) <= nodes <= inside | set(inputs) else None
 
     def _chained(self, region: _Region, hierarchy: Hierarchy) -> tuple[torch.fx.Node, torch.fx.Node]:
         """A kept Sequential's input and result: each child called once, in order, on what the
