@@ -261,8 +261,8 @@ def main(argv: list[str] | None = None) -> int:
             "source lines of every class the original instantiates that is not torch's (in parentheses: classes). "
             "Forward: the generated class holding the original's weights, against the original, median over "
             "rounds of per-round ratios (the three run in turn); outputs are checked equal first. Hugging Face "
-            "models stay flat (HFTracer traces only whole models) and run faster than the original, which checks "
-            "its inputs in Python on every call.\n\n"
+            "models keep their classes too (read off HFTracer's trace) and run faster than the original, which "
+            "checks its inputs in Python on every call.\n\n"
         )
         write_section(args.out, BLOCKS, header + text)
     return 0
