@@ -363,7 +363,7 @@ def test_a_trace_is_split_once_with_names_returns_and_annotations_of_the_source(
     assert inputs["Root"] == ["x2", "x1", "extra_0"] and inputs["Root2"] == ["x2", "x1", "extra_0", "extra_1"]
     # a Sequential inside a kept Sequential is called whole too
     assert spec.modules["stages"].cls == "torch.nn.Sequential"
-    assert [n.target for n in spec.nodes if n.op == "call_module"][0] == "stages"
+    assert next(n.target for n in spec.nodes if n.op == "call_module") == "stages"
 
 
 def test_a_trace_is_not_traced_again(monkeypatch: pytest.MonkeyPatch) -> None:
