@@ -324,11 +324,6 @@ class _Cache(Generic[_Value]):
                 _, (_, dropped) = self._entries.popitem(last=False)
                 self._size -= dropped
 
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._size = 0
-
 
 _code_cache: _Cache[types.CodeType] = _Cache(_CODE_BUDGET)  # (source, code fields) -> compiled
 _generated: _Cache[PythonCode] = _Cache(_CODE_BUDGET)  # _nodes_key -> what torch.fx generated

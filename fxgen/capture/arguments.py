@@ -14,12 +14,13 @@ decided here: what the spec computes never depends on them.
 from __future__ import annotations
 
 import hashlib
-import inspect
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
 import torch.fx
+
+from fxgen.capture.trace import named_arguments
 
 __all__ = ["EXAMPLE_KEY", "agreed_names", "parameter_names"]
 
@@ -99,16 +100,8 @@ def _recorded_calls(module: torch.nn.Module, blocks: Iterable[torch.nn.Module], 
     handles = []
 
     def hook(block: torch.nn.Module, args: tuple[Any, ...], kw: dict[str, Any]) -> None:
-        try:
-            bound = inspect.signature(block.forward).bind(*args, **kw).arguments
-        except TypeError:
-            bound = {}
-        params: dict[str, Fingerprint] = {}
-        for name, value in bound.items():
-            items = enumerate(value) if isinstance(value, (tuple, list)) else [(None, value)]
-            for i, item in items:  # a tuple's items by position: ``position_embeddings_0``
-                if isinstance(item, torch.Tensor):
-                    params[name if i is None else f"{name}_{i}"] = _fingerprint(item)
+        params = {name: _fingerprint(item) for name, item in named_arguments(block, args, kw)
+                  if isinstance(item, torch.Tensor)}  # fmt: skip
         calls.setdefault(id(block), []).append(params)
 
     for block in dict.fromkeys(blocks):

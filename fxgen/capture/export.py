@@ -48,12 +48,11 @@ def export(
     ``"auto"``: trace, and when tracing fails capture with Dynamo if example inputs were given
     (a warning says so).
 
-    By default a traced model's own classes are kept: each user-defined submodule class becomes a
-    block of a format-2 spec (``fxgen.capture.hierarchy``, ``fxgen.capture.blocks``), where
-    tracing it on its own gives exactly what tracing through it does; the others are inlined,
-    with a warning saying why. A Dynamo capture keeps them too, split from its one graph by the
-    module calls each node ran inside (``fxgen.capture.partition``). ``flat=True`` gives one
-    graph (format 1).
+    By default the model's own classes are kept: each user-defined submodule class becomes a
+    block of a format-2 spec, split from the one traced or captured graph by the module calls
+    each node ran inside (``fxgen.capture.partition``, ``fxgen.capture.blocks``) and proven,
+    expanded, to be that graph; the others are inlined, with a warning saying why.
+    ``flat=True`` gives one graph (format 1).
 
     An already traced or transformed GraphModule is accepted as it is. Every call_module
     target becomes a verified constructor call (``fxgen.register_constructor`` covers classes

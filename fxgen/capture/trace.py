@@ -15,7 +15,7 @@ import inspect
 import linecache
 import traceback
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from fxgen.capture.to_spec import Submodules
 from fxgen.construct.modules import set_attr_path
 
 __all__ = ["CALLS_KEY", "LeafSpec", "ModuleCalls", "at_user_line", "declare_tensor", "forward_signature",
-           "leaf_predicate", "resolve_annotations", "trace"]
+           "leaf_predicate", "named_arguments", "resolve_annotations", "trace"]
 
 
 LeafSpec = type | str
@@ -132,6 +132,22 @@ def _signature(fn: Callable[..., Any]) -> inspect.Signature | None:
         return None
 
 
+def named_arguments(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """The values of a call of ``module`` by its ``forward``'s parameter names, a tuple or list's
+    items as ``name_0``, ``name_1``… (``position_embeddings_0``); nothing for a call that does not
+    bind: how both captures name a block's inputs."""
+    signature = forward_signature(module)
+    try:
+        bound = signature.bind(*args, **kwargs).arguments if signature is not None else {}
+    except TypeError:
+        return
+    for name, value in bound.items():
+        if isinstance(value, (tuple, list)):
+            yield from ((f"{name}_{i}", item) for i, item in enumerate(value))
+        else:
+            yield name, value
+
+
 _PLAIN = (bool, int, float, str, type(None))  # constants a block may return beside its values
 
 CALLS_KEY = "fxgen_module_calls"  # GraphModule.meta of a trace: the ModuleCalls it made
@@ -154,21 +170,10 @@ class ModuleCalls:
     def parameters(self, key: str, module: torch.nn.Module) -> dict[str, torch.fx.Node]:
         """The graph node each of ``module``'s parameters was given in call ``key``, by name (a
         tuple or list's items as ``name_0``, ``name_1``…); nothing for a call that does not bind."""
-        signature = forward_signature(module)
         call = self.calls.get(key)
-        if call is None or signature is None:
+        if call is None:
             return {}
-        try:
-            bound = signature.bind(*call[0], **call[1]).arguments
-        except TypeError:
-            return {}
-        params: dict[str, torch.fx.Node] = {}
-        for name, value in bound.items():
-            items = enumerate(value) if isinstance(value, (tuple, list)) else [(None, value)]
-            for i, item in items:
-                if isinstance(item, torch.fx.Proxy):
-                    params[name if i is None else f"{name}_{i}"] = item.node
-        return params
+        return {name: item.node for name, item in named_arguments(module, *call[:2]) if isinstance(item, torch.fx.Proxy)}
 
     def result(self, key: str) -> torch.fx.Node | tuple[Any, ...] | list[Any] | None:
         """What call ``key`` returned, as graph nodes: one value, or a tuple or list of values
