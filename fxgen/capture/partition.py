@@ -22,6 +22,7 @@ pieces, or a block that calls a module or reads a tensor it does not own, is ref
 
 from __future__ import annotations
 
+import functools
 import inspect
 import operator
 import types
@@ -92,6 +93,11 @@ class _Region:
     key: str
     module: torch.nn.Module
     items: list[torch.fx.Node | _Region] = field(default_factory=list)
+
+    @functools.cached_property
+    def inside(self) -> frozenset[torch.fx.Node]:
+        """Its nodes, nested calls' included (asked once the regions are complete)."""
+        return frozenset(self.nodes())
 
     def nodes(self) -> Iterator[torch.fx.Node]:
         for item in self.items:
@@ -270,7 +276,7 @@ class _Partition:
         if isinstance(out, torch.fx.Node):
             env[out] = call
             return
-        inside = set(region.nodes())
+        inside = region.inside
         handed_on = self._returned_by(parent)
         for i, value in enumerate(out):  # an item for each value read after the call or returned by the parent
             if isinstance(value, torch.fx.Node) and value in inside and value not in env and (
@@ -299,7 +305,7 @@ class _Partition:
     def _block(self, region: _Region, hierarchy: Hierarchy) -> tuple[list[torch.fx.Node], Returned]:
         """The block's graph (kept in ``hierarchy.blocks``), the values it reads from outside (in
         graph order) and what it hands back: one value, or items its caller indexes."""
-        inside = set(region.nodes())
+        inside = region.inside
         inputs: list[torch.fx.Node] = []
         results: list[torch.fx.Node] = []
         for node in region.nodes():
@@ -332,7 +338,7 @@ class _Partition:
             raise self._refuse(region.key, "two of its calls compute different graphs")
         return inputs, out
 
-    def _returned(self, region: _Region, inside: set[torch.fx.Node], inputs: list[torch.fx.Node],
+    def _returned(self, region: _Region, inside: frozenset[torch.fx.Node], inputs: list[torch.fx.Node],
                   results: list[torch.fx.Node]) -> Returned | None:  # fmt: skip
         """What a traced block's forward returned in this call, when it holds every value read
         after the call and only values the block computes or was given; None otherwise: the
@@ -371,7 +377,7 @@ class _Partition:
             if first is None:
                 first = given
             value = result
-        inside = set(region.nodes())
+        inside = region.inside
         if first is None or value is None or any(
             user not in inside for node in inside - {value} for user in node.users
         ):
