@@ -740,9 +740,7 @@ def _blocks_export(r: Runner, original: torch.nn.Module, trace_kw: dict[str, Any
     """The zoo model's hierarchical export (``fxgen.export``'s default: its classes kept as
     format-2 blocks), or None, with the reason as a failed ``forward_blocks`` stage."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # classes inlined into their parents are reported elsewhere
-            return fxgen.export(original, **trace_kw)
+        return _quiet_export(original, trace_kw)  # (classes inlined into their parents are reported elsewhere)
     except Exception as exc:
         r.emit(Result("forward_blocks", status="error", note=f"export: {type(exc).__name__}: {str(exc)[:300]}").as_dict())
         return None
