@@ -287,20 +287,23 @@ def _declare_unread_state(gm: torch.fx.GraphModule, original: torch.nn.Module) -
     (a head the forward skips, ``num_batches_tracked`` of a batch norm run as ``F.batch_norm``),
     at its own path: the spec then declares it, and the original checkpoint loads strictly."""
     have = gm.state_dict(keep_vars=True)
+    unread: dict[str, list[str]] = {}  # owner path -> names, in the state dict's order (an owner's are together)
     for key in original.state_dict(keep_vars=True):
-        if key in have:
-            continue
-        owner_path, _, name = key.rpartition(".")
-        try:
-            source = original.get_submodule(owner_path)
-        except AttributeError:
-            source = None
-        if source is None or not (name in source._parameters or name in source._buffers):
-            raise ExportError(
-                f"state_dict entry {key!r} is not a parameter or buffer at that path (the model customises "
-                "its state dict), so a spec cannot declare it; remove the customisation before export"
-            )
-        declare_tensor(gm, key, source)
+        if key not in have:
+            owner_path, _, name = key.rpartition(".")
+            unread.setdefault(owner_path, []).append(name)
+    for owner_path, names in unread.items():  # each owner looked up once, on both sides
+        source = _submodule(original, owner_path)
+        holder = _submodule(gm, owner_path)
+        for name in names:
+            if source is None or not (name in source._parameters or name in source._buffers):
+                key = f"{owner_path}.{name}" if owner_path else name
+                raise ExportError(
+                    f"state_dict entry {key!r} is not a parameter or buffer at that path (the model customises "
+                    "its state dict), so a spec cannot declare it; remove the customisation before export"
+                )
+            _declare(gm, holder, owner_path, name, source)
+            holder = holder if holder is not None else _submodule(gm, owner_path)
 
 
 def declare_tensor(root: torch.nn.Module, path: str, source: torch.nn.Module) -> None:
@@ -308,14 +311,27 @@ def declare_tensor(root: torch.nn.Module, path: str, source: torch.nn.Module) ->
     ``source`` holds it: a parameter, a persistent buffer, or else (a non-persistent buffer, a
     plain tensor attribute) a non-persistent buffer; nothing when ``root`` has it there already."""
     owner_path, _, name = path.rpartition(".")
-    try:
-        holder: torch.nn.Module | None = root.get_submodule(owner_path)
-    except AttributeError:
-        holder = None
+    _declare(root, _submodule(root, owner_path), owner_path, name, source)
+
+
+def _declare(root: torch.nn.Module, holder: torch.nn.Module | None, owner_path: str, name: str,
+             source: torch.nn.Module) -> None:  # fmt: skip
     if holder is not None and (holder is source or hasattr(holder, name)):
         return
     persistent = name in source._buffers and name not in source._non_persistent_buffers_set
-    set_attr_path(root, path, getattr(source, name), persistent=persistent)
+    set_attr_path(root, f"{owner_path}.{name}" if owner_path else name, getattr(source, name), persistent=persistent)
+
+
+def _submodule(root: torch.nn.Module, path: str) -> torch.nn.Module | None:
+    """``root.get_submodule(path)``, or None where there is no module (no exception raised and
+    caught per lookup: most unread tensors sit under modules the GraphModule does not have)."""
+    module = root
+    for part in path.split(".") if path else ():
+        child = module._modules.get(part)
+        if child is None:
+            return None
+        module = child
+    return module
 
 
 def resolve_annotations(graph: torch.fx.Graph, module: torch.nn.Module) -> None:
