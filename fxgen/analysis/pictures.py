@@ -8,6 +8,7 @@ the shape and dtype of the value flowing along it. Node identifiers are generate
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from fxgen.analysis.shapes import Analysis, owner
@@ -80,6 +81,17 @@ def _graph(spec: Spec, analysis: Analysis | None) -> _Graph:
     return _Graph([_label(spec, i) for i in range(len(spec.nodes))], edges, root, [n.op for n in spec.nodes])
 
 
+def _outline(box: _Box, depth: int = 1) -> Iterator[tuple[int, int | _Box | None]]:
+    """What a picture draws, in order, with its nesting depth: a node (its index), a box opened
+    (the box; its contents follow one level deeper) and closed (None). Both formats draw it."""
+    for i in box.nodes:
+        yield depth, i
+    for sub in box.boxes.values():
+        yield depth, sub
+        yield from _outline(sub, depth + 1)
+        yield depth, None
+
+
 def _mermaid_text(text: str) -> str:
     """Label text for a quoted mermaid label: entity codes for what mermaid would read."""
     out = []
@@ -95,20 +107,17 @@ def mermaid(spec: Spec, analysis: Analysis | None = None) -> str:
     """A ``flowchart TD`` of the spec's graph."""
     graph = _graph(spec, analysis)
     lines = ["flowchart TD"]
-    counter = [0]
-
-    def box(b: _Box, depth: int) -> None:
+    opened = 0
+    for depth, item in _outline(graph.root):
         pad = "    " * depth
-        for i in b.nodes:
-            shape = ('(["', '"])') if graph.kinds[i] in ("placeholder", "output") else ('["', '"]')
-            lines.append(f"{pad}n{i}{shape[0]}{_mermaid_text(graph.labels[i])}{shape[1]}")
-        for sub in b.boxes.values():
-            counter[0] += 1
-            lines.append(f'{pad}subgraph m{counter[0]}["{_mermaid_text(sub.path)}"]')
-            box(sub, depth + 1)
+        if isinstance(item, int):
+            start, end = ('(["', '"])') if graph.kinds[item] in ("placeholder", "output") else ('["', '"]')
+            lines.append(f"{pad}n{item}{start}{_mermaid_text(graph.labels[item])}{end}")
+        elif item is None:
             lines.append(f"{pad}end")
-
-    box(graph.root, 1)
+        else:
+            opened += 1
+            lines.append(f'{pad}subgraph m{opened}["{_mermaid_text(item.path)}"]')
     for a, b, shape in graph.edges:
         label = f'|"{_mermaid_text(shape)}"|' if shape else ""
         lines.append(f"    n{a} -->{label} n{b}")
@@ -126,21 +135,18 @@ def dot(spec: Spec, analysis: Analysis | None = None) -> str:
     lines = [f'digraph "{_dot_text(spec.name)}" {{', "    rankdir=TB;",
              '    node [shape=box, style="rounded", fontname="Helvetica"];',
              '    edge [fontname="Helvetica", fontsize=10];']  # fmt: skip
-    counter = [0]
-
-    def box(b: _Box, depth: int) -> None:
+    opened = 0
+    for depth, item in _outline(graph.root):
         pad = "    " * depth
-        for i in b.nodes:
-            extra = ", shape=oval" if graph.kinds[i] in ("placeholder", "output") else ""
-            lines.append(f'{pad}n{i} [label="{_dot_text(graph.labels[i])}"{extra}];')
-        for sub in b.boxes.values():
-            counter[0] += 1
-            lines.append(f"{pad}subgraph cluster_{counter[0]} {{")
-            lines.append(f'{pad}    label="{_dot_text(sub.path)}";')
-            box(sub, depth + 1)
+        if isinstance(item, int):
+            extra = ", shape=oval" if graph.kinds[item] in ("placeholder", "output") else ""
+            lines.append(f'{pad}n{item} [label="{_dot_text(graph.labels[item])}"{extra}];')
+        elif item is None:
             lines.append(f"{pad}}}")
-
-    box(graph.root, 1)
+        else:
+            opened += 1
+            lines.append(f"{pad}subgraph cluster_{opened} {{")
+            lines.append(f'{pad}    label="{_dot_text(item.path)}";')
     for a, b, shape in graph.edges:
         label = f' [label="{_dot_text(shape)}"]' if shape else ""
         lines.append(f"    n{a} -> n{b}{label};")
