@@ -27,7 +27,7 @@ from torch.fx.node import map_aggregate
 
 from fxgen._errors import ExportError
 from fxgen.capture.preserve import Snapshot
-from fxgen.capture.trace import LeafSpec, declare_tensor, trace
+from fxgen.capture.trace import LeafSpec, declare_tensor, forward_signature, trace
 
 __all__ = ["Hierarchy", "NotTheSame", "TraceOptions", "block_classes", "declare_reads", "first_paths",
            "kept_sequentials", "trace_blocks", "verify"]
@@ -269,7 +269,12 @@ def _sequence_blocks(seq: torch.nn.Module, blocks: dict[int, torch.nn.Module], k
 
 
 def _signature(block: torch.nn.Module) -> inspect.Signature:
-    return inspect.signature(block.forward)
+    """``forward``'s signature (``trace.forward_signature``: once per class); a block whose
+    signature cannot be read is not traced on its own."""
+    signature = forward_signature(block)
+    if signature is None:
+        raise ExportError(f"{type(block).__name__}.forward has no signature to bind its calls to")
+    return signature
 
 
 _CONSTANT_TYPES = (type(None), bool, int, float, str)

@@ -451,3 +451,31 @@ def test_a_buffer_the_parent_reads_through_a_block_is_declared_by_the_block() ->
     spec = check_exact(ReadsABlocksBuffer(), torch.arange(16).reshape(2, 8) % 10)
     assert spec.classes["Embed"].buffers["ids"].persistent is False
     assert "embed.ids" in [n.target for n in spec.nodes]
+
+
+class _Plus(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + 1
+
+
+class _RebindsForward(nn.Module):
+    """One instance's ``forward`` is a builtin, whose signature ``inspect`` cannot read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.a, self.b = _Plus(), _Plus()
+        self.b.forward = torch.relu  # type: ignore[method-assign]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(self.a(self.lin(x)))
+
+
+def test_a_block_without_a_readable_signature_is_inlined_with_the_reason() -> None:
+    with pytest.warns(UserWarning, match=r"_Plus is inlined into its parent.*_Plus\.forward has no signature"):
+        spec = fxgen.export(_RebindsForward(), tracer_class=_NoModuleCalls)
+    assert spec.fxgen == 1  # (the only class is inlined: the flat graph)
+    model, x = _RebindsForward().eval(), torch.randn(2, 3)
+    built = fxgen.load(spec)
+    built.load_state_dict(model.state_dict(), strict=True)
+    assert torch.equal(built(x), model(x))
