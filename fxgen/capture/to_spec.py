@@ -28,7 +28,7 @@ from fxgen.capture.recover import class_name
 from fxgen.capture.recover import resolve_qualname as _lookup
 from fxgen.check.checker import RESERVED_NAMES
 from fxgen.construct.graph import TARGET_KEY
-from fxgen.policy.policy import type_repr
+from fxgen.policy.policy import DEFAULT_POLICY, TargetError, type_repr
 from fxgen.policy.tables import SAFE_BUILTINS
 from fxgen.spec.model import BufferSpec, ClassSpec, ModuleSpec, Node, ParameterSpec, Spec
 from fxgen.spec.packed import pack, unpack
@@ -383,6 +383,17 @@ def _get_attr(gm: torch.nn.Module, target: str) -> Any:
     return obj
 
 
+def _type_text(annotation: Any) -> str:
+    """An annotation as the spec reader spells it back (``Policy.resolve_type``'s canonical
+    form): ``type_repr`` keeps an ``X | None`` nested in ``tuple[...]`` as written, the reader
+    gives ``typing.Optional[X]``, and a spec must read back equal to itself."""
+    text = type_repr(annotation)
+    try:
+        return DEFAULT_POLICY.resolve_type(text)[1]
+    except TargetError:  # (not a type the default policy reads: written as it is, the reader says why)
+        return text
+
+
 def _node(node: torch.fx.Node) -> Node:
     def ref(value: Any) -> str | None:
         return value.name if isinstance(value, torch.fx.Node) else None
@@ -392,7 +403,7 @@ def _node(node: torch.fx.Node) -> Node:
         kwargs = {k: encode(v, ref) for k, v in node.kwargs.items()}
     except UnencodableValue as exc:
         raise ExportError(f"node {node.name!r} ({node.op} {node.target}): {exc}") from None
-    out = Node(op=node.op, name=node.name, type=type_repr(node.type) if node.type is not None else None)
+    out = Node(op=node.op, name=node.name, type=_type_text(node.type) if node.type is not None else None)
     if node.op == "placeholder":
         if args:
             out.default = args[0]

@@ -97,6 +97,20 @@ def test_placeholder_defaults_and_types_survive() -> None:
     assert spec.nodes[-1].type == "tuple[torch.Tensor, torch.Tensor]"
 
 
+class _MaybePair(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return x * 2, y
+
+
+def test_an_annotation_with_a_nested_union_is_written_as_the_reader_spells_it(tmp_path: Path) -> None:
+    """``tuple[X, X | None]`` reads back as ``tuple[X, typing.Optional[X]]``: export writes that,
+    so the YAML reads back equal to the spec exported."""
+    spec = fxgen.export(_MaybePair(), concrete_args={"y": None})
+    assert spec.nodes[-1].type == "tuple[torch.Tensor, typing.Optional[torch.Tensor]]"
+    spec.to_file(tmp_path / "m.yaml")
+    assert fxgen.load_spec(tmp_path / "m.yaml") == spec
+
+
 def test_leaf_modules_and_registered_constructors(tmp_path: Path) -> None:
     spec = _round_trip(make_with_leaf(), (torch.randn(3, 4),), tmp_path, leaf_modules=[Swish])
     assert spec.modules["act"].cls == "export_fixtures.Swish"
