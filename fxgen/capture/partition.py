@@ -491,15 +491,37 @@ def _without_none(annotation: Any) -> Any:
 
 def _fits(annotation: Any, returned: Any) -> bool:
     """Whether a return annotation can describe what the graph returns: one value, or a tuple of
-    as many items (``tuple[X, ...]`` any number)."""
+    as many items (``tuple[X, ...]`` any number), each constant item (``None``, a number) one
+    the item's annotation admits. A graph value is taken on trust, as torch.fx's tracer does."""
     if annotation is None:
         return True
     origin, args = typing.get_origin(annotation) or annotation, typing.get_args(annotation)
     if not isinstance(returned, (tuple, list)):
-        return origin not in (tuple, list)
+        return origin not in (tuple, list) and (isinstance(returned, torch.fx.Node) or _admits(annotation, returned))
     if origin is not type(returned):
         return False
-    return origin is list or not args or (len(args) == 2 and args[1] is Ellipsis) or len(args) == len(returned)
+    if origin is list or not args:
+        items: list[Any] = [args[0] if args else Any] * len(returned)
+    elif len(args) == 2 and args[1] is Ellipsis:
+        items = [args[0]] * len(returned)
+    elif len(args) == len(returned):
+        items = list(args)
+    else:
+        return False
+    return all(isinstance(v, torch.fx.Node) or _admits(a, v) for a, v in zip(items, returned, strict=True))
+
+
+def _admits(annotation: Any, value: Any) -> bool:
+    """Whether a constant is of the annotated type; an annotation this cannot read admits none."""
+    if annotation is Any or annotation is object:
+        return True
+    if annotation is None or annotation is type(None):
+        return value is None
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_admits(a, value) for a in typing.get_args(annotation))
+    kind = origin if origin is not None else annotation
+    return isinstance(kind, type) and isinstance(value, kind)
 
 
 def _items(returned: Returned) -> list[Any]:

@@ -9,6 +9,7 @@ was, a second export equal to the first) and then says what the blocks look like
 from __future__ import annotations
 
 import sys
+import typing
 import warnings
 from pathlib import Path
 from typing import Any
@@ -416,3 +417,54 @@ def test_block_annotations_describe_what_the_block_is_given_and_returns(tmp_path
     nodes = spec.classes["Loose"].nodes
     assert [(n.name, n.type) for n in nodes if n.op == "placeholder"] == [("x", "torch.Tensor"), ("y", None)]
     assert nodes[-1].args == [{"tuple": ["%add", "%x"]}] and nodes[-1].type is None
+
+
+class _Cached(nn.Module):
+    """Returns (hidden, None, None), as GPT2Block does without a cache, annotated loosely or exactly."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor | tuple[torch.Tensor], ...]:
+        return x * 2, None, None
+
+
+class _CachedExact(nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None, None]:
+        return x * 3, None, None
+
+
+class _UsesCached(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.loose, self.exact = _Cached(), _CachedExact()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.exact(self.loose(x)[0])[0]
+
+
+def test_a_return_annotation_is_kept_only_where_its_items_admit_the_constants_returned(tmp_path: Path) -> None:
+    spec = check_parity(_seeded(_UsesCached), (torch.randn(3, 2),), tmp_path)
+    assert spec.classes["Cached"].nodes[-1].type is None  # None is not a Tensor | tuple[Tensor]
+    assert spec.classes["CachedExact"].nodes[-1].type == "tuple[torch.Tensor, typing.Optional[torch.Tensor], None]"
+
+
+@pytest.mark.parametrize(
+    ("annotation", "returned", "fits"),
+    [
+        (tuple[torch.Tensor, ...], ("node", None), False),
+        (tuple[torch.Tensor | None, ...], ("node", None), True),
+        (tuple[torch.Tensor, int], ("node", 3), True),
+        (tuple[torch.Tensor, int], ("node", 3.0), False),
+        (tuple[torch.Tensor, Any], ("node", "x"), True),
+        (tuple[torch.Tensor], ("node", "node"), False),
+        (tuple, ("node", None), True),
+        (list[torch.Tensor], ["node", None], False),
+        (torch.Tensor, None, False),
+        (typing.Optional[torch.Tensor], None, True),  # noqa: UP045
+        (torch.Tensor, ("node",), False),
+    ],
+)
+def test_fits(annotation: Any, returned: Any, fits: bool) -> None:
+    from fxgen.capture.partition import _fits
+
+    node = torch.fx.Graph().placeholder("x")
+    value = type(returned)(node if v == "node" else v for v in returned) if isinstance(returned, (tuple, list)) else returned
+    assert _fits(annotation, value) is fits
