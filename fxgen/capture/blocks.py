@@ -55,7 +55,7 @@ def keep_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, options: Tr
     recorded = captured or any("nn_module_stack" in node.meta for node in flat.graph.nodes)
     split = _partition if recorded else trace_blocks
     attempt = _Attempt(module, flat, options, name, doc, split)
-    classes = block_classes(module, options, any_signature=captured)
+    classes = block_classes(module, options, any_signature=recorded)  # (the re-trace binds calls to forward)
     reasons: dict[type, str] = {}
     spec: Spec | None = None
     while classes:

@@ -73,7 +73,7 @@ def block_classes(module: torch.nn.Module, options: TraceOptions, *, any_signatu
     """The user-defined classes the tracer would trace through, in the order the model holds
     them: candidates for blocks. torch's own classes, containers, GraphModules, leaves the
     caller named and classes whose forward takes ``*args``/``**kwargs`` are not (the latter
-    are, with ``any_signature``: a captured graph split by module calls needs no signature)."""
+    are, with ``any_signature``: a graph split by the module calls it recorded needs no signature)."""
     base = options.tracer_class or torch.fx.Tracer
     tracer = base()
     leaf_types = tuple(t for t in options.leaf_modules if isinstance(t, type))
