@@ -18,6 +18,19 @@ they are called through, and puts them back):
   compare`` (the rest of ``check_rebuild``: every module against its rebuild, and the reprs),
   ``tensors`` (``to_spec._tensors``), and ``nodes and the rest``.
 
+The default export (the model's classes kept as blocks, row 4b) is split with ``blocks=True``
+into the steps the hierarchy adds, each timed exclusive of the others (:data:`BLOCK_LEAVES`):
+``trace`` (all of the flat capture above, ``export.capture_graph``), ``block graphs`` (the
+partition copying each block call's nodes into its own graph: ``_prepared``, ``_regions``,
+``_fill``), ``block GraphModules`` (one per block instance, ``_graph_module``), ``names +
+annotations``, ``proof`` (``hierarchy.verify``: the hierarchy expanded is the flat graph node
+for node), ``constructors`` (each leaf module's call recovered and verified, as in the flat
+export), ``block bodies`` (the rest of ``graph_module_to_spec`` per instance, ``_Writer._body``),
+``classes`` (instances grouped into classes and their arguments, ``_Writer._name_classes``) and
+``the rest``.
+
+    python bench/pair.py export_blocks --parts pytorchcv.esnet_cityscapes
+
 fxgen's export (with the timers) and the reference are called alternately, ``gc.collect()``
 before each, objects alive after the warm-up frozen, as in ``bench/run.py``; each step's figure
 is its median over the rounds. ``bench/run.py`` runs this for every model whose paired export
@@ -26,6 +39,7 @@ ratio misses the target.
 
 from __future__ import annotations
 
+import functools
 import gc
 import statistics
 import sys
@@ -40,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's fxgen first
 from measure import timed_functions
 
-__all__ = ["LEAVES", "breakdown", "timed_steps"]
+__all__ = ["BLOCK_LEAVES", "LEAVES", "breakdown", "timed_steps"]
 
 # (label, module, attribute): the functions timed, each inclusive of what it calls
 _PATCHES = (
@@ -65,6 +79,26 @@ _PATCHES = (
 LEAVES = ("snapshot", "torch.fx tracing", "GraphModule", "lint + annotations", "_fix_buffers",
           "_declare_unread_state", "restore", "names + tied notes", "recovery", "verification: rebuild",
           "verification: compare", "tensors", "nodes and the rest")  # fmt: skip
+
+
+# The default export's steps, each exclusive of the others (``timed_functions(exclusive=True)``).
+_BLOCK_PATCHES = (
+    ("trace", "fxgen.capture.export", "capture_graph"),
+    ("block graphs", "fxgen.capture.partition", "_Partition._prepared"),
+    ("block graphs", "fxgen.capture.partition", "_Partition._regions"),
+    ("block graphs", "fxgen.capture.partition", "_Partition._fill"),
+    ("block GraphModules", "fxgen.capture.partition", "_Partition._graph_module"),
+    ("names + annotations", "fxgen.capture.partition", "_Partition._name_inputs"),
+    ("names + annotations", "fxgen.capture.partition", "_annotate"),
+    ("names + annotations", "fxgen.capture.partition", "declare_reads"),
+    ("proof", "fxgen.capture.partition", "verify"),
+    ("constructors", "fxgen.capture.to_spec", "_recover"),
+    ("constructors", "fxgen.capture.blocks", "recover_declaration"),
+    ("block bodies", "fxgen.capture.blocks", "_Writer._body"),
+    ("classes", "fxgen.capture.blocks", "_Writer._name_classes"),
+)
+BLOCK_LEAVES = ("trace", "block graphs", "block GraphModules", "names + annotations", "proof", "constructors",
+                "block bodies", "classes", "the rest")  # fmt: skip
 
 
 @contextmanager
@@ -100,12 +134,22 @@ def _leaves(spent: dict[str, float], total: float) -> dict[str, float]:
     }  # fmt: skip
 
 
-def breakdown(export: Callable[[], Any], reference: Callable[[], Any], *, rounds: int = 7) -> dict[str, Any]:
-    """Time ``export`` (with its steps) and ``reference`` alternately for ``rounds`` rounds.
+def _block_leaves(spent: dict[str, float], total: float) -> dict[str, float]:
+    """Seconds per step of the default export (:data:`BLOCK_LEAVES`), already exclusive."""
+    steps = {k: spent.get(k, 0.0) for k in BLOCK_LEAVES if k != "the rest"}
+    return {**steps, "the rest": max(0.0, total - sum(steps.values()))}
+
+
+def breakdown(export: Callable[[], Any], reference: Callable[[], Any], *, rounds: int = 7,
+              blocks: bool = False) -> dict[str, Any]:  # fmt: skip
+    """Time ``export`` (with its steps) and ``reference`` alternately for ``rounds`` rounds;
+    ``blocks``: ``export`` is the default export, split into :data:`BLOCK_LEAVES`.
 
     Returns the medians: ``export``, ``reference``, their ``ratio`` (median per round), each
     step's seconds (``steps``), the calls of each timed function in one export (``calls``), and
-    the longest of the steps export adds to torch.fx's own tracing (``dominant``)."""
+    the longest of the steps export adds to tracing (``dominant``)."""
+    leaves, split = (BLOCK_LEAVES, _block_leaves) if blocks else (LEAVES, _leaves)
+    timers = functools.partial(timed_functions, _BLOCK_PATCHES, exclusive=True) if blocks else timed_steps
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         export()  # warm-up: imports, memos
@@ -114,7 +158,7 @@ def breakdown(export: Callable[[], Any], reference: Callable[[], Any], *, rounds
     gc.freeze()
     totals: list[float] = []
     refs: list[float] = []
-    steps: dict[str, list[float]] = {k: [] for k in LEAVES}
+    steps: dict[str, list[float]] = {k: [] for k in leaves}
     calls: dict[str, int] = {}
     try:
         for i in range(rounds):
@@ -127,18 +171,18 @@ def breakdown(export: Callable[[], Any], reference: Callable[[], Any], *, rounds
                     continue
                 spent: dict[str, float] = {}
                 calls = {}
-                with timed_steps(spent, calls), warnings.catch_warnings():
+                with timers(spent, calls), warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # tied-weight notes: printed once is enough
                     t0 = time.perf_counter()
                     export()
                     total = time.perf_counter() - t0
                 totals.append(total)
-                for key, value in _leaves(spent, total).items():
+                for key, value in split(spent, total).items():
                     steps[key].append(value)
     finally:
         gc.unfreeze()
     medians = {k: statistics.median(v) for k, v in steps.items()}
-    added = {k: v for k, v in medians.items() if k != "torch.fx tracing"}
+    added = {k: v for k, v in medians.items() if k not in ("torch.fx tracing", "trace")}
     return {
         "export": statistics.median(totals),
         "reference": statistics.median(refs),

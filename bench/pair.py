@@ -15,14 +15,15 @@ median of the per-round ratios fxgen / reference. Each call follows a ``gc.colle
 objects alive after the warm-up are frozen, as in ``bench/run.py``.
 
 - ``load``: ``fxgen.load(path)`` against the direct torch.fx build (``stages.build_direct``);
-- ``export``: ``fxgen.export`` of a zoo model against its ``symbolic_trace`` (``stages._zoo_trace``);
+- ``export``: ``fxgen.export(flat=True)`` of a zoo model against its ``symbolic_trace``
+  (``stages._zoo_trace``); ``export_blocks``: the default export (the model's classes kept);
 - ``generate``: ``fxgen.generate`` with every formatting cache cleared against ``Graph.python_code``;
 - ``weights``: ``fxgen.load(spec, weights=path)`` against references (a) and (b) (``stages.weights_pairs``:
   the generated class on meta + ``load_state_dict(assign=True)``, and built + ``load_state_dict``),
   on the file ``fxgen.save_weights`` writes for the spec; one line per reference. The weight-heavy
   specs are timed in fresh processes instead: ``bench/heavy.py``;
-- ``export --parts``: export's steps inside real exports, against ``symbolic_trace``
-  (``bench/export_parts.py``).
+- ``export --parts``, ``export_blocks --parts``: export's steps inside real exports, against
+  ``symbolic_trace`` (``bench/export_parts.py``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from measure import interleaved
 from stages import (
     TARGETS,
     Pair,
+    _quiet_export,
     _zoo_trace,
     export_pair,
     generate_pair,
@@ -58,12 +60,15 @@ import fxgen
 def pairs(kind: str, workload: str, allow: tuple[str, ...] = (), tmp: Path | None = None) -> dict[str, Pair]:
     """fxgen's call, the reference and a setup for fxgen's call, for one workload: the same
     pairs ``bench/run.py`` times alternately (``stages.Runner.pair``), by reference name."""
-    if kind == "export":
+    if kind in ("export", "export_blocks"):
         from zoo_models import ZOO
 
         zm = next(z for z in ZOO if z.name == workload)
         model = zm.build()
-        return {"symbolic_trace": export_pair(model, zoo_trace_kw(zm), lambda: _zoo_trace(zm, model))}
+        pair = export_pair(model, zoo_trace_kw(zm), lambda: _zoo_trace(zm, model))
+        if kind == "export_blocks":  # the default export, the model's classes kept
+            pair = Pair(lambda: _quiet_export(model, zoo_trace_kw(zm)), pair.reference)
+        return {"symbolic_trace": pair}
     path = Path(workload)
     spec = fxgen.load_spec(path, allow=allow)
     if kind == "load":
@@ -78,16 +83,17 @@ def pairs(kind: str, workload: str, allow: tuple[str, ...] = (), tmp: Path | Non
     return {"python_code": generate_pair(spec, fxgen.load(spec, allow=allow).graph, allow, label=path.name)}
 
 
-def print_parts(models: list[str], rounds: int) -> None:
-    """Export's steps on each zoo model, as multiples of its ``symbolic_trace`` (``export_parts``)."""
-    from export_parts import LEAVES, breakdown  # type: ignore[import-not-found]
+def print_parts(kind: str, models: list[str], rounds: int) -> None:
+    """Export's steps on each zoo model, as multiples of its ``symbolic_trace`` (``export_parts``);
+    ``kind`` ``export_blocks``: the default export's."""
+    from export_parts import BLOCK_LEAVES, LEAVES, breakdown  # type: ignore[import-not-found]
 
     for name in models:
-        pair = pairs("export", name)["symbolic_trace"]
-        b = breakdown(pair.fxgen, pair.reference, rounds=rounds)
+        pair = pairs(kind, name)["symbolic_trace"]
+        b = breakdown(pair.fxgen, pair.reference, rounds=rounds, blocks=kind == "export_blocks")
         print(f"{name}: export {b['export'] * 1e3:.2f} ms, symbolic_trace {b['reference'] * 1e3:.2f} ms, "
               f"ratio {b['ratio']:.2f}x; the largest step besides tracing: {b['dominant']}")  # fmt: skip
-        for step in LEAVES:
+        for step in BLOCK_LEAVES if kind == "export_blocks" else LEAVES:
             sec = b["steps"][step]
             print(f"  {step:24s} {sec * 1e3:8.2f} ms  {sec / b['reference']:5.2f}x symbolic_trace")
         print("  calls: " + ", ".join(f"{k} {v}" for k, v in b["calls"].items()))
@@ -99,11 +105,13 @@ def main() -> None:
     parser.add_argument("workloads", nargs="+", help="spec paths (load, generate) or zoo model names (export)")
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--allow", action="append", default=[], help="a target to allow (as fxgen --allow)")
-    parser.add_argument("--parts", action="store_true", help="export only: time export's steps (export_parts.py)")
+    parser.add_argument("--parts", action="store_true", help="export, export_blocks: time the steps (export_parts.py)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.parts:
-        print_parts(args.workloads, args.rounds)
+        if not args.kind.startswith("export"):
+            parser.error("--parts times export's steps: kind export or export_blocks")
+        print_parts(args.kind, args.workloads, args.rounds)
         return
     print(f"{'workload':40s} {'fxgen':>10s} {'reference':>10s}  {'quartiles':>9s}  ratio (median per round)")
     with tempfile.TemporaryDirectory(prefix="fxgen-pair-") as tmp:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 __all__ = ["render"]
@@ -257,6 +257,9 @@ def render(records: list[dict[str, Any]], check: dict[str, Any] | None, meta: di
     parts = _export_parts_table(t, examples + zoo + synthetic)
     if parts:
         w(parts)
+    parts = _blocks_parts_table(t, zoo)
+    if parts:
+        w(parts)
     if heavy:
         w(heavy_tables(t, heavy))
     w(_check_section(check))
@@ -332,9 +335,15 @@ def _targets(t: Table, synthetic: list[str], examples: list[str], zoo: list[str]
     b4, kb4 = worst("export_blocks", "symbolic_trace", everything)
     if b4 is not None:
         per = sorted(x for x in (t.ratio(k, "export_blocks", "symbolic_trace") for k in everything) if x is not None)
+        steps = Counter(_dominant(t, k, "export_blocks_parts").rpartition(" ")[0] for k in everything
+                        if (t.ratio(k, "export_blocks", "symbolic_trace") or 0) > EXPORT_TARGET)  # fmt: skip
+        steps.pop("", None)
+        largest = ", ".join(f"{step} on {n}" for step, n in steps.most_common())
         rows.append(f"| 4b | the same for the default export (the model's classes kept as blocks) | {fmt_ratio(b4)} "
                     f"({_short(kb4)}{met('export_blocks', 'symbolic_trace', everything, EXPORT_TARGET)}; "
-                    f"median {fmt_ratio(per[len(per) // 2])}) | {verdict(b4 <= EXPORT_TARGET)} |")  # fmt: skip
+                    f"median {fmt_ratio(per[len(per) // 2])})"
+                    + (f"; largest step besides tracing: {largest} (below)" if largest else "")
+                    + f" | {verdict(b4 <= EXPORT_TARGET)} |")  # fmt: skip
     fw = _forward_ratios(t, examples + zoo, "forward")
     if fw:
         lo, hi = min(fw), max(fw)
@@ -419,8 +428,8 @@ def _peak_ratio(t: Table, key: str, stage: str) -> float | None:
     return float(rec["peak_mib"]) * 2**20 / size
 
 
-def _dominant(t: Table, key: str) -> str:
-    rec = t.stages.get(key, {}).get("export_parts")
+def _dominant(t: Table, key: str, stage: str = "export_parts") -> str:
+    rec = t.stages.get(key, {}).get(stage)
     if not rec or rec.get("status") != "ok":
         return ""
     x = rec["extra"]
@@ -620,14 +629,47 @@ def _export_parts_table(t: Table, keys: list[str]) -> str:
             "| --- | ---: |" + " ---: |" * (len(LEAVES) + 1)]  # fmt: skip
     for k, rec in recs:
         x = rec["extra"]
-        cells = []
-        for step in LEAVES:
-            text = f"{x['steps'][step] / x['reference']:.2f}"
-            cells.append(f"**{text}**" if step == x["dominant"] else text)
         calls = x.get("calls", {})
-        rows.append(f"| {_short(k)} | {x['ratio']:.2f}x | " + " | ".join(cells)
+        rows.append(f"| {_short(k)} | {x['ratio']:.2f}x | " + " | ".join(_step_cells(x, LEAVES))
                     + f" | {calls.get('verification', 0)}, {calls.get('verification: rebuild', 0)} |")  # fmt: skip
     return "\n".join(rows) + "\n"
+
+
+def _blocks_parts_table(t: Table, keys: list[str]) -> str:
+    """Row 4b's misses, split into the steps of the default export (``bench/export_parts.py``,
+    ``blocks=True``), as multiples of ``symbolic_trace`` timed in the same rounds."""
+    from export_parts import BLOCK_LEAVES  # type: ignore[import-not-found]
+
+    recs = [(k, t.stages[k]["export_blocks_parts"]) for k in keys
+            if t.stages.get(k, {}).get("export_blocks_parts", {}).get("status") == "ok"]  # fmt: skip
+    if not recs:
+        return ""
+    rows = ["## Default export misses: where the time goes\n",
+            f"For every zoo model whose default export (the model's classes kept as blocks) misses "
+            f"{EXPORT_TARGET:g}x `symbolic_trace`, the steps it takes, each exclusive of the others, as multiples "
+            "of `symbolic_trace` timed in the same rounds: `trace` is the whole flat capture (snapshot, torch.fx's "
+            "tracing with the module calls recorded, the GraphModule); `block graphs` copies each block call's "
+            "nodes into its own graph; `block GraphModules` is one GraphModule per block instance; `proof` checks "
+            "that the hierarchy expanded is the flat graph node for node; `constructors` recovers and verifies "
+            "every leaf module's constructor call (the flat export does the same); `block bodies` writes each "
+            "instance's spec body; `classes` groups the instances into classes with arguments. Bold: the "
+            "largest step besides `trace`. `python bench/pair.py export_blocks --parts MODEL...` prints the "
+            "same for any zoo model.\n",
+            "| model | export / symbolic_trace | " + " | ".join(BLOCK_LEAVES) + " |",
+            "| --- | ---: |" + " ---: |" * len(BLOCK_LEAVES)]  # fmt: skip
+    for k, rec in recs:
+        x = rec["extra"]
+        rows.append(f"| {_short(k)} | {x['ratio']:.2f}x | " + " | ".join(_step_cells(x, BLOCK_LEAVES)) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def _step_cells(parts: dict[str, Any], steps: tuple[str, ...]) -> list[str]:
+    """Each step as a multiple of the reference, the largest step besides tracing in bold."""
+    cells = []
+    for step in steps:
+        text = f"{parts['steps'][step] / parts['reference']:.2f}"
+        cells.append(f"**{text}**" if step == parts["dominant"] else text)
+    return cells
 
 
 def _check_section(check: dict[str, Any] | None) -> str:

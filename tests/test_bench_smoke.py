@@ -13,17 +13,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python bench/SCRIPT ARGS...`` from the checkout's root; it must succeed."""
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / script), *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
 def test_quick_benchmark_writes_a_table(tmp_path: Path) -> None:
     out = tmp_path / "benchmarks.md"
     raw = tmp_path / "benchmarks.json"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--out", str(out), "--json", str(raw)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    _bench("run.py", "--quick", "--out", str(out), "--json", str(raw))
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# fxgen benchmarks")
     assert "## Targets (issue 6)" in text
@@ -49,31 +50,35 @@ def test_pair_times_a_stage_against_its_reference() -> None:
     """``bench/pair.py`` (alternate timing for small workloads) runs and prints one ratio per
     workload, for each kind of pair."""
     for kind, workload in (("load", "model_specs/mlp.yaml"), ("generate", "model_specs/mlp.yaml"),
-                           ("export", "monai.FullyConnectedNet")):  # fmt: skip
-        proc = subprocess.run(
-            [sys.executable, str(ROOT / "bench" / "pair.py"), kind, workload, "--rounds", "2"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
+                           ("export", "monai.FullyConnectedNet"), ("export_blocks", "monai.UNet")):  # fmt: skip
+        proc = _bench("pair.py", kind, workload, "--rounds", "2")
         row = proc.stdout.splitlines()[-1].split()
         assert row[0] == workload and row[-1].endswith("x") and float(row[-1][:-1]) > 0, proc.stdout
+
+
+def test_export_parts_split_both_exports_into_their_steps() -> None:
+    """``bench/pair.py export --parts`` (the flat export) and ``export_blocks --parts`` (the
+    default export, classes kept) print one line per step, each a time and a multiple."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from export_parts import BLOCK_LEAVES, LEAVES  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    for kind, steps in (("export", LEAVES), ("export_blocks", BLOCK_LEAVES)):
+        proc = _bench("pair.py", kind, "--parts", "monai.UNet", "--rounds", "2")
+        lines = proc.stdout.splitlines()
+        assert lines[0].startswith("monai.UNet: export ") and "the largest step besides tracing:" in lines[0]
+        printed = {line[:26].strip(): line[26:].split() for line in lines[1:-1]}
+        assert list(printed) == list(steps), proc.stdout
+        assert all(float(cells[0]) >= 0 and cells[1] == "ms" for cells in printed.values()), proc.stdout
+    blocks_steps = dict(item.rsplit(" ", 1) for item in lines[-1].removeprefix("  calls: ").split(", "))
+    assert int(blocks_steps["block GraphModules"]) > 0, lines[-1]  # UNet's blocks were split off the trace
 
 
 def test_load_parts_splits_a_load_into_its_steps() -> None:
     """``bench/load_parts.py`` (read / validate / build with the collector on and off) runs and
     prints a line per step, with a time for each collector setting."""
-    script = str(ROOT / "bench" / "load_parts.py")
-    proc = subprocess.run(
-        [sys.executable, script, "model_specs/mlp.yaml", "--synthetic", "chain:100", "--runs", "1"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = _bench("load_parts.py", "model_specs/mlp.yaml", "--synthetic", "chain:100", "--runs", "1")
     lines = proc.stdout.splitlines()
     assert [line.split(":")[0] for line in lines if not line.startswith(" ")] == ["mlp.yaml", "chain_100.yaml"]
     steps = [line.split("  ")[1].strip() for line in lines if line.startswith("  ")]
