@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's fxgen first
 
 from sections import DYNAMO_CAPTURE, write_section
 from zoo_models import ZOO

@@ -37,6 +37,7 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's fxgen first
 
 from parity import import_file
 from sections import BLOCKS, BLOCKS_DYNAMO, write_section

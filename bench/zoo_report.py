@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's fxgen first
 
 from parity import ParityError, check_parity
 from sections import BLOCKS, BLOCKS_DYNAMO, COMPARED, keep_sections
