@@ -199,12 +199,13 @@ class _Writer:
     def _name_classes(self, taken: set[str]) -> None:
         """Give every instance its class, nested blocks first."""
         left = set(self.raw)
+        order = {key: i for i, key in enumerate(self.raw)}
         while left:
             ready = {k for k in left if not (self.inside[k] & left)}
             if not ready:
                 raise NotTheSame("a block class contains itself")
             by_class: dict[type, list[int]] = {}
-            for key in sorted(ready, key=list(self.raw).index):  # the model's order: stable names
+            for key in sorted(ready, key=order.__getitem__):  # the model's order: stable names
                 by_class.setdefault(type(self.instances[key]), []).append(key)
             for cls, keys in by_class.items():
                 bodies = {k: self._resolved(self.raw[k]) for k in keys}
@@ -226,8 +227,10 @@ class _Writer:
         args: dict[str, ArgSpec] = {}
         arg_of: dict[str, str] = {}
         argument_names = set(RESERVED_NAMES) | set(dir(builtins)) | taken | {"self"}
+        stored = _Stored(cls, [self.instances[k] for k in group]) if columns else None
         for key, column in columns.items():
-            arg = self._arg_name(cls, [self.instances[k] for k in group], column, where[key], argument_names, first)
+            assert stored is not None
+            arg = self._arg_name(stored, column, where[key], argument_names, first)
             argument_names.add(arg)
             args[arg] = ArgSpec(type(column[0]).__name__)
             arg_of[key] = arg
@@ -243,15 +246,14 @@ class _Writer:
         self.classes[name] = ClassSpec(args=args, doc=_doc(cls), **_fields(body))
         self.arg_names[name] = list(args)
 
-    def _arg_name(self, cls: type, instances: list[torch.nn.Module], column: list[Any], path: tuple[Any, ...],
-                  taken: set[str], body: dict[str, Any]) -> str:  # fmt: skip
+    def _arg_name(self, stored: _Stored, column: list[Any], path: tuple[Any, ...], taken: set[str],
+                  body: dict[str, Any]) -> str:  # fmt: skip
         """The ``__init__`` parameter each instance stores under its own name with these values,
         else a name for what the value feeds."""
-        recorded = [_recorded_arguments(m) for m in instances]
-        for param in _init_params(cls):
-            if param in taken or not _ASCII_NAME.fullmatch(param) or keyword.issoftkeyword(param):
+        for param in stored.params:
+            if param in taken:
                 continue
-            for values in ([getattr(m, param, _MISSING) for m in instances], [r.get(param, _MISSING) for r in recorded]):
+            for values in stored.values(param):
                 if all(type(s) is type(v) and s == v for s, v in zip(values, column, strict=True)):
                     taken.add(param)
                     return param
@@ -445,6 +447,31 @@ def _class_base(name: str) -> str:
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", base):  # spec names are ASCII identifiers
         base = re.sub(r"[^A-Za-z0-9_]", "", base).lstrip("_0123456789") or "Block"
     return base + "Block" if hasattr(builtins, base) or base in RESERVED_NAMES else base
+
+
+class _Stored:
+    """What a group's instances keep under each ``__init__`` parameter's name: the attribute and
+    the recorded argument, one list per parameter, each worked out once per group (a class has
+    one column per argument, and each column asks the parameters in order)."""
+
+    def __init__(self, cls: type, instances: list[torch.nn.Module]) -> None:
+        self.instances = instances
+        self.params = [p for p in _init_params(cls) if _ASCII_NAME.fullmatch(p) and not keyword.issoftkeyword(p)]
+        self._recorded: list[dict[str, Any]] | None = None
+        self._values: dict[str, tuple[list[Any], list[Any]]] = {}
+
+    def values(self, param: str) -> Iterator[list[Any]]:
+        """Each instance's attribute ``param``, then (only if asked) its recorded argument."""
+        found = self._values.get(param)
+        if found is None:
+            attributes = [getattr(m, param, _MISSING) for m in self.instances]
+            found = self._values[param] = (attributes, [])
+        yield found[0]
+        if not found[1]:
+            if self._recorded is None:
+                self._recorded = [_recorded_arguments(m) for m in self.instances]
+            found[1].extend(r.get(param, _MISSING) for r in self._recorded)
+        yield found[1]
 
 
 def _recorded_arguments(module: torch.nn.Module) -> dict[str, Any]:
