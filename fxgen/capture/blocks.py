@@ -17,6 +17,7 @@ import builtins
 import inspect
 import json
 import keyword
+import math
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -142,6 +143,7 @@ class _Writer:
         self.declared: dict[int, dict[str, Any]] = {}  # instance -> its declaration ({class, args})
         self.classes: dict[str, ClassSpec] = {}
         self.arg_names: dict[str, list[str]] = {}  # block class -> its arguments, in order
+        self.order = _ModelOrder(module, hierarchy.paths)
 
     def spec(self, name: str, doc: str | None) -> Spec:
         for key, gm in self.hierarchy.blocks.items():
@@ -168,7 +170,7 @@ class _Writer:
         torch_keywords(gm.graph)
         spec = graph_module_to_spec(gm, name=name, given=given, cache=self.cache)
         body = {key: value for key, value in spec.to_dict().items() if key not in ("fxgen", "name", "doc")}
-        return _in_model_order(body, original), inside
+        return self.order.sorted(body, original), inside
 
     def _kept_owner(self, gm: torch.fx.GraphModule, path: str) -> str | None:
         """The shortest prefix of ``path`` (itself included) that is a kept Sequential."""
@@ -424,17 +426,65 @@ def _init_params(cls: Any) -> list[str]:
     return [p.name for p in params if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
 
-def _in_model_order(body: dict[str, Any], original: torch.nn.Module) -> dict[str, Any]:
-    """Declarations in the order the model registers them (graphs call them in another), so the
-    state dict's keys come in the original's order."""
-    order = {path: i for i, (path, _) in enumerate(original.named_modules(remove_duplicate=False))}
+class _ModelOrder:
+    """Puts a body's declarations in the order the model registers them (graphs call them in
+    another), so the state dict's keys come in the original's order.
+
+    The order is a module's ``named_modules(remove_duplicate=False)`` and ``state_dict()``. Both
+    walk the tree depth first, so a block's own walk is the model's, restricted to the block's
+    path: one walk of the model serves every instance, where a walk per instance cost a
+    ``state_dict()`` of every block inside it again (depth x nodes). A model whose state dict
+    anything rewrites (state-dict hooks, a class's own ``_save_to_state_dict`` or extra state)
+    is walked per instance, as before, since an ancestor's hook may change its blocks' keys.
+    """
+
+    def __init__(self, model: torch.nn.Module, paths: dict[int, str]) -> None:
+        self.model = model
+        self.paths = paths
+        self._modules: dict[str, int] | None = None
+        self._state: dict[str, int] = {}
+        self._plain = not any(_rewrites_state(m) for m in model.modules())
+
+    def sorted(self, body: dict[str, Any], original: torch.nn.Module) -> dict[str, Any]:
+        if self._plain and (original is self.model or id(original) in self.paths):
+            rank = self._in_model(self.paths.get(id(original), "") if original is not self.model else "")
+        else:
+            rank = _own_order(original)
+        out = dict(body)
+        for table in ("modules", "parameters", "buffers"):
+            if table in out:
+                out[table] = dict(sorted(out[table].items(), key=lambda item: rank(item[0])))
+        return out
+
+    def _in_model(self, path: str) -> Callable[[str], float]:
+        if self._modules is None:
+            self._modules = {p: i for i, (p, _) in enumerate(self.model.named_modules(remove_duplicate=False))}
+            self._state = {key: i for i, key in enumerate(self.model.state_dict(keep_vars=True))}
+        modules, state, prefix = self._modules, self._state, f"{path}." if path else ""
+
+        def rank(key: str) -> float:
+            full = prefix + key
+            return state.get(full, modules.get(full, math.inf))
+
+        return rank
+
+
+def _own_order(original: torch.nn.Module) -> Callable[[str], float]:
+    """``original``'s own walk: its module paths, then its state-dict keys (these win)."""
+    order: dict[str, float] = {path: i for i, (path, _) in enumerate(original.named_modules(remove_duplicate=False))}
     order.update((key, i) for i, key in enumerate(original.state_dict(keep_vars=True)))
-    end = len(order)
-    out = dict(body)
-    for table in ("modules", "parameters", "buffers"):
-        if table in out:
-            out[table] = dict(sorted(out[table].items(), key=lambda item: order.get(item[0], end)))
-    return out
+    return lambda key: order.get(key, math.inf)
+
+
+def _rewrites_state(module: torch.nn.Module) -> bool:
+    """Whether ``module`` writes its state dict other than as its parameters and buffers."""
+    cls = type(module)
+    return bool(
+        module._state_dict_hooks
+        or module._state_dict_pre_hooks
+        or cls._save_to_state_dict is not torch.nn.Module._save_to_state_dict
+        or getattr(cls, "get_extra_state", torch.nn.Module.get_extra_state) is not torch.nn.Module.get_extra_state
+    )
 
 
 def _shaped(entry: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:

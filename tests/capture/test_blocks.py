@@ -479,3 +479,57 @@ def test_a_block_without_a_readable_signature_is_inlined_with_the_reason() -> No
     built = fxgen.load(spec)
     built.load_state_dict(model.state_dict(), strict=True)
     assert torch.equal(built(x), model(x))
+
+
+class _Reordered(nn.Module):
+    """Registers its layers and tensors in another order than its forward uses them."""
+
+    def __init__(self, c: int) -> None:
+        super().__init__()
+        self.second = nn.Linear(c, c)
+        self.scale = nn.Parameter(torch.rand(c))
+        self.first = nn.Linear(c, c)
+        self.register_buffer("shift", torch.rand(c))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.second(self.first(x) * self.scale + self.shift)
+
+
+class _PairOfReordered(nn.Module):
+    def __init__(self, c: int) -> None:
+        super().__init__()
+        self.late = _Reordered(c)
+        self.early = _Reordered(c)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.late(self.early(x))
+
+
+class _NestedReordered(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tail = _PairOfReordered(4)
+        self.norm = nn.LayerNorm(4)
+        self.head = _PairOfReordered(4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.tail(self.norm(self.head(x)))
+
+
+def _no_op_hook(module: nn.Module, state: dict[str, Any], prefix: str, local: dict[str, Any]) -> None:
+    return None
+
+
+def test_declarations_come_in_the_order_the_model_registers_them() -> None:
+    """Each block's modules and tensors are declared in the model's registration order, read off
+    one walk of the model, so the state dict's keys come in the original's order at every depth.
+    A model with a state-dict hook is walked per instance instead (a hook may rename its blocks'
+    keys): the same spec."""
+    torch.manual_seed(0)
+    model = _NestedReordered()
+    spec = check_exact(model, torch.randn(2, 4))  # (asserts the state dict's key order)
+    assert list(spec.classes["PairOfReordered"].modules) == ["late", "early"]
+    assert list(spec.classes["Reordered"].modules) == ["second", "first"]
+    hooked = _NestedReordered()
+    hooked.register_state_dict_post_hook(_no_op_hook)
+    assert fxgen.export(hooked) == spec
