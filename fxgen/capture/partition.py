@@ -165,10 +165,16 @@ class _Partition:
     def _prepared(self) -> tuple[torch.fx.GraphModule, dict[torch.fx.Node, Chain]]:
         """``flat`` with each ``get_attr`` read where it is used: one copy per place that reads
         it (the innermost block owning the tensor, or the top), just before that place's first
-        use. The same computation; each call of a block is then one piece of the graph."""
+        use. The same computation; each call of a block is then one piece of the graph. A graph
+        that reads no tensor this way (most conv nets call every layer) is used as it is: its
+        copy would be the same graph, node for node."""
         nodes = list(self.flat.graph.nodes)
         index = {node: i for i, node in enumerate(nodes)}
         chains = {n: (self._chain(n) if n.op not in ("placeholder", "output") else ()) for n in nodes if n.op != "get_attr"}
+        if len(chains) == len(nodes):  # (no ``get_attr`` node)
+            self.prepared_of = {node: node for node in nodes}
+            self.origin = dict(self.prepared_of)
+            return self.flat, chains
         start: dict[Chain, int] = {}
         for node, chain in chains.items():
             for depth in range(1, len(chain) + 1):
