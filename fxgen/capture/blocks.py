@@ -14,6 +14,7 @@ checked before the spec is handed on.
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import json
 import keyword
@@ -229,9 +230,8 @@ class _Writer:
         args: dict[str, ArgSpec] = {}
         arg_of: dict[str, str] = {}
         argument_names = set(RESERVED_NAMES) | set(dir(builtins)) | taken | {"self"}
-        stored = _Stored(cls, [self.instances[k] for k in group]) if columns else None
+        stored = _Stored(cls, [self.instances[k] for k in group])
         for key, column in columns.items():
-            assert stored is not None
             arg = self._arg_name(stored, column, where[key], argument_names, first)
             argument_names.add(arg)
             args[arg] = ArgSpec(type(column[0]).__name__)
@@ -441,26 +441,25 @@ class _ModelOrder:
     def __init__(self, model: torch.nn.Module, paths: dict[int, str]) -> None:
         self.model = model
         self.paths = paths
-        self._modules: dict[str, int] | None = None
-        self._state: dict[str, int] = {}
         self._plain = not any(_rewrites_state(m) for m in model.modules())
 
     def sorted(self, body: dict[str, Any], original: torch.nn.Module) -> dict[str, Any]:
-        if self._plain and (original is self.model or id(original) in self.paths):
-            rank = self._in_model(self.paths.get(id(original), "") if original is not self.model else "")
-        else:
-            rank = _own_order(original)
+        path = "" if original is self.model else self.paths.get(id(original))
+        rank = self._in_model(path) if self._plain and path is not None else _own_order(original)
         out = dict(body)
         for table in ("modules", "parameters", "buffers"):
             if table in out:
                 out[table] = dict(sorted(out[table].items(), key=lambda item: rank(item[0])))
         return out
 
+    @functools.cached_property
+    def _walk(self) -> tuple[dict[str, int], dict[str, int]]:
+        """The model's module paths and state-dict keys, each by its place in the walk."""
+        modules = {p: i for i, (p, _) in enumerate(self.model.named_modules(remove_duplicate=False))}
+        return modules, {key: i for i, key in enumerate(self.model.state_dict(keep_vars=True))}
+
     def _in_model(self, path: str) -> Callable[[str], float]:
-        if self._modules is None:
-            self._modules = {p: i for i, (p, _) in enumerate(self.model.named_modules(remove_duplicate=False))}
-            self._state = {key: i for i, key in enumerate(self.model.state_dict(keep_vars=True))}
-        modules, state, prefix = self._modules, self._state, f"{path}." if path else ""
+        (modules, state), prefix = self._walk, f"{path}." if path else ""
 
         def rank(key: str) -> float:
             full = prefix + key
@@ -501,27 +500,29 @@ def _class_base(name: str) -> str:
 
 class _Stored:
     """What a group's instances keep under each ``__init__`` parameter's name: the attribute and
-    the recorded argument, one list per parameter, each worked out once per group (a class has
-    one column per argument, and each column asks the parameters in order)."""
+    the recorded argument, each worked out once per group and only when asked (a class has one
+    column per argument, and each column asks the parameters in order)."""
 
     def __init__(self, cls: type, instances: list[torch.nn.Module]) -> None:
+        self.cls = cls
         self.instances = instances
-        self.params = [p for p in _init_params(cls) if _ASCII_NAME.fullmatch(p) and not keyword.issoftkeyword(p)]
-        self._recorded: list[dict[str, Any]] | None = None
-        self._values: dict[str, tuple[list[Any], list[Any]]] = {}
+        self._attributes: dict[str, list[Any]] = {}
+
+    @functools.cached_property
+    def params(self) -> list[str]:
+        return [p for p in _init_params(self.cls) if _ASCII_NAME.fullmatch(p) and not keyword.issoftkeyword(p)]
+
+    @functools.cached_property
+    def _recorded(self) -> list[dict[str, Any]]:
+        return [_recorded_arguments(m) for m in self.instances]
 
     def values(self, param: str) -> Iterator[list[Any]]:
         """Each instance's attribute ``param``, then (only if asked) its recorded argument."""
-        found = self._values.get(param)
-        if found is None:
-            attributes = [getattr(m, param, _MISSING) for m in self.instances]
-            found = self._values[param] = (attributes, [])
-        yield found[0]
-        if not found[1]:
-            if self._recorded is None:
-                self._recorded = [_recorded_arguments(m) for m in self.instances]
-            found[1].extend(r.get(param, _MISSING) for r in self._recorded)
-        yield found[1]
+        attributes = self._attributes.get(param)
+        if attributes is None:
+            attributes = self._attributes[param] = [getattr(m, param, _MISSING) for m in self.instances]
+        yield attributes
+        yield [r.get(param, _MISSING) for r in self._recorded]
 
 
 def _recorded_arguments(module: torch.nn.Module) -> dict[str, Any]:

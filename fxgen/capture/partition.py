@@ -169,12 +169,12 @@ class _Partition:
         that reads no tensor this way (most conv nets call every layer) is used as it is: its
         copy would be the same graph, node for node."""
         nodes = list(self.flat.graph.nodes)
-        index = {node: i for i, node in enumerate(nodes)}
         chains = {n: (self._chain(n) if n.op not in ("placeholder", "output") else ()) for n in nodes if n.op != "get_attr"}
         if len(chains) == len(nodes):  # (no ``get_attr`` node)
             self.prepared_of = {node: node for node in nodes}
             self.origin = dict(self.prepared_of)
             return self.flat, chains
+        index = {node: i for i, node in enumerate(nodes)}
         start: dict[Chain, int] = {}
         for node, chain in chains.items():
             for depth in range(1, len(chain) + 1):
