@@ -19,7 +19,6 @@ import contextlib
 import functools
 import inspect
 import keyword
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,7 @@ from fxgen.check.nodes import NodeChecks
 from fxgen.check.passes import check_passes
 from fxgen.check.schema import check_schema
 from fxgen.construct.modules import construct_call, same_random_state, set_attr_path
-from fxgen.policy.policy import DEFAULT_POLICY, Policy, TargetError, policy_for
+from fxgen.policy.policy import DEFAULT_POLICY, Policy, TargetError
 from fxgen.read.reader import Document, parse_text, read_document
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.expr import ExprError
@@ -60,9 +59,7 @@ from fxgen.spec.values import DTYPES
 __all__ = [
     "SpecLike",
     "as_spec",
-    "load_spec",
     "parse_data",
-    "validate",
     "validate_body",
     "validate_data",
     "validate_document",
@@ -765,21 +762,7 @@ def _random_init(entry: dict[str, Any]) -> bool:
     return "value" not in entry and init_call(entry.get("init", "zeros"))[0] not in _NO_DRAW_INITS
 
 
-def iter_node_targets(spec: Spec) -> Iterator[str]:
-    """Qualified names a spec's call_function nodes and modules use (for import lists)."""
-    for module in spec.modules.values():
-        yield module.cls
-    for node in spec.nodes:
-        if node.op == "call_function" and node.target:
-            yield node.target
-
-
 SpecLike = Spec | str | Path | dict[str, Any]
-
-
-def load_spec(path: str | Path, *, allow: Iterable[str] | Policy | None = None) -> Spec:
-    """Read and fully validate a spec file; raises SpecError listing every problem."""
-    return validate_document(read_document(path), policy_for(allow))
 
 
 def as_spec(spec: SpecLike, policy: Policy) -> Spec:
@@ -789,7 +772,3 @@ def as_spec(spec: SpecLike, policy: Policy) -> Spec:
         return validate_data(spec, policy)
     return validate_document(read_document(spec), policy)
 
-
-def validate(path: str | Path, *, allow: Iterable[str] | Policy | None = None) -> Spec:
-    """Check a spec file; the same as ``load_spec`` (the name the CLI command uses)."""
-    return load_spec(path, allow=allow)

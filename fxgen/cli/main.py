@@ -237,7 +237,7 @@ def _report(diagnostics: list[Diagnostic]) -> None:
 
 # -- validate / show ---------------------------------------------------------------------------
 def cmd_validate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
-    from fxgen.check.validate import load_spec
+    from fxgen._api import load_spec
     from fxgen.read.paths import find_specs
 
     specs = find_specs(args.paths)
@@ -275,7 +275,7 @@ def _prepared(spec: Any, allow: tuple[str, ...], *, notes: bool = False) -> tupl
     policy = policy_for(allow)
     origin = None
     if spec.passes:
-        from fxgen.passes.pipeline import transformed
+        from fxgen._api import transformed
 
         result = transformed(spec, policy)
         assert result is not None
@@ -306,7 +306,7 @@ def _svg(source: str) -> str:
 
 
 def cmd_show(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
-    from fxgen.check.validate import load_spec
+    from fxgen._api import load_spec
     from fxgen.cli.show import show, show_json
 
     spec, analysis = _prepared(load_spec(args.path, allow=allow), allow, notes=True)
@@ -447,7 +447,7 @@ def _render_all(
     failures: dict[Path, Any] = {}
     if not jobs:
         return rendered, failures  # nothing to render: torch and black stay unimported
-    from fxgen.passes.pipeline import render_job_safely
+    from fxgen._api import render_job_safely
 
     workers = workers or os.cpu_count() or 1
     tasks = [(job, allow, shapes) for job in jobs]

@@ -959,7 +959,7 @@ class _LeafTracer(torch.fx.Tracer):
 def check_classes_traced(spec: Spec, generated: torch.nn.Module) -> None:
     """Format 2: the generated top class and an instance of each generated block class, traced
     one level deep, give back the graphs of the spec's classes up to node names."""
-    from fxgen.capture.to_spec import _node
+    from fxgen.describe.to_spec import _node
 
     bodies: list[tuple[Spec, torch.nn.Module]] = [(spec, generated)]
     for name in spec.classes:
