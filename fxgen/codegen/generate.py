@@ -101,7 +101,6 @@ def render_spec(
     the blocks it uses, then its own class. ``shapes`` are end-of-line comments for the top
     class's statements, by node index; ``passes`` names the passes the spec went through (a
     comment line under the header)."""
-    render.new_render()  # each render checks its own names
     imports = Imports()
     bodies = [spec.block(name) for name in block_order(spec)] + [spec]
     render.plan_names(bodies, imports, _module_of)
