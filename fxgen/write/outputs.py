@@ -3,8 +3,11 @@
 Deciding that a generated file is current needs only its header and the spec's bytes (both
 hashed, ``fxgen.write.header``), so a no-op ``fxgen generate --check`` imports neither torch nor
 black. A file edited by hand, written by something else, or left behind by a deleted spec (an
-orphan) is recognised here too. Only stale or missing files are rendered (``fxgen.codegen``), and
-only ``fxgen.write.atomic`` writes.
+orphan) is recognised here too, when a run starts and again right before a file is replaced or
+an orphan removed (:func:`guard`, :func:`remove_orphan`): runs overlap, and people edit files
+while fxgen renders. Which spec names make a harmful file is decided here (:func:`unsafe_name`).
+Only stale or missing files are rendered (``fxgen.codegen``), and only ``fxgen.write.atomic``
+writes.
 """
 
 from __future__ import annotations
