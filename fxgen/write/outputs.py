@@ -90,22 +90,26 @@ def unsafe_name(spec: Path, out_dir: Path, reserved: frozenset[str] = frozenset(
     other ``sys.stdlib_module_names``, plus the top-level packages in ``reserved``): running any
     script from ``out_dir`` would import the generated file instead."""
     stem = spec.stem
-    out = out_dir / f"{stem}.py"
-    if not _IDENTIFIER.fullmatch(stem) or keyword.iskeyword(stem):
-        why = "is a Python keyword" if keyword.iskeyword(stem) else "is not a Python identifier (ASCII letters, digits, _)"
-        return f"would generate {out}, which Python cannot import: {stem!r} {why}; rename the spec (to {_safe(stem)}{spec.suffix}, for example)"
-    if stem.startswith("__") and stem.endswith("__"):
-        return f"would generate {out}, a name Python reserves; rename the spec (to {_safe(stem)}{spec.suffix}, for example)"
-    if stem in _ALWAYS_IMPORTED or stem in reserved or stem in sys.stdlib_module_names:
-        return (f"would generate {out}, which shadows the module {stem} for every script run from {out_dir}; "
-                f"rename the spec (to {_safe(stem)}{spec.suffix}, for example)")  # fmt: skip
-    return None
-
-
-def _safe(stem: str) -> str:
-    """A name to suggest instead of ``stem``."""
+    problem = _problem(stem, reserved, out_dir)
+    if problem is None:
+        return None
     name = re.sub(r"[^A-Za-z0-9]+", "_", stem).strip("_") or "model"
-    return f"model_{name}" if name[0].isdigit() else f"{name}_model"
+    name = f"model_{name}" if name[0].isdigit() else name
+    suggestion = name if _problem(name, reserved, out_dir) is None else f"{name.strip('_')}_model"
+    out = out_dir / f"{stem}.py"
+    return f"would generate {out}, {problem}; rename the spec (to {suggestion}{spec.suffix}, for example)"
+
+
+def _problem(stem: str, reserved: frozenset[str], out_dir: Path) -> str | None:
+    if keyword.iskeyword(stem):
+        return f"which Python cannot import: {stem!r} is a Python keyword"
+    if not _IDENTIFIER.fullmatch(stem):
+        return f"which Python cannot import: {stem!r} is not a Python identifier (ASCII letters, digits, _)"
+    if stem.startswith("__") and stem.endswith("__"):
+        return "a name Python reserves"
+    if stem in _ALWAYS_IMPORTED or stem in reserved or stem in sys.stdlib_module_names:
+        return f"which shadows the module {stem} for every script run from {out_dir}"
+    return None
 
 
 def _status(job: Job) -> Job:
