@@ -620,13 +620,14 @@ def test_a_file_another_run_wrote_while_rendering_is_replaced(project: Path, cap
     _no_temp_files(project / "gen")
 
 
-@pytest.mark.parametrize(("stem", "why"), [
-    ("torch", "shadows the module torch"), ("copy", "shadows the module copy"), ("typing", "shadows the module typing"),
-    ("__init__", "a name Python reserves"), ("my-model.v2", "is not a Python identifier"), ("2layers", "not a Python identifier"),
-    ("modèle", "not a Python identifier"), ("class", "is a Python keyword"),
+@pytest.mark.parametrize(("stem", "why", "instead"), [
+    ("torch", "shadows the module torch", "torch_model"), ("copy", "shadows the module copy", "copy_model"),
+    ("typing", "shadows the module typing", "typing_model"), ("__init__", "a name Python reserves", "init"),
+    ("my-model.v2", "is not a Python identifier", "my_model_v2"), ("2layers", "not a Python identifier", "model_2layers"),
+    ("modèle", "not a Python identifier", "mod_le"), ("class", "is a Python keyword", "class_model"),
 ])  # fmt: skip
 def test_a_spec_whose_file_name_would_shadow_a_module_or_not_import_is_refused(
-    project: Path, capsys: pytest.CaptureFixture[str], stem: str, why: str
+    project: Path, capsys: pytest.CaptureFixture[str], stem: str, why: str, instead: str
 ) -> None:
     shutil.copy(project / "specs" / "mlp.yaml", project / "specs" / f"{stem}.yaml")
     (project / "specs" / "mlp.yaml").unlink()
@@ -635,7 +636,7 @@ def test_a_spec_whose_file_name_would_shadow_a_module_or_not_import_is_refused(
         assert (code, out) == (1, "")
         (line,) = err.splitlines()
         assert line.startswith(f"specs/{stem}.yaml: error: would generate {Path('gen') / stem}.py") and why in line
-        assert "rename the spec (to " in line
+        assert line.endswith(f"rename the spec (to {instead}.yaml, for example)")
         assert not (project / "gen").exists()
 
 
