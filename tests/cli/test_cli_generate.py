@@ -461,10 +461,8 @@ def test_parallel_runs_remove_each_orphan_once_and_all_succeed(project: Path, ca
     command = [sys.executable, "-m", "fxgen", "generate", "specs", "--out-dir", "gen", "-j", "1"]
     processes = [subprocess.Popen(command, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for _ in range(8)]  # fmt: skip
-    results = [(p.wait(timeout=120), p.stderr.read() if p.stderr else "") for p in processes]
-    for p in processes:
-        p.stdout.close() if p.stdout else None
-        p.stderr.close() if p.stderr else None
+    errors = [p.communicate(timeout=120)[1] for p in processes]
+    results = [(p.returncode, err) for p, err in zip(processes, errors, strict=True)]
     assert [code for code, _ in results] == [0] * 8, [err for _, err in results]
     removed = [line for _, err in results for line in err.splitlines() if line.startswith("fxgen: removed ")]
     assert sorted(removed) == sorted(f"fxgen: removed {Path('gen') / p.name} (its spec no longer exists)" for p in orphans)
