@@ -40,6 +40,7 @@ from fxgen.check.nodes import NodeChecks
 from fxgen.check.passes import check_passes
 from fxgen.check.schema import check_schema
 from fxgen.construct.modules import construct_call, same_random_state, set_attr_path
+from fxgen.construct.tensors import shape_problem
 from fxgen.policy.policy import DEFAULT_POLICY, Policy, TargetError, policy_for
 from fxgen.read.reader import Document, parse_text, read_document
 from fxgen.read.yaml_events import JsonPath
@@ -635,6 +636,10 @@ class _Checker(NodeChecks):
         if "data" in entry:
             if not floats:
                 self.check_packed(where, path, entry["data"], shape, dtype)
+            return
+        problem = None if floats else shape_problem(shape, dtype)
+        if problem:
+            self.error((*where, "shape"), f"{path!r}: {problem}")
             return
         init = entry.get("init", "zeros")
         groups = init.get("dirac", {}).get("groups") if isinstance(init, dict) else None
