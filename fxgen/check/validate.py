@@ -46,6 +46,7 @@ from fxgen.read.reader import Document, parse_text, read_document
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.expr import ExprError
 from fxgen.spec.init import check_init, init_call
+from fxgen.spec.literals import literal_problem
 from fxgen.spec.model import FORMAT_VERSION, ArgSpec, ClassSpec, Spec
 from fxgen.spec.packed import PACKED_TOTAL_LIMIT, PackedError, check_packed, packed_size
 from fxgen.spec.resolve import (
@@ -622,6 +623,10 @@ class _Checker(NodeChecks):
                 return
         dtype = entry.get("dtype", "float32")
         if "value" in entry:
+            unfit = literal_problem(entry["value"], dtype)
+            if unfit:
+                self.error((*where, "value", *unfit[0]), f"{path!r}: {unfit[1]}")
+                return
             try:
                 torch.tensor(entry["value"], dtype=getattr(torch, dtype))
             except (TypeError, ValueError, RuntimeError) as exc:

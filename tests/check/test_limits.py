@@ -73,3 +73,76 @@ def test_a_shape_an_argument_makes_too_large_is_refused() -> None:
     text += "parameters:\n  p: {shape: [{arg: n}, {arg: n * n}]}\n" + TAIL
     ((line, col, message),) = errors(text)
     assert (line, col) == (6, 14) and "dimension 1 (18446744073709551616)" in message
+
+
+# -- a literal its dtype cannot hold -------------------------------------------------------------
+def buffer(value: str, dtype: str) -> str:
+    return HEAD + f"buffers:\n  b: {{value: {value}, dtype: {dtype}}}\n" + TAIL
+
+
+@pytest.mark.parametrize(
+    ("value", "dtype", "column", "message"),
+    [
+        ("[-1]", "uint8", 15, "-1 is out of range: uint8 holds the integers from 0 to 255"),
+        ("[2, -3]", "bool", 15, "2 is not a bool value: bool holds 0 and 1 (false and true) only; write false or true "
+                                "(1 more number of the literal does not fit either)"),
+        ("[1.5]", "int64", 15, "1.5 is not a whole number: int64 holds the integers from -9223372036854775808 to "
+                               "9223372036854775807; write an integer, or declare a floating-point dtype"),
+        ("70000", "float16", 14, "70000 is beyond the range of float16 (finite values from -65504.0 to 65504.0) and "
+                                 "would become inf; write a value in that range, or declare a dtype that holds it"),
+        ("1e300", "float32", 14, "1e+300 is beyond the range of float32"),
+        ("[300]", "int8", 15, "300 is out of range: int8 holds the integers from -128 to 127; write a value in that "
+                              "range, or declare a dtype that holds it"),
+        ("[0.1, 1e300]", "bfloat16", 20, "1e+300 is beyond the range of bfloat16"),
+        ("[[1, 2], [3, -1e39]]", "complex64", 27, "-1e+39 is beyond the range of complex64"),
+        ("[1, 1e400]", "float64", 18, "is beyond the range of float64"),  # an integer no float holds
+        ("[32768]", "int16", 15, "32768 is out of range: int16 holds the integers from -32768 to 32767"),
+        ("[-2147483649]", "int32", 15, "-2147483649 is out of range: int32"),
+        ("[9223372036854775808]", "int64", 15, "9223372036854775808 is out of range: int64"),
+        ("[0.5]", "bool", 15, "0.5 is not a bool value"),
+    ],
+)
+def test_a_literal_its_dtype_cannot_hold_is_refused_at_the_number(value: str, dtype: str, column: int,
+                                                                  message: str) -> None:  # fmt: skip
+    text = buffer(value.replace("1e400", "2" + "0" * 308), dtype)
+    ((line, col, got),) = errors(text)
+    assert (line, col) == (4, column) and got.startswith("'b': ") and message in got, got
+
+
+@pytest.mark.parametrize(
+    ("value", "dtype"),
+    [
+        ("[0.1, 65504, -65504, 65519]", "float16"),  # rounded to the nearest float16, not beyond it
+        ("[3.4028234663852886e+38, 1e-50]", "float32"),
+        ("[0, 255]", "uint8"),
+        ("[-128, 127, 2.0]", "int8"),
+        ("[-9223372036854775808, 9223372036854775807]", "int64"),
+        ("[true, false, 0, 1, 1.0]", "bool"),
+        ("[1e300, -1e300]", "float64"),
+        ("[1e300]", "complex128"),
+    ],
+)
+def test_every_literal_a_dtype_holds_is_valid(value: str, dtype: str) -> None:
+    assert validate_document(parse_text(buffer(value, dtype), "s.yaml")).buffers["b"].value is not None
+
+
+@pytest.mark.parametrize(
+    ("val", "dtype", "message"),
+    [
+        ("300", "int8", "init 'constant': val 300 is out of range: int8 holds the integers from -128 to 127"),
+        ("-1", "uint8", "init 'constant': val -1 is out of range: uint8"),
+        ("1.5", "int64", "init 'constant': val 1.5 is not a whole number"),
+        ("2", "bool", "init 'constant': val 2 is not a bool value"),
+        ("70000", "float16", "init 'constant': val 70000 is beyond the range of float16"),
+        ("1e300", "complex64", "init 'constant': val 1e+300 is beyond the range of complex64"),
+    ],
+)
+def test_a_constant_init_its_dtype_cannot_hold_is_refused(val: str, dtype: str, message: str) -> None:
+    text = HEAD + f"parameters:\n  p: {{shape: [2], dtype: {dtype}, init: {{constant: {{val: {val}}}}}, requires_grad: false}}\n"
+    ((line, _, got),) = errors(text + TAIL)
+    assert line == 4 and got.startswith("'p': ") and message in got
+
+
+def test_a_ragged_literal_is_still_said_to_be_one() -> None:
+    ((_, _, message),) = errors(buffer("[[1, 2], [3]]", "int8"))
+    assert "nested lists must be rectangular" in message
