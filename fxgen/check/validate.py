@@ -30,6 +30,7 @@ from fxgen._errors import Location, SpecError, Suggestions
 from fxgen.check.blocks import (
     block_names,
     class_cycles,
+    class_depth,
     declaration_problems,
     format_problems,
     module_values,
@@ -109,7 +110,7 @@ def _validate(
     if doc.data["fxgen"] >= 2:
         construct = make_tensor = None  # blocks are built by the build itself, from the validated Spec
     checker = _Checker(doc, policy, construct, make_tensor)
-    for where, message in format_problems(doc.data) + class_cycles(doc.data):
+    for where, message in format_problems(doc.data) + class_cycles(doc.data) + class_depth(doc.data):
         checker.error(where, message)
     if checker.errors:  # the other checks assume the format's shape and acyclic blocks
         raise SpecError(checker.errors)

@@ -4,9 +4,13 @@ blocks nested too deeply are located errors of validation, saying what to write 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import torch
 
 import fxgen
+from fxgen.check.blocks import MAX_BLOCK_DEPTH
 from fxgen.check.validate import validate_document
 from fxgen.read.reader import parse_text
 
@@ -146,3 +150,51 @@ def test_a_constant_init_its_dtype_cannot_hold_is_refused(val: str, dtype: str, 
 def test_a_ragged_literal_is_still_said_to_be_one() -> None:
     ((_, _, message),) = errors(buffer("[[1, 2], [3]]", "int8"))
     assert "nested lists must be rectangular" in message
+
+
+# -- blocks nested too deeply --------------------------------------------------------------------
+def chain(depth: int, *, used: bool = True, cycle: bool = False) -> str:
+    """A model whose blocks nest ``depth`` deep: B0 holds B1 ... holds an Identity (or B0)."""
+    lines = ["fxgen: 2", "name: Deep", "modules:", f"  b: {{class: {'B0' if used else 'torch.nn.Identity'}}}",
+             "nodes:", "  - {op: placeholder, name: x, type: torch.Tensor}",
+             "  - {op: call_module, name: y, target: b, args: ['%x']}", "  - {op: output, args: ['%y']}", "classes:"]  # fmt: skip
+    for i in range(depth):
+        inner = f"B{i + 1}" if i + 1 < depth else "B0" if cycle else "torch.nn.Identity"
+        lines += [f"  B{i}:", "    modules:", f"      m: {{class: {inner}}}", "    nodes:",
+                  "      - {op: placeholder, name: x, type: torch.Tensor}",
+                  "      - {op: call_module, name: y, target: m, args: ['%x']}", "      - {op: output, args: ['%y']}"]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def test_blocks_nested_as_deep_as_allowed_build_and_run(tmp_path: Path) -> None:
+    path = tmp_path / "deep.yaml"
+    path.write_text(chain(MAX_BLOCK_DEPTH), encoding="utf-8")
+    model = fxgen.load(path)
+    assert model(torch.ones(2)).tolist() == [1.0, 1.0]
+    namespace: dict[str, object] = {}
+    exec(compile(fxgen.generate(path), "deep.py", "exec"), namespace)  # the generated class too
+    assert namespace["Deep"]()(torch.ones(2)).tolist() == [1.0, 1.0]  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("depth", [MAX_BLOCK_DEPTH + 1, 200, 5000])
+@pytest.mark.parametrize("used", [True, False])
+def test_blocks_nested_too_deeply_are_refused_where_the_limit_is_passed(depth: int, used: bool, tmp_path: Path) -> None:
+    """Refused without a RecursionError, at the declaration one level too deep, by validate,
+    load and generate alike."""
+    text = chain(depth, used=used)
+    path = tmp_path / "deep.yaml"
+    path.write_text(text, encoding="utf-8")
+    line = 12 + 7 * (MAX_BLOCK_DEPTH - 1)  # the module m of B31, which is B32: level 33 either way
+    expected = (f"nests blocks {MAX_BLOCK_DEPTH + 1} deep here ({'Deep' if used else 'B0'} -> ",
+                f"blocks nest at most {MAX_BLOCK_DEPTH} deep: declare some of them in the blocks that use them instead")
+    ((got_line, col, message),) = errors(text)
+    assert (got_line, col) == (line, 18) and all(part in message for part in expected), message
+    for make in (fxgen.load, fxgen.generate):
+        with pytest.raises(fxgen.SpecError) as info:
+            make(path)
+        assert [d.location.line for d in info.value.diagnostics] == [line]
+
+
+def test_a_cycle_at_the_end_of_a_long_chain_is_reported_as_a_cycle() -> None:
+    ((_, _, message),) = errors(chain(5000, cycle=True))
+    assert "block 'B0' contains itself (B0 -> B1 -> B2" in message
