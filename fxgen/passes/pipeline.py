@@ -127,8 +127,10 @@ def load(
         resolved = as_spec(spec, policy)
     state = None
     if weights is not None:
+        from fxgen.assemble.weights import check_digest
         from fxgen.read.weights import read_weights
 
+        check_digest(resolved, weights)  # the pair exported together, or a clear refusal
         state = read_weights(weights)
     result = transformed(resolved, policy, state)
     assert result is not None

@@ -235,8 +235,10 @@ def transform(
     check_pass_list(doc, ("passes",), policy, allowed=registered())
     state: dict[str, torch.Tensor] | None = None
     if isinstance(weights, (str, Path)):
+        from fxgen.assemble.weights import check_digest
         from fxgen.read.weights import read_weights
 
+        check_digest(resolved, weights)  # the pair exported together, or a clear refusal
         state = read_weights(weights)
     elif weights is not None:
         state = dict(weights)
