@@ -22,7 +22,7 @@ the heap the earlier stages leave behind: chain 10k read 1.92x and 2.53x in two 
 same code).
 
 ``--quick`` (CI smoke test): the smallest size, few repeats, examples, one small zoo model and
-one 4 MiB weight-heavy spec measured once per method, no torch.compile; finishes in about 20 s.
+one 4 MiB weight-heavy spec and one 4 MiB weights file measured once per method, no torch.compile.
 """
 
 from __future__ import annotations

@@ -92,7 +92,7 @@ def _header(f: io.FileIO, path: str | Path) -> tuple[int, dict[str, Any]]:
         header = json.loads(f.read(size))
         if not isinstance(header, dict):
             raise ValueError("the header is not a JSON object")
-    except (OSError, ValueError) as exc:  # (json's errors are ValueErrors)
+    except (OSError, ValueError, RecursionError) as exc:  # (json's errors are ValueErrors; nesting bombs recurse)
         raise WeightsError(f"cannot read weights: not a safetensors file ({exc})", Location(str(path))) from None
     return 8 + size, header
 

@@ -123,7 +123,10 @@ def test_the_digest_comes_from_the_header(tmp_path: Path) -> None:
     digest = write_weights(path, _state())
     assert digest.startswith("sha256:") and weights_digest(path) == digest
     (tmp_path / "bad").write_bytes(b"\xff" * 8 + b"{}")
-    for bad in (tmp_path / "bad", tmp_path / "missing"):
+    nested = b'{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    (tmp_path / "nested").write_bytes(len(nested).to_bytes(8, "little") + nested)
+    (tmp_path / "list").write_bytes((2).to_bytes(8, "little") + b"[]")
+    for bad in (tmp_path / "bad", tmp_path / "missing", tmp_path / "nested", tmp_path / "list"):
         with pytest.raises(WeightsError, match="cannot read weights") as info:
             weights_digest(bad)
         assert str(bad) in str(info.value)
