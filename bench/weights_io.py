@@ -55,12 +55,20 @@ __all__ = ["DEFAULT_SIZES", "METHODS", "QUICK_SIZES", "records", "run"]
 
 
 def _save_file_copy(h: heavy.Heavy) -> str:
-    """The same tensors written by ``safetensors.torch.save_file``, next to fxgen's file."""
+    """The same tensors written by ``safetensors.torch.save_file``, next to fxgen's file, with the
+    data off a 64-byte boundary (save_file pads the header to 8 bytes: one file in eight would
+    start its data at 64, and these tensors' sizes are multiples of 64; a note in the metadata
+    moves it)."""
     from safetensors.torch import load_file, save_file
 
     path = h.weights.removesuffix(".safetensors") + ".save_file.safetensors"
-    save_file({k: v.clone() for k, v in load_file(h.weights).items()}, path)
-    return path
+    state = {k: v.clone() for k, v in load_file(h.weights).items()}
+    for pad in range(64):
+        save_file(state, path, metadata={"note": "x" * pad} if pad else None)
+        with open(path, "rb") as f:
+            if (8 + int.from_bytes(f.read(8), "little")) % 64:
+                return path
+    raise AssertionError("no misaligned layout found")
 
 
 def _prepare_main(directory: Path, sizes: list[float]) -> None:
@@ -119,11 +127,13 @@ def _child_main(method: str, work: dict[str, Any], warm: dict[str, Any], out: Pa
     call, subject = _call(method, work, out)
     heavy._trim()
     heavy._reset_peak()
-    base = heavy._status_kib("VmRSS")["VmRSS"]
+    start = heavy._status_kib("VmRSS", "RssAnon", "RssFile")
+    base = start["VmRSS"]
     t0 = time.perf_counter()
     result = call()
     seconds = time.perf_counter() - t0
-    peak = (heavy._status_kib("VmHWM")["VmHWM"] - base) * 1024
+    after = heavy._status_kib("VmHWM", "RssAnon", "RssFile")
+    peak = (after["VmHWM"] - base) * 1024
     h = heavy.Heavy(**work["heavy"])
     if method == "save_weights":
         state, file = subject.state_dict(), load_file(str(out))
@@ -138,7 +148,9 @@ def _child_main(method: str, work: dict[str, Any], warm: dict[str, Any], out: Pa
                                                 for k in file)  # fmt: skip
     misaligned = sum(t.data_ptr() % 64 != 0 for t in state.values()) if method.startswith("load") else 0
     print(json.dumps({"method": method, "seconds": seconds, "peak_bytes": peak, "bytes": size, "exact": exact,
-                      "misaligned": misaligned, "tensors": h.tensors}))  # fmt: skip
+                      "misaligned": misaligned, "tensors": h.tensors,
+                      "anon_bytes": (after["RssAnon"] - start["RssAnon"]) * 1024,
+                      "file_bytes": (after["RssFile"] - start["RssFile"]) * 1024}))  # fmt: skip
 
 
 def run_child(method: str, work: dict[str, Any], warm: dict[str, Any], directory: Path, *,
@@ -178,28 +190,30 @@ def records(key: str, samples: dict[str, list[dict[str, Any]]]) -> list[dict[str
 
 
 def run(directory: Path, sizes: list[float], rounds: int, *, alt: str | None = None,
-        progress: Any = None) -> list[dict[str, Any]]:  # fmt: skip
+        methods: tuple[str, ...] = METHODS, progress: Any = None) -> list[dict[str, Any]]:  # fmt: skip
     """Write the workloads to ``directory``, measure each method ``rounds`` times (with ``alt``,
-    fxgen from that tree too: stages ``METHOD:alt``); ``bench/run.py`` records."""
+    fxgen from that tree too: stages ``METHOD:alt``), the order reversed every other round;
+    ``bench/run.py`` records."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--prepare", str(directory),
            "--sizes", ",".join(f"{s:g}" for s in sizes)]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, env=heavy._child_env())
     if proc.returncode != 0:
         raise RuntimeError(f"bench/weights_io.py --prepare failed: {proc.stderr[-2000:]}")
     warm, *works = json.loads(proc.stdout.strip().splitlines()[-1])
-    methods = [(m, None) for m in METHODS] + ([(m, alt) for m in METHODS] if alt else [])
+    runs = [(m, None) for m in methods] + ([(m, alt) for m in methods] if alt else [])
     out: list[dict[str, Any]] = []
     for work in works:
         key = work["heavy"]["key"]
         samples: dict[str, list[dict[str, Any]]] = {}
         for r in range(rounds):
-            for method, root in methods[::-1] if r % 2 else methods:
+            for method, root in runs[::-1] if r % 2 else runs:
                 rec = run_child(method, work, warm, directory, root=root)
                 name = method + (":alt" if root else "")
                 samples.setdefault(name, []).append(rec)
                 if progress is not None:
                     progress(f"{key} {name} round {r + 1}: " + (rec.get("error") or
-                             f"{rec['seconds'] * 1e3:.1f} ms, peak {rec['peak_bytes'] / rec['bytes']:.2f}x"))  # fmt: skip
+                             f"{rec['seconds'] * 1e3:.1f} ms, peak {rec['peak_bytes'] / rec['bytes']:.2f}x, resident after: anonymous "
+                             f"{rec['anon_bytes'] / rec['bytes']:.2f}x, file {rec['file_bytes'] / rec['bytes']:.2f}x"))  # fmt: skip
         out.append({"workload": key, "event": "info", "weights_bytes": work["heavy"]["weights_bytes"],
                     "save_file_bytes": Path(work["save_file"]).stat().st_size, "tensors": work["heavy"]["tensors"],
                     "width": work["heavy"]["width"], "blocks": work["heavy"]["blocks"]})  # fmt: skip
@@ -212,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="MiB of weights, comma-separated")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--alt", default=None, metavar="DIR", help="also measure fxgen imported from DIR (an A/B)")
+    parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated, of " + ", ".join(METHODS))
     parser.add_argument("--json", type=Path, default=None, help="write the records here")
     parser.add_argument("--prepare", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -227,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         _child_main(task["method"], task["work"], task["warm"], Path(task["out"]))
         return 0
     with tempfile.TemporaryDirectory(prefix="fxgen-weights-") as tmp:
-        recs = run(Path(tmp), sizes, args.rounds, alt=args.alt,
+        recs = run(Path(tmp), sizes, args.rounds, alt=args.alt, methods=tuple(args.methods.split(",")),
                    progress=lambda line: print("weights: " + line, file=sys.stderr, flush=True))  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(recs, indent=1), encoding="utf-8")
