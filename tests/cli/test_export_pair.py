@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,65 @@ def test_transform_checks_the_weights_it_reads_and_binds_those_it_writes(project
     assert fxgen.load_spec("t.yaml").weights_digest == fxgen.load_spec("s.yaml").weights_digest  # the same tensors
     fxgen.save_weights(_model(7), "w.safetensors")
     assert main(argv) == 1  # the weights are not the spec's
+
+
+BIG = textwrap.dedent("""\
+    import torch
+
+    def make(seed, width):
+        torch.manual_seed(seed)
+        return torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.ReLU(), torch.nn.Linear(width, 3))
+    """)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 1 MiB tmpfs, full for any weights over that: root and mount(8) only (CI runs as
+    root); elsewhere the test is skipped and says why in the report."""
+    import os
+    import shutil
+
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a full disk needs a tmpfs mount: root and mount(8) only")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", disk], capture_output=True).returncode:
+        pytest.skip("mounting a tmpfs is not allowed here")
+    try:
+        yield disk
+    finally:
+        import gc
+
+        gc.collect()  # a loaded model's tensors map the weights file
+        if subprocess.run(["umount", disk], capture_output=True).returncode:
+            subprocess.run(["umount", "--lazy", disk], check=True)
+
+
+def test_a_full_disk_during_the_weights_write_leaves_the_old_pair_and_no_temporary_file(
+    small_disk: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a real full disk: the weights write fails with a located one-line error, the old spec
+    and old weights stay as they were (and still load, as the pair they are), and no temporary
+    file is left behind."""
+    (tmp_path / "big_model.py").write_text(BIG)
+    monkeypatch.chdir(small_disk)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def export(width: int) -> int:
+        return main(["export", "big_model:make", "--kwargs", f'{{"seed": 1, "width": {width}}}', "--out", "s.yaml",
+                     "--weights", "w.safetensors", "--quiet"])  # fmt: skip
+
+    assert export(8) == 0
+    spec_before, weights_before = Path("s.yaml").read_bytes(), Path("w.safetensors").read_bytes()
+    capsys.readouterr()
+    assert export(1024) == 1  # 4 MiB of weights on a 1 MiB disk
+    err = capsys.readouterr().err
+    assert "w.safetensors" in err and "No space left on device" in err and "Traceback" not in err, err
+    assert Path("s.yaml").read_bytes() == spec_before and Path("w.safetensors").read_bytes() == weights_before
+    assert sorted(p.name for p in small_disk.iterdir()) == ["s.yaml", "w.safetensors"]  # nothing half-written
+    import big_model  # type: ignore[import-not-found]
+
+    x = torch.randn(2, 8)
+    loaded = fxgen.load("s.yaml", weights="w.safetensors").eval()
+    assert torch.equal(loaded(x), big_model.make(1, 8).eval()(x))
+    del loaded
