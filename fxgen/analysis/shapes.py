@@ -12,8 +12,11 @@ a located error: the node, the shapes that met there and torch's own words.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
+import itertools
 import logging
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,11 +32,8 @@ from fxgen.policy.policy import Policy
 from fxgen.spec.model import Spec
 from fxgen.spec.values import DTYPES, dtype_name
 
-__all__ = ["Analysis", "NodeInfo", "analyse", "owner"]
+__all__ = ["Analysis", "NodeInfo", "analyse", "owner", "stand_in_sizes"]
 
-# The sizes symbolic dimensions take while shapes propagate: distinct, and not 0 or 1 (which
-# torch would specialise on), so that no two names are taken for the same size.
-_HINTS = (17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79)
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,7 @@ def analyse(spec: Spec, policy: Policy, *, origin: Spec | None = None) -> Analys
     # a ShapeEnv (symbols) only when a dimension is named: static shapes need none
     shape_env = ShapeEnv(duck_shape=False) if named else None
     fake_mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
+    hints = stand_in_sizes(spec)
     symbols: dict[str, Any] = {}  # name -> SymInt
     names: dict[Any, Any] = {}  # sympy symbol -> a sympy symbol named as the spec names it
     import sympy
@@ -101,7 +102,7 @@ def analyse(spec: Spec, policy: Policy, *, origin: Spec | None = None) -> Analys
             return dim
         if dim not in symbols:
             assert shape_env is not None
-            hint = _HINTS[len(symbols) % len(_HINTS)] + 100 * (len(symbols) // len(_HINTS))
+            hint = hints[dim]
             source = _dimension(dim)
             symbol = shape_env.create_symbol(hint, source, dynamic_dim=DimDynamic.DYNAMIC)
             symbols[dim] = shape_env.create_symintnode(symbol, hint=hint, source=source)
@@ -138,6 +139,45 @@ def analyse(spec: Spec, policy: Policy, *, origin: Spec | None = None) -> Analys
         ))  # fmt: skip
     total = _number(sum((prop.flops.get(n, 0) for n in graph_nodes), 0), names)
     return Analysis(infos, total, _parameters(spec, gm), {d: s.node.hint for d, s in symbols.items()})
+
+
+def stand_in_sizes(spec: Spec) -> dict[str, int]:
+    """The size each named dimension of ``spec.inputs`` takes while shapes propagate (the hint of
+    its symbol), in order of first appearance: distinct primes from 17 up (not 0 or 1, which
+    torch specialises on), none equal to an integer written anywhere in the spec.
+
+    A symbol meeting a size it must equal is not an error to torch: it guards on the hint and
+    goes on. So the hints must be sizes no correct graph asks for: two names never share one
+    (``[batch, 8] + [seq, 8]`` fails), and a name never takes a literal's size (``Linear(19, 4)``
+    given ``[batch, width]`` fails rather than passing by luck when ``width`` would be 19). What
+    this cannot catch: an expression of several names that happens to equal a size the graph
+    needs (``batch * seq`` meeting a literal 323 when they are 17 and 19); a spec must combine
+    its dimensions against a coincidental constant for that.
+    """
+    names = dict.fromkeys(d for i in spec.inputs.values() for d in i.shape if isinstance(d, str))
+    if not names:
+        return {}
+    taken = set(_integers(spec))
+    free = (n for n in itertools.count(17) if n not in taken and all(n % d for d in range(2, math.isqrt(n) + 1)))
+    return dict(zip(names, free, strict=False))
+
+
+def _integers(value: Any) -> Iterator[int]:
+    """Every integer a spec writes (sizes, arguments, shapes, values), at any depth."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _integers(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _integers(item)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            if f.compare:  # not the document it was read from
+                yield from _integers(getattr(value, f.name))
 
 
 def _where(spec: Spec, origin: Spec | None, index: int) -> Location:

@@ -18,7 +18,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import fxgen
 from fxgen._errors import SpecError
-from fxgen.analysis.shapes import _value_text, analyse
+from fxgen.analysis.shapes import _value_text, analyse, stand_in_sizes
 from fxgen.check.validate import validate_data
 from fxgen.policy.policy import DEFAULT_POLICY
 from fxgen.spec.model import InputSpec
@@ -185,3 +185,18 @@ def test_a_flow_error_after_passes_is_located_in_the_spec(tmp_path: Path, capsys
     path.write_text(SMALL.replace("args: [8, 4]", "args: [10, 4]") + "passes: [{decompose: {rules: [relu]}}]\n")
     assert main(["validate", str(path)]) == 1
     assert capsys.readouterr().err.startswith(f"{path}:10:5: error: the declared inputs do not flow through node 'y'")
+
+
+def test_a_named_dimension_never_takes_a_size_the_spec_writes() -> None:
+    """torch guards a symbol on its hint and goes on: were ``width`` propagated as 19, a
+    ``Linear(19, 4)`` would pass for every width. Hints skip every integer the spec writes."""
+    data = {"fxgen": 1, "name": "M", "modules": {"fc": {"class": "torch.nn.Linear", "args": [19, 4]}},
+            "nodes": [{"op": "placeholder", "name": "x"}, {"op": "call_module", "name": "y", "target": "fc",
+                                                            "args": ["%x"]}, {"op": "output", "args": ["%y"]}],
+            "inputs": {"x": {"shape": ["batch", "width"]}}}  # fmt: skip
+    with pytest.raises(SpecError, match=r"it was given \(x: float32\[batch, width\]\)"):
+        analyse(validate_data(data), DEFAULT_POLICY)
+    spec = validate_data(data)
+    assert stand_in_sizes(spec) == {"batch": 17, "width": 23}
+    spec.inputs["x"].shape = ["batch", 19]
+    assert analyse(spec, DEFAULT_POLICY).nodes[2].value == "float32[batch, 4]"
