@@ -383,7 +383,7 @@ _DYNAMO_XFAIL = pytest.mark.xfail(
 # What each command may import: the heavy modules it must not (a fresh interpreter for each).
 _NO_COMPILER = {"torch._dynamo", "sympy"}
 _IMPORTS = [
-    pytest.param(["validate", "{bare}"], {*_NO_COMPILER, "black"}, id="validate"),
+    pytest.param(["validate", "{bare}"], {*_NO_COMPILER, "black", "jsonschema"}, id="validate"),
     pytest.param(["show", "{bare}"], {*_NO_COMPILER, "black"}, id="show"),
     pytest.param(["validate", "model_specs/mlp.yaml"], {"black"}, id="validate-inputs"),
     pytest.param(["validate", "model_specs/mlp.yaml"], _NO_COMPILER, id="validate-inputs-flow", marks=_DYNAMO_XFAIL),
