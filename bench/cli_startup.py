@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         "| spec | inputs | A wall (s) | B wall (s) | A / B wall | A / B CPU | target | met? |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
         *rows, "",
-        "The flow check propagates the inputs on FakeTensors. Any propagation on torch's meta kernels, fake or "
+        "The flow check (`check_flow`) propagates the inputs on FakeTensors, named dimensions at stand-in "
+        "sizes, without symbols or FLOPs (2-13x faster than the symbolic analysis `fxgen show` runs, once "
+        "imported); what is left is imports. Any propagation on torch's meta kernels, fake or "
         "not, imports sympy (the meta kernels of conv, mm, bmm, index and layer_norm import "
         "`torch.fx.experimental.symbolic_shapes`) and TorchDynamo (every elementwise op's type-promotion wrapper "
         "is `torch._disable_dynamo`, which imports `torch._dynamo` on its first call; `FakeTensorMode()` imports "
