@@ -92,3 +92,13 @@ def test_load_parts_splits_a_load_into_its_steps() -> None:
         if line.startswith("  "):
             on, off = (float(x) for x in line.split()[-4::2])
             assert on > 0 and off > 0, line
+
+
+def test_cli_startup_writes_its_section(tmp_path: Path) -> None:
+    """``bench/cli_startup.py`` (fxgen validate against ``import torch``, whole processes) writes
+    its table into the report, where ``bench/run.py`` keeps it."""
+    out = tmp_path / "benchmarks.md"
+    out.write_text("# fxgen benchmarks\n", encoding="utf-8")
+    _bench("cli_startup.py", "--specs", "mlp", "--runs", "1", "--out", str(out))
+    text = out.read_text(encoding="utf-8")
+    assert "<!-- bench/cli_startup.py -->" in text and "| mlp | yes |" in text and "| mlp | no |" in text
