@@ -19,8 +19,10 @@ import contextlib
 import functools
 import inspect
 import keyword
+import typing
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from types import UnionType
 from typing import Any
 
 import torch
@@ -34,6 +36,8 @@ from fxgen.check.blocks import (
     format_problems,
     module_values,
     uses,
+    value_name_problems,
+    value_problems,
 )
 from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES, Construct, MakeTensor
 from fxgen.check.nodes import NodeChecks
@@ -54,6 +58,7 @@ from fxgen.spec.resolve import (
     substitute,
     substitute_declaration,
     substitute_init,
+    with_values,
 )
 from fxgen.spec.values import DTYPES
 
@@ -181,6 +186,19 @@ def parse_data(data: dict[str, Any], path: str = "<spec>") -> Document:
     return parse_text(text, path, json_syntax=True)
 
 
+def _is_arg(value: Any) -> typing.TypeGuard[dict[str, str]]:
+    return isinstance(value, dict) and set(value) == {"arg"}
+
+
+def bind_written(names: list[str], decl: dict[str, Any]) -> dict[str, Any]:
+    """Which argument each value of a declaration as written goes to (its repeats unexpanded:
+    none where a list of arguments holds one)."""
+    args = decl.get("args", [])
+    if any(isinstance(item, dict) and "repeat" in item for item in args):
+        return {}
+    return {**dict(zip(names, args, strict=False)), **decl.get("kwargs", {})}
+
+
 def _item(value: Any, path: tuple[Any, ...]) -> Any:
     """The part of a (schema-valid) declaration value at ``path``."""
     for key in path:
@@ -229,6 +247,7 @@ class _Checker(NodeChecks):
         self.top = top or self
         self.blocks = block_names(self.doc.data)
         self.arguments = list(self.data.get("args", {}))
+        self.value_names = list(self.data.get("values", {}))
         self.label = f"block {self.scope[1]!r}" if self.scope else f"class {self.doc.data['name']!r}"
         if top is None:
             self.block_types: dict[str, list[str | None]] = {}  # block -> its nodes' canonical types
@@ -248,6 +267,7 @@ class _Checker(NodeChecks):
         if not self.scope:
             self.check_class_name()
         self.check_arguments()
+        self.check_named_values()
         self.check_paths()
         self.check_tensors("parameters")  # before the modules: a plan may create tensors among them
         self.check_tensors("buffers")
@@ -322,6 +342,29 @@ class _Checker(NodeChecks):
                 self.error(where, f"argument {name!r} of the top class needs a default: fxgen.load builds the "
                            f"model with it (`{name}: {{type: {arg.type}, default: ...}}`)", key=True)  # fmt: skip
 
+    def check_named_values(self) -> None:
+        """The class's named values: their names and expressions (``value_problems``), then,
+        with argument values, what they compute, added to ``env`` for the declarations."""
+        if "values" not in self.data:
+            return
+        for where, message in value_name_problems(self.data, self.top.class_names | RESERVED_NAMES, self.label):
+            self.error(where, message, key=True)
+        problems = value_problems(self.data, self.label)
+        for where, message in problems:
+            self.error(where, message)
+        if problems or self.env is None:
+            self.env = None  # the declarations' structure is still checked, without values
+            return
+        env = self.env
+        for name, text in self.data["values"].items():
+            try:
+                env = with_values(env, {name: text})
+            except ExprError as exc:
+                self.error(("values", name), f"{exc} (with {_shown(self.env)})")
+                self.env = None
+                return
+        self.env = env
+
     @functools.cached_property
     def class_names(self) -> frozenset[str]:
         """The names an ``__init__`` may call: the blocks, the spec's class, and the top-level
@@ -334,7 +377,7 @@ class _Checker(NodeChecks):
     def check_declaration(self, value: Any, where: JsonPath) -> bool:
         """The expressions in a declaration value name this body's arguments; module values
         name classes that exist. Reported here, at their own place; True if all is well."""
-        problems = declaration_problems(value, where, self.arguments, self.label)
+        problems = declaration_problems(value, where, self.arguments, self.label, self.value_names)
         names_ok = True
         for rel, used in module_values(value):
             decl = _item(value, rel[:-1])  # the module value's {class, args, kwargs}
@@ -466,6 +509,7 @@ class _Checker(NodeChecks):
 
     def check_module(self, path: str, entry: dict[str, Any]) -> None:
         where: JsonPath = ("modules", path)
+        written = entry
         if self.doc.data["fxgen"] >= 2:
             concrete = self.concrete_module(path, entry, where)
             if concrete is None:
@@ -485,6 +529,11 @@ class _Checker(NodeChecks):
         if unfit is not None:
             self.error(where, f"module {path!r}: arguments do not fit {entry['class']}: {unfit}; "
                        f"its signature is {cls.__name__}{_plain_signature(_signature(cls))}")  # fmt: skip
+            return
+        wrong = _float_for_int(cls, written, args, kwargs) if written is not entry else None
+        if wrong:
+            self.error(where, f"module {path!r}: {wrong} (with {_shown(self.env)}); make it an int: int(...), "
+                       "round(...) or ceil(...)")  # fmt: skip
             return
         module, problem = self.build(path, entry, cls)
         if problem:  # the constructor itself refuses them (types, ranges, devices): say so now, not at load
@@ -510,7 +559,7 @@ class _Checker(NodeChecks):
             return None
         if local:
             try:
-                values = self.bind_block(entry["class"], concrete)
+                values = self.bind_block(entry["class"], concrete, entry)
             except BindError as exc:
                 self.error(where, f"module {path!r}: {self.unfit_block(entry['class'], exc)}")
                 return None
@@ -545,17 +594,32 @@ class _Checker(NodeChecks):
                     continue
                 at = (field, *rel[:-1])  # the {class, args, kwargs} of the module value
                 try:
-                    self.bind_block(used, substitute_declaration(_item(entry, at), self.env or {}))
+                    raw = _item(entry, at)
+                    self.bind_block(used, substitute_declaration(raw, self.env or {}), raw)
                 except (BindError, ExprError) as exc:
                     self.error((*where, *at), f"module value: {self.unfit_block(used, exc)}")
                     ok = False
         return ok
 
-    def bind_block(self, name: str, decl: dict[str, Any]) -> dict[str, Any]:
+    def bind_block(self, name: str, decl: dict[str, Any], raw: dict[str, Any] | None = None) -> dict[str, Any]:
         """Block ``name``'s argument values for a (concrete) declaration of it; BindError if
-        they do not fit."""
+        they do not fit, or one is not of its declared type (``raw``: the declaration as
+        written, whose expressions the message quotes)."""
         params = {n: ArgSpec.from_data(a) for n, a in self.doc.data["classes"][name].get("args", {}).items()}
-        return bind(params, decl.get("args", []), decl.get("kwargs", {}))
+        values = bind(params, decl.get("args", []), decl.get("kwargs", {}))
+        written = bind_written(list(params), raw) if raw is not None else {}
+        given = {*list(params)[: len(decl.get("args", []))], *decl.get("kwargs", {})}  # a default is checked itself
+        for arg, param in params.items():
+            expected, value = _SIMPLE_TYPES.get(param.type), values[arg]
+            if arg not in given or expected is None or isinstance(value, dict | list) or _is_a(value, expected):
+                continue
+            source = written.get(arg)
+            given = f"{{arg: {source['arg']}}} gives {value!r} (with {_shown(self.env)})" if _is_arg(source) else (
+                f"it is given {value!r}")  # fmt: skip
+            fix = "; make it an int: int(...), round(...) or ceil(...)" if expected is int and isinstance(value, float) \
+                else "; give a value of that type"  # fmt: skip
+            raise BindError(f"argument {arg!r} is {param.type}, but {given}{fix}")
+        return values
 
     def unfit_block(self, name: str, exc: Exception) -> str:
         arguments = ", ".join(self.doc.data["classes"][name].get("args", {}))
@@ -703,6 +767,27 @@ def _plain_signature(signature: inspect.Signature) -> str:
 def _call_key(cls: type, entry: dict[str, Any]) -> tuple[type, str]:
     """What makes two declarations the same constructor call (its arguments as the spec encodes them)."""
     return cls, repr((entry.get("args", []), entry.get("kwargs", {})))
+
+
+def _float_for_int(cls: type, written: dict[str, Any], args: list[Any], kwargs: dict[str, Any]) -> str | None:
+    """An expression of ``written`` (a declaration as written) that gives a float for a
+    parameter of ``cls`` annotated as an int (``in_features: int``), or None."""
+    signature = _signature(cls)
+    params = [name for name, p in signature.parameters.items() if p.kind is not inspect.Parameter.VAR_POSITIONAL]
+    sources = bind_written(params, written)
+    for name, value in signature.bind(*args, **kwargs).arguments.items():
+        source = sources.get(name)
+        if isinstance(value, float) and _is_arg(source) and _wants_int(signature.parameters[name].annotation):
+            return f"{name} of {written['class']} is an int, but {{arg: {source['arg']}}} gives {value!r}"
+    return None
+
+
+def _wants_int(annotation: Any) -> bool:
+    """``int``, or a union holding ``int`` but not ``float`` (``int | tuple[int, int]``)."""
+    if annotation is int or annotation == "int":
+        return True
+    members = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, UnionType) else ()
+    return int in members and float not in members
 
 
 @functools.cache

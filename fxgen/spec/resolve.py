@@ -1,8 +1,9 @@
-"""Format 2's declarations made concrete: constructor arguments bound, ``{arg: ...}`` evaluated,
-repeats expanded.
+"""Format 2's declarations made concrete: constructor arguments bound, named values computed,
+``{arg: ...}`` evaluated, repeats expanded.
 
 A class's declarations may depend on its constructor arguments; its graph never does. Binding
-the values a class is constructed with to its ``args`` gives an environment; substituting it
+the values a class is constructed with to its ``args``, then computing its ``values:`` (each from
+the arguments and the values written before it), gives an environment; substituting it
 into a declaration's encoded values gives a format-1 declaration with ``{module: ...}`` items
 left for the constructor (each ``{repeat: N, module: D}`` list item becomes N of them). The
 check, assemble and codegen stages all go through here, so a block is built from the same
@@ -25,6 +26,7 @@ __all__ = [
     "substitute_declaration",
     "substitute_init",
     "substitute_kwargs",
+    "with_values",
 ]
 
 
@@ -51,6 +53,18 @@ def bind(params: Mapping[str, ArgSpec], args: list[Any], kwargs: Mapping[str, An
                 raise BindError(f"missing a required argument: {name!r}")
             env[name] = param.default
     return env
+
+
+def with_values(env: Mapping[str, Any], values: Mapping[str, str]) -> dict[str, Any]:
+    """``env`` (the bound arguments) and the class's named ``values``, each computed in the
+    order written, from the arguments and the values before it; ExprError names the value."""
+    out = dict(env)
+    for name, text in values.items():
+        try:
+            out[name] = evaluate(parse(text), out)
+        except ExprError as exc:
+            raise ExprError(f"value {name!r} ({text}): {exc}") from None
+    return out
 
 
 def substitute(value: Any, env: Mapping[str, Any]) -> Any:
