@@ -614,11 +614,11 @@ class _Checker(NodeChecks):
             if arg not in given or expected is None or isinstance(value, dict | list) or _is_a(value, expected):
                 continue
             source = written.get(arg)
-            given = f"{{arg: {source['arg']}}} gives {value!r} (with {_shown(self.env)})" if _is_arg(source) else (
+            got = f"{{arg: {source['arg']}}} gives {value!r} (with {_shown(self.env)})" if _is_arg(source) else (
                 f"it is given {value!r}")  # fmt: skip
             fix = "; make it an int: int(...), round(...) or ceil(...)" if expected is int and isinstance(value, float) \
                 else "; give a value of that type"  # fmt: skip
-            raise BindError(f"argument {arg!r} is {param.type}, but {given}{fix}")
+            raise BindError(f"argument {arg!r} is {param.type}, but {got}{fix}")
         return values
 
     def unfit_block(self, name: str, exc: Exception) -> str:

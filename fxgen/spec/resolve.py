@@ -19,6 +19,7 @@ from fxgen.spec.expr import ExprError, evaluate, parse
 from fxgen.spec.model import NO_DEFAULT, ArgSpec
 
 __all__ = [
+    "MAX_REPEAT",
     "BindError",
     "bind",
     "has_arguments",
@@ -28,6 +29,9 @@ __all__ = [
     "substitute_kwargs",
     "with_values",
 ]
+
+
+MAX_REPEAT = 10_000  # copies one repeat makes: a model's deepest stack is hundreds of blocks, not millions
 
 
 class BindError(ValueError):
@@ -78,6 +82,9 @@ def substitute(value: Any, env: Mapping[str, Any]) -> Any:
                 times = substitute(item["repeat"], env)
                 if isinstance(times, bool) or not isinstance(times, int) or times < 0:
                     raise ExprError(f"a repeat count is a non-negative integer, not {times!r}")
+                if times > MAX_REPEAT:
+                    raise ExprError(f"a repeat count is at most {MAX_REPEAT}, not {times}: every copy is a module "
+                                    "of its own, built and checked one by one")  # fmt: skip
                 copy = {"module": substitute_declaration(item["module"], env)}
                 out.extend(dict(copy) for _ in range(times))
             else:

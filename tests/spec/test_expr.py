@@ -20,7 +20,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fxgen.spec.expr import FUNCTIONS, MAX_DEPTH, MAX_LENGTH, Expr, ExprError, evaluate, functions, names, parse, render, source
+from fxgen.spec.expr import (
+    FUNCTIONS,
+    MAX_DEPTH,
+    MAX_LENGTH,
+    Expr,
+    ExprError,
+    evaluate,
+    functions,
+    names,
+    parse,
+    render,
+    source,
+)
 from fxgen.spec.resolve import with_values
 
 
