@@ -12,8 +12,11 @@ with concrete argument values to check what needs construction.
 from __future__ import annotations
 
 import builtins
+import inspect
 import keyword
+import typing
 from collections.abc import Iterator
+from types import UnionType
 from typing import Any
 
 from fxgen._errors import Suggestions
@@ -23,14 +26,18 @@ from fxgen.spec.expr import ExprError, names, parse
 from fxgen.spec.values import DECLARATION_TAGS
 
 __all__ = [
+    "bind_written",
     "block_names",
     "class_cycles",
     "declaration_problems",
+    "float_for_int",
     "format_problems",
+    "is_arg",
     "module_values",
     "uses",
     "value_name_problems",
     "value_problems",
+    "wants_int",
 ]
 
 Problem = tuple[JsonPath, str]
@@ -274,3 +281,36 @@ def _expressions(value: Any, path: JsonPath) -> Iterator[tuple[JsonPath, str]]:
             return
         for key, item in value.items():
             yield from _expressions(item, (*path, key))
+
+
+def is_arg(value: Any) -> typing.TypeGuard[dict[str, str]]:
+    return isinstance(value, dict) and set(value) == {"arg"}
+
+
+def bind_written(names: list[str], decl: dict[str, Any]) -> dict[str, Any]:
+    """Which argument each value of a declaration as written goes to (its repeats unexpanded:
+    none where a list of arguments holds one)."""
+    args = decl.get("args", [])
+    if any(isinstance(item, dict) and "repeat" in item for item in args):
+        return {}
+    return {**dict(zip(names, args, strict=False)), **decl.get("kwargs", {})}
+
+
+def float_for_int(signature: inspect.Signature, written: dict[str, Any], args: list[Any], kwargs: dict[str, Any]) -> str | None:
+    """An expression of ``written`` (a declaration as written) that gives a float for a
+    parameter its class's ``signature`` annotates as an int (``in_features: int``), or None."""
+    params = [name for name, p in signature.parameters.items() if p.kind is not inspect.Parameter.VAR_POSITIONAL]
+    sources = bind_written(params, written)
+    for name, value in signature.bind(*args, **kwargs).arguments.items():
+        source = sources.get(name)
+        if isinstance(value, float) and is_arg(source) and wants_int(signature.parameters[name].annotation):
+            return f"{name} of {written['class']} is an int, but {{arg: {source['arg']}}} gives {value!r}"
+    return None
+
+
+def wants_int(annotation: Any) -> bool:
+    """``int``, or a union holding ``int`` but not ``float`` (``int | tuple[int, int]``)."""
+    if annotation is int or annotation == "int":
+        return True
+    members = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, UnionType) else ()
+    return int in members and float not in members

@@ -19,10 +19,8 @@ import contextlib
 import functools
 import inspect
 import keyword
-import typing
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from types import UnionType
 from typing import Any
 
 import torch
@@ -30,10 +28,13 @@ import torch.fx
 
 from fxgen._errors import Location, SpecError, Suggestions
 from fxgen.check.blocks import (
+    bind_written,
     block_names,
     class_cycles,
     declaration_problems,
+    float_for_int,
     format_problems,
+    is_arg,
     module_values,
     uses,
     value_name_problems,
@@ -184,19 +185,6 @@ def parse_data(data: dict[str, Any], path: str = "<spec>") -> Document:
     except (TypeError, ValueError, RecursionError) as exc:  # not JSON data: sets, huge ints, cycles, objects
         raise SpecError.at(Location(path), f"the spec is not plain JSON data: {exc}") from None
     return parse_text(text, path, json_syntax=True)
-
-
-def _is_arg(value: Any) -> typing.TypeGuard[dict[str, str]]:
-    return isinstance(value, dict) and set(value) == {"arg"}
-
-
-def bind_written(names: list[str], decl: dict[str, Any]) -> dict[str, Any]:
-    """Which argument each value of a declaration as written goes to (its repeats unexpanded:
-    none where a list of arguments holds one)."""
-    args = decl.get("args", [])
-    if any(isinstance(item, dict) and "repeat" in item for item in args):
-        return {}
-    return {**dict(zip(names, args, strict=False)), **decl.get("kwargs", {})}
 
 
 def _item(value: Any, path: tuple[Any, ...]) -> Any:
@@ -530,7 +518,7 @@ class _Checker(NodeChecks):
             self.error(where, f"module {path!r}: arguments do not fit {entry['class']}: {unfit}; "
                        f"its signature is {cls.__name__}{_plain_signature(_signature(cls))}")  # fmt: skip
             return
-        wrong = _float_for_int(cls, written, args, kwargs) if written is not entry else None
+        wrong = float_for_int(_signature(cls), written, args, kwargs) if written is not entry else None
         if wrong:
             self.error(where, f"module {path!r}: {wrong} (with {_shown(self.env)}); make it an int: int(...), "
                        "round(...) or ceil(...)")  # fmt: skip
@@ -614,7 +602,7 @@ class _Checker(NodeChecks):
             if arg not in given or expected is None or isinstance(value, dict | list) or _is_a(value, expected):
                 continue
             source = written.get(arg)
-            got = f"{{arg: {source['arg']}}} gives {value!r} (with {_shown(self.env)})" if _is_arg(source) else (
+            got = f"{{arg: {source['arg']}}} gives {value!r} (with {_shown(self.env)})" if is_arg(source) else (
                 f"it is given {value!r}")  # fmt: skip
             fix = "; make it an int: int(...), round(...) or ceil(...)" if expected is int and isinstance(value, float) \
                 else "; give a value of that type"  # fmt: skip
@@ -767,27 +755,6 @@ def _plain_signature(signature: inspect.Signature) -> str:
 def _call_key(cls: type, entry: dict[str, Any]) -> tuple[type, str]:
     """What makes two declarations the same constructor call (its arguments as the spec encodes them)."""
     return cls, repr((entry.get("args", []), entry.get("kwargs", {})))
-
-
-def _float_for_int(cls: type, written: dict[str, Any], args: list[Any], kwargs: dict[str, Any]) -> str | None:
-    """An expression of ``written`` (a declaration as written) that gives a float for a
-    parameter of ``cls`` annotated as an int (``in_features: int``), or None."""
-    signature = _signature(cls)
-    params = [name for name, p in signature.parameters.items() if p.kind is not inspect.Parameter.VAR_POSITIONAL]
-    sources = bind_written(params, written)
-    for name, value in signature.bind(*args, **kwargs).arguments.items():
-        source = sources.get(name)
-        if isinstance(value, float) and _is_arg(source) and _wants_int(signature.parameters[name].annotation):
-            return f"{name} of {written['class']} is an int, but {{arg: {source['arg']}}} gives {value!r}"
-    return None
-
-
-def _wants_int(annotation: Any) -> bool:
-    """``int``, or a union holding ``int`` but not ``float`` (``int | tuple[int, int]``)."""
-    if annotation is int or annotation == "int":
-        return True
-    members = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, UnionType) else ()
-    return int in members and float not in members
 
 
 @functools.cache
