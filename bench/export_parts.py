@@ -13,8 +13,8 @@ they are called through, and puts them back):
 - ``GraphModule``: making the (lazy) GraphModule; ``lint + annotations``: ``_lint`` and
   ``resolve_annotations``; ``_fix_buffers`` and ``_declare_unread_state``;
 - ``names + tied notes``: ``avoid_reserved_names`` and ``tied_notes``;
-- in ``graph_module_to_spec``: ``recovery`` (``capture.recover._recover``), ``verification:
-  rebuild`` (``capture.rebuild._build``, one per distinct constructor call) and ``verification:
+- in ``graph_module_to_spec``: ``recovery`` (``describe.recover._recover``), ``verification:
+  rebuild`` (``describe.rebuild._build``, one per distinct constructor call) and ``verification:
   compare`` (the rest of ``check_rebuild``: every module against its rebuild, and the reprs),
   ``tensors`` (``to_spec._tensors``), and ``nodes and the rest``.
 
@@ -63,16 +63,16 @@ _PATCHES = (
     ("restore", "fxgen.capture.preserve", "Snapshot.restore"),
     ("lint + annotations", "fxgen.capture.trace", "_lint"),
     ("lint + annotations", "fxgen.capture.trace", "resolve_annotations"),
-    ("GraphModule", "fxgen.capture.trace", "_GraphModule"),
-    ("_fix_buffers", "fxgen.capture.trace", "_fix_buffers"),
-    ("_declare_unread_state", "fxgen.capture.trace", "_declare_unread_state"),
+    ("GraphModule", "fxgen.capture.trace", "TracedGraphModule"),
+    ("_fix_buffers", "fxgen.capture.trace", "fix_buffers"),
+    ("_declare_unread_state", "fxgen.capture.trace", "declare_unread_state"),
     ("names + tied notes", "fxgen.capture.export", "avoid_reserved_names"),
     ("names + tied notes", "fxgen.capture.export", "tied_notes"),
     ("graph_module_to_spec", "fxgen.capture.export", "graph_module_to_spec"),
-    ("recovery", "fxgen.capture.recover", "_recover"),
-    ("verification", "fxgen.capture.recover", "check_rebuild"),
-    ("verification: rebuild", "fxgen.capture.rebuild", "_build"),
-    ("tensors", "fxgen.capture.to_spec", "_tensors"),
+    ("recovery", "fxgen.describe.recover", "_recover"),
+    ("verification", "fxgen.describe.recover", "check_rebuild"),
+    ("verification: rebuild", "fxgen.describe.rebuild", "_build"),
+    ("tensors", "fxgen.describe.to_spec", "_tensors"),
 )
 
 # The steps that add up to the export (exclusive times), in the order they run.
@@ -92,7 +92,7 @@ _BLOCK_PATCHES = (
     ("names + annotations", "fxgen.capture.partition", "_annotate"),
     ("names + annotations", "fxgen.capture.partition", "declare_reads"),
     ("proof", "fxgen.capture.partition", "verify"),
-    ("constructors", "fxgen.capture.to_spec", "_recover"),
+    ("constructors", "fxgen.describe.to_spec", "_recover"),
     ("constructors", "fxgen.capture.blocks", "recover_declaration"),
     ("block bodies", "fxgen.capture.blocks", "_Writer._body"),
     ("classes", "fxgen.capture.blocks", "_Writer._name_classes"),

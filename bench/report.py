@@ -622,7 +622,7 @@ def _export_parts_table(t: Table, keys: list[str]) -> str:
             "export's steps inside real exports (timers around fxgen's functions, alternating with "
             "`symbolic_trace`, medians of the rounds): each step as a multiple of `symbolic_trace`. `torch.fx "
             "tracing` is the tracer's own work; snapshot and restore are `fxgen/capture/preserve.py` around it; "
-            "recovery is `capture.recover._recover`; verification is rebuilding each distinct constructor call "
+            "recovery is `describe.recover._recover`; verification is rebuilding each distinct constructor call "
             "and comparing every module with its rebuild (`check_rebuild`). Bold: the largest step besides "
             "tracing. `python bench/pair.py export --parts MODEL...` prints the same for any zoo model.\n",
             "| model | export / symbolic_trace | " + " | ".join(LEAVES) + " | modules, rebuilds |",

@@ -49,15 +49,14 @@ _WHERE = {
     "BufferSpec": "spec.model", "ModuleSpec": "spec.model", "Node": "spec.model",
     "ParameterSpec": "spec.model", "Spec": "spec.model",
     "DEFAULT_POLICY": "policy.policy", "Policy": "policy.policy",
-    "load_spec": "check.validate", "validate": "check.validate",
-    "load": "passes.pipeline",
-    "generate": "passes.pipeline",
-    "transform": "passes.run", "register_pass": "passes.registry",
-    "export": "capture.export", "save_weights": "capture.export", "to_spec": "capture.to_spec",
-    "register_constructor": "capture.recover", "record_constructors": "capture.record",
+    "load_spec": "_api", "validate": "_api", "load": "_api", "generate": "_api", "transform": "_api",
+    "to_spec": "_api", "register_pass": "passes.registry",
+    "export": "capture.export", "save_weights": "capture.export",
+    "register_constructor": "describe.recover", "record_constructors": "describe.record",
 }  # fmt: skip
 
 if TYPE_CHECKING:
+    from fxgen._api import generate, load, load_spec, to_spec, transform, validate
     from fxgen._errors import (
         Diagnostic,
         ExportError,
@@ -68,13 +67,9 @@ if TYPE_CHECKING:
         WeightsError,
     )
     from fxgen.capture.export import export, save_weights
-    from fxgen.capture.record import record_constructors
-    from fxgen.capture.recover import register_constructor
-    from fxgen.capture.to_spec import to_spec
-    from fxgen.check.validate import load_spec, validate
-    from fxgen.passes.pipeline import generate, load
+    from fxgen.describe.record import record_constructors
+    from fxgen.describe.recover import register_constructor
     from fxgen.passes.registry import register_pass
-    from fxgen.passes.run import transform
     from fxgen.policy.policy import DEFAULT_POLICY, Policy
     from fxgen.spec.model import BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
 

@@ -66,16 +66,16 @@ def import_source(source: str, name: str, tmp_path: Path) -> types.ModuleType:
 
 def counting_rebuilds(monkeypatch: Any) -> list[tuple[str, bool]]:
     """Record ``(class name, on_meta)`` for every rebuild export makes (``monkeypatch``: pytest's)."""
-    import fxgen.capture.rebuild
+    import fxgen.describe.rebuild
 
     built: list[tuple[str, bool]] = []
-    original = fxgen.capture.rebuild._build
+    original = fxgen.describe.rebuild._build
 
     def counting(cls: type, args: Any, kwargs: Any, where: Any, *, on_meta: bool) -> torch.nn.Module:
         built.append((cls.__name__, on_meta))
         return original(cls, args, kwargs, where, on_meta=on_meta)
 
-    monkeypatch.setattr(fxgen.capture.rebuild, "_build", counting)
+    monkeypatch.setattr(fxgen.describe.rebuild, "_build", counting)
     return built
 
 

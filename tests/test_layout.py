@@ -8,6 +8,8 @@ dependency), and so does an import only for type checking.
 from __future__ import annotations
 
 import ast
+import importlib
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -30,8 +32,10 @@ LAYERS = [
     ("assemble",),  # Spec -> GraphModule (fxgen.load)
     ("analysis",),  # Spec + example inputs -> shapes, FLOPs, pictures
     ("codegen",),  # Spec -> source text
-    ("capture",),  # nn.Module -> Spec (fxgen.export)
+    ("describe",),  # GraphModule -> Spec (fxgen.to_spec)
+    ("capture",),  # nn.Module -> GraphModule -> Spec (fxgen.export)
     ("passes",),  # Spec -> GraphModule -> passes -> Spec (fxgen.transform)
+    ("_api",),  # the public functions: the whole way through the stages for each job
     ("cli",),  # the fxgen command
     ("__init__", "__main__"),  # the public API
 ]
@@ -162,3 +166,148 @@ def test_only_the_read_and_write_stages_open_files() -> None:
                     calls[name.split(".")[1] if "." in name else name].append(f"{name}: {callee}")
     outside = {stage: found for stage, found in calls.items() if stage not in ("read", "write", "cli")}
     assert not outside, outside
+
+
+# --------------------------------------------------------------------------------------
+# Dead and private code cannot come back
+# --------------------------------------------------------------------------------------
+
+ROOT = PACKAGE.parent
+
+
+def _trees() -> dict[str, ast.Module]:
+    return {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in _modules().items()}
+
+
+TREES = _trees()
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    """A name shared between modules is public (no underscore) and in its module's ``__all__``."""
+    found = sorted(
+        f"{module} imports {node.module}.{alias.name}"
+        for module, tree in TREES.items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("fxgen")
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.startswith("__")
+    )
+    assert not found, "private names used across modules:\n" + "\n".join(found)
+
+
+def _words(paths: list[Path]) -> set[str]:
+    """Every identifier written in these files (code, docs, templates)."""
+    words: set[str] = set()
+    for path in paths:
+        words.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", path.read_text(encoding="utf-8", errors="replace")))
+    return words
+
+
+def _defined_public() -> dict[str, list[tuple[str, int]]]:
+    """Each public module-level function and class of fxgen -> where it is defined."""
+    out: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for module, tree in TREES.items():
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+                out[node.name].append((module, node.lineno))
+    return out
+
+
+def test_every_public_function_and_class_is_used() -> None:
+    """A public function or class that nothing in fxgen (outside its own definition), the tests,
+    bench or the public API uses is dead code: delete it, or make it private to its module."""
+    usage_files = [p for p in ROOT.joinpath("tests").rglob("*.py")] + list(ROOT.joinpath("bench").rglob("*.py"))
+    used: dict[str, int] = defaultdict(int)
+    for path in usage_files:
+        for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", path.read_text(encoding="utf-8")):
+            used[word] += 1
+    for tree in TREES.values():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                used[node.id] += 1
+            elif isinstance(node, ast.Attribute):
+                used[node.attr] += 1
+            elif isinstance(node, ast.alias):
+                used[node.asname or node.name.split(".")[-1]] += 1
+    # what torch or jinja2 call by name, and the template, count as uses
+    template_words = _words(list(PACKAGE.rglob("*.jinja")))
+    dead = sorted(
+        f"{module}:{line} {name}"
+        for name, places in _defined_public().items()
+        if not used.get(name) and name not in fxgen.__all__ and name not in template_words
+        for module, line in places
+    )
+    assert not dead, "public functions and classes nothing uses:\n" + "\n".join(dead)
+
+
+def test_docs_architecture_names_every_module() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    missing = sorted(
+        name for name in _modules()
+        if name.count(".") >= 2 and f"`{name.rsplit('.', 1)[1]}`" not in text
+    )
+    stages = sorted({name.split(".")[1] for name in _modules() if name.count(".") >= 2})
+    missing += [f"fxgen.{stage} (stage)" for stage in stages if f"**{stage}**" not in text]
+    assert not missing, "modules docs/architecture.md does not name:\n" + "\n".join(missing)
+
+
+_DOTTED = re.compile(r"\bfxgen(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def _resolves(dotted: str) -> bool:
+    """``fxgen.check.validate.validate_document`` names a module, or an attribute of one."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = ".".join(parts[:cut])
+        if module == "fxgen" or module in _modules():
+            obj: object = importlib.import_module(module)
+            for attr in parts[cut:]:
+                if not hasattr(obj, attr):
+                    return False
+                obj = getattr(obj, attr)
+            return True
+    return False
+
+
+def test_every_dotted_fxgen_reference_resolves() -> None:
+    """A dotted ``fxgen`` name (stage, module, attribute) in a docstring, a comment or a doc exists."""
+    sources = [*PACKAGE.rglob("*.py"), *ROOT.joinpath("docs").glob("*.md"), ROOT / "README.md",
+               *ROOT.joinpath("tests").rglob("*.py")]  # fmt: skip
+    broken = sorted(
+        f"{path.relative_to(ROOT)}: {ref}"
+        for path in sources
+        if "node_modules" not in path.parts
+        for ref in set(_DOTTED.findall(path.read_text(encoding="utf-8")))
+        if not ref.endswith((".py", ".yaml", ".json", ".md")) and not _resolves(ref.rstrip("."))
+    )
+    assert not broken, "dotted references that do not resolve:\n" + "\n".join(broken)
+
+
+# --------------------------------------------------------------------------------------
+# Tests you can find
+# --------------------------------------------------------------------------------------
+
+
+def test_every_module_has_a_test_that_names_it_or_a_row_in_the_test_map() -> None:
+    """A maintainer changing a module finds its tests: a test file names it by its dotted name
+    (or imports it from its package), or tests/README.md's map says which tests cover it."""
+    tests = ROOT / "tests"
+    text = "\n".join(p.read_text(encoding="utf-8") for p in tests.rglob("*.py") if "node_modules" not in p.parts)
+    rows = dict(re.findall(r"^\| `(fxgen[\w.]*)` \| (.*) \|$", (tests / "README.md").read_text(encoding="utf-8"), re.M))
+    unfound = []
+    for name in _modules():
+        if name.count(".") < 1 or name.endswith("__init__") or name in ("fxgen",) or (name.count(".") >= 1 and (
+                PACKAGE / Path(*name.split(".")[1:])).is_dir()):  # fmt: skip
+            continue
+        package, leaf = name.rsplit(".", 1)
+        named = re.search(re.escape(name) + r"\b", text) or re.search(rf"from {re.escape(package)} import [^\n]*\b{leaf}\b", text)
+        if not named and name not in rows:
+            unfound.append(name)
+    missing_files = sorted(
+        f"{module}: {path}" for module, cell in rows.items() for path in re.findall(r"`(tests/[\w/]+\.py)`", cell)
+        if not (ROOT / path).exists()
+    )
+    stale = sorted(module for module in rows if module not in _modules())
+    assert not unfound, "modules no test names and tests/README.md's map does not list:\n" + "\n".join(unfound)
+    assert not missing_files, "the test map names test files that do not exist:\n" + "\n".join(missing_files)
+    assert not stale, "the test map lists modules that do not exist:\n" + "\n".join(stale)

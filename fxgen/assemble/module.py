@@ -48,7 +48,7 @@ from fxgen.spec.resolve import (
 )
 from fxgen.spec.tree import construction_plan, declaration_order
 
-__all__ = ["META_KEY", "Builder", "build_module"]
+__all__ = ["META_KEY", "Builder", "Declarations", "build_module"]
 
 
 META_KEY = "fxgen"
@@ -180,7 +180,7 @@ def build_module(
     gm = _graph_module(spec, root, graph, policy, builder if policy is builder.policy else None)
     if spec.doc is not None:
         type(gm).__doc__ = spec.doc
-    gm.meta[META_KEY] = _Declarations(spec, dict(values))
+    gm.meta[META_KEY] = Declarations(spec, dict(values))
     return gm
 
 
@@ -347,7 +347,7 @@ def _compiled(src: str, globals_: dict[str, Any], fields: dict[str, Any]) -> typ
     return code
 
 
-class _Declarations:
+class Declarations:
     """What ``to_spec`` needs to give back a spec's declarations verbatim: the Spec (for a block,
     the whole spec's view of it) and the argument values it was built with."""
 
@@ -358,7 +358,7 @@ class _Declarations:
         self.parameters = dict(spec.parameters)
         self.buffers = dict(spec.buffers)
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> _Declarations:
+    def __deepcopy__(self, memo: dict[int, Any]) -> Declarations:
         return self  # immutable in practice; GraphModule deep-copies its meta
 
 

@@ -46,30 +46,30 @@ from black.strings import str_width  # black's own width rule (east asian wide c
 
 from fxgen.blackstyle.lines import LINE_LENGTH
 
-__all__ = ["INDENT", "blank_strings", "fits", "split"]
+__all__ = ["IDENTIFIER", "INDENT", "blank_strings", "fits", "split"]
 
 
 INDENT = "    "
 
 
-_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
 
 
 # ``target = ``: the target as fxgen writes it (attributes, integer and plain-string subscripts,
 # ``getattr(self.a, "0")`` for a name that is not an identifier), or ``return ``: both put the
 # value in black's invisible parentheses
 _TARGET = re.compile(
-    rf'return |(?:{_NAME}|getattr\({_NAME}(?:\.{_NAME}|\[[0-9]+\])*, "x*"\))(?:\.{_NAME}|\[[0-9]+\]|\["x*"\])* = '
+    rf'return |(?:{IDENTIFIER}|getattr\({IDENTIFIER}(?:\.{IDENTIFIER}|\[[0-9]+\])*, "x*"\))(?:\.{IDENTIFIER}|\[[0-9]+\]|\["x*"\])* = '
 )
 
 
 # the callee: a dotted name, with integer subscripts (``layers[0].conv``)
-_CALLEE = re.compile(rf"{_NAME}(?:\.{_NAME}|\[[0-9]+\])*")
+_CALLEE = re.compile(rf"{IDENTIFIER}(?:\.{IDENTIFIER}|\[[0-9]+\])*")
 
 
 # one binary operation on two names, as forward writes it (``**`` is hugged, not modelled)
 _OPERATION = re.compile(
-    rf"{_NAME}(?:\.{_NAME})* (?:[-+*/%@&|^<>]|//|<<|>>|==|!=|<=|>=) {_NAME}(?:\.{_NAME})*"
+    rf"{IDENTIFIER}(?:\.{IDENTIFIER})* (?:[-+*/%@&|^<>]|//|<<|>>|==|!=|<=|>=) {IDENTIFIER}(?:\.{IDENTIFIER})*"
 )
 
 
@@ -81,7 +81,7 @@ _KEYWORDS = frozenset([*keyword.kwlist, *keyword.softkwlist]) - {"None", "True",
 _KEYWORD = re.compile(rf"(?<![\w.])(?:{'|'.join(sorted(_KEYWORDS))})(?![\w=])")
 
 
-_WORD = re.compile(_NAME)
+_WORD = re.compile(IDENTIFIER)
 
 
 # after the callee, outside strings: anything black would split or space differently, or that
@@ -108,7 +108,7 @@ _CLOSE = {"(": ")", "[": "]", "{": "}"}
 
 
 # what may stand before an item's last bracket: a keyword or dict key, then a dotted callee
-_ITEM_HEAD = re.compile(rf'(?:{_NAME}=|(?:"x*"|{_NAME}|[0-9]+): )?(?:{_NAME}(?:\.{_NAME})*)?')
+_ITEM_HEAD = re.compile(rf'(?:{IDENTIFIER}=|(?:"x*"|{IDENTIFIER}|[0-9]+): )?(?:{IDENTIFIER}(?:\.{IDENTIFIER})*)?')
 
 
 def fits(text: str, depth: int) -> bool:

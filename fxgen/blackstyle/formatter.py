@@ -21,7 +21,7 @@ from fxgen.blackstyle import funcdef, split
 from fxgen.blackstyle.fast import fits
 from fxgen.blackstyle.lines import LINE_LENGTH  # the one black line length every splitter uses
 
-__all__ = ["BLACK_VERSION", "LINE_LENGTH", "MODE", "black_statements", "block", "clear_caches", "format_def", "format_file", "format_statement"]
+__all__ = ["BLACK_VERSION", "LINE_LENGTH", "MODE", "black_statements", "block", "clear_caches", "format_def", "format_statement"]
 
 
 BLACK_VERSION = "26.10.1"  # pinned in pyproject.toml: another black may format differently
@@ -37,11 +37,6 @@ MODE = black.Mode(
 
 
 _INDENT = "    "
-
-
-def format_file(source: str) -> str:
-    """Black on a whole file (the slow reference path, used by tests and as a fallback)."""
-    return black.format_str(source, mode=MODE)
 
 
 _BATCH = 100  # statements per black call: one parse of a small file instead of 100

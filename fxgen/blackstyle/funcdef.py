@@ -6,7 +6,7 @@ the parameters one level deeper (on one line if they fit, else one per line with
 comma, or a lone ``self`` with one), and the tail from the closing parenthesis, which
 ``fxgen.blackstyle.linegen`` splits further like any line when the return annotation is long. A return
 annotation with a magic trailing comma (black's second pass over its own output, see
-``fxgen.blackstyle.linegen._plan``) makes black split the whole line from the right instead
+``fxgen.blackstyle.linegen``) makes black split the whole line from the right instead
 (``should_split_funcdef_with_rhs``). The leaves come from ``fxgen.blackstyle.statement.parse_def``.
 
 Most signatures need none of that: when every parameter fits on a line of its own and the
@@ -22,7 +22,7 @@ import itertools
 import re
 import tokenize
 
-from fxgen.blackstyle.fast import _NAME, INDENT, blank_strings, fits
+from fxgen.blackstyle.fast import IDENTIFIER, INDENT, blank_strings, fits
 from fxgen.blackstyle.split import lines_for
 from fxgen.blackstyle.statement import Unsupported, parse_def
 
@@ -73,7 +73,7 @@ def _union_parameters(signature: str) -> list[str]:
     return found
 
 
-_DEF = re.compile(rf"def {_NAME}\(")
+_DEF = re.compile(rf"def {IDENTIFIER}\(")
 
 
 _SEPARATOR = re.compile(r"[()\[\]{},]")

@@ -475,7 +475,7 @@ class _Parser:
             self._expression()
 
     def _annotation(self) -> None:
-        """A type expression as ``fxgen.codegen.render._annotation`` allows: names, attributes,
+        """A type expression as ``fxgen.codegen.render.annotation`` allows: names, attributes,
         subscripts, lists, ``...`` and ``|`` unions (no strings, numbers, calls or other operators)."""
         mark = len(self.out)
         self._expression()

@@ -29,10 +29,10 @@ import torch.fx
 from fxgen._errors import ExportError
 from fxgen.capture.hierarchy import Hierarchy, NotTheSame, TraceOptions, block_classes, trace_blocks
 from fxgen.capture.keywords import torch_keywords
-from fxgen.capture.rebuild import RebuildCache
-from fxgen.capture.recover import resolve_qualname
-from fxgen.capture.to_spec import avoid_reserved_names, graph_module_to_spec, recover_declaration
 from fxgen.check.checker import RESERVED_NAMES
+from fxgen.describe.rebuild import RebuildCache
+from fxgen.describe.recover import resolve_qualname
+from fxgen.describe.to_spec import avoid_reserved_names, graph_module_to_spec, recover_declaration
 from fxgen.spec.model import ArgSpec, ClassSpec, ModuleSpec, Spec
 from fxgen.spec.resolve import substitute, substitute_declaration
 
@@ -527,9 +527,9 @@ class _Stored:
 
 def _recorded_arguments(module: torch.nn.Module) -> dict[str, Any]:
     """The ``__init__`` arguments ``fxgen.record_constructors`` saw build ``module``, by name."""
-    from fxgen.capture.record import _CALLS
+    from fxgen.describe.record import RECORDED_CALLS
 
-    call = _CALLS.get(module)
+    call = RECORDED_CALLS.get(module)
     if call is None:
         return {}
     try:

@@ -16,11 +16,11 @@ from fxgen._errors import ExportError
 from fxgen.capture.blocks import keep_blocks
 from fxgen.capture.hierarchy import TraceOptions
 from fxgen.capture.keywords import torch_keywords
-from fxgen.capture.to_spec import avoid_reserved_names, graph_module_to_spec
 from fxgen.capture.trace import LeafSpec, trace
+from fxgen.describe.to_spec import avoid_reserved_names, graph_module_to_spec, spec_state
 from fxgen.spec.model import Spec
 
-__all__ = ["CAPTURES", "capture_graph", "capture_notes", "captured_spec", "dynamo_graph", "export", "save_weights", "spec_state",
+__all__ = ["CAPTURES", "capture_graph", "capture_notes", "captured_spec", "dynamo_graph", "export", "save_weights",
            "specialised_doc", "tied_notes"]  # fmt: skip
 
 
@@ -200,12 +200,6 @@ def save_weights(module: torch.nn.Module, path: str | Path, **capture_options: A
         warnings.simplefilter("ignore")  # export said which capture it used
         gm, _ = capture_graph(module, **capture_options)
     write_weights(path, spec_state(gm))
-
-
-def spec_state(gm: torch.fx.GraphModule) -> dict[str, torch.Tensor]:
-    """The state a spec's weights file holds: the exported module's state_dict (every tensor
-    outside it is declared with its value in the spec)."""
-    return {k: v.detach() for k, v in gm.state_dict().items()}
 
 
 def _class_name(module: torch.nn.Module) -> str:

@@ -106,7 +106,7 @@ def public_callables(graph: torch.fx.Graph, constants: dict[str, torch.Tensor]) 
     """Every call_function target a name the default policy resolves; a call that has none is
     folded to a constant (added to ``constants``) or refused. Returns notes for the user (the
     autocast regions written without their markers)."""
-    from fxgen.capture.to_spec import function_name
+    from fxgen.describe.to_spec import function_name
     from fxgen.policy.policy import DEFAULT_POLICY, TargetError
 
     notes = _drop_disabled_autocast(graph)

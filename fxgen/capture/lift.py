@@ -82,7 +82,7 @@ class _Differs(ExportError):
 
 
 def _lift(captured: Captured, module: torch.nn.Module, is_leaf: Any) -> torch.fx.GraphModule:
-    from fxgen.capture.trace import _declare_unread_state, _fix_buffers, _GraphModule
+    from fxgen.capture.trace import TracedGraphModule, declare_unread_state, fix_buffers
 
     gm = captured.graph
     old_placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
@@ -128,9 +128,9 @@ def _lift(captured: Captured, module: torch.nn.Module, is_leaf: Any) -> torch.fx
     notes = public_callables(graph, constants)
     graph.lint()
     root = shallow_root(module, constants)
-    lifted = _GraphModule(root, graph, class_name=type(module).__name__)
-    _fix_buffers(lifted, module)
-    _declare_unread_state(lifted, module)
+    lifted = TracedGraphModule(root, graph, class_name=type(module).__name__)
+    fix_buffers(lifted, module)
+    declare_unread_state(lifted, module)
     _check_same(lifted, captured)
     lifted.meta[NOTES_KEY] = notes
     return lifted

@@ -49,9 +49,9 @@ from fxgen.capture.lift import attribute_at, shallow_root, tensor_paths
 from fxgen.capture.trace import (
     CALLS_KEY,
     ModuleCalls,
-    _declare_unread_state,
-    _fix_buffers,
-    _GraphModule,
+    TracedGraphModule,
+    declare_unread_state,
+    fix_buffers,
     forward_signature,
     resolve_annotations,
 )
@@ -215,7 +215,7 @@ class _Partition:
         self.prepared_of = env
         self.origin = {new: old for old, new in env.items()}
         self.origin.update({copy: attr for (attr, _), copy in copies.items()})
-        return _GraphModule(self.flat, graph, class_name=type(self.flat).__name__), new_chains
+        return TracedGraphModule(self.flat, graph, class_name=type(self.flat).__name__), new_chains
 
     def _home(self, chain: Chain, tensor: Any) -> Chain:
         """The longest prefix of ``chain`` whose innermost block owns ``tensor``, else the top."""
@@ -455,9 +455,9 @@ class _Partition:
                 if node.op == "get_attr" and not _has(owner, str(node.target)):
                     constants[str(node.target)] = attribute_at(self.flat, str(node.target))
             root = shallow_root(owner, constants)
-        gm = _GraphModule(root, graph, class_name=type(owner).__name__)
-        _fix_buffers(gm, owner)
-        _declare_unread_state(gm, owner)
+        gm = TracedGraphModule(root, graph, class_name=type(owner).__name__)
+        fix_buffers(gm, owner)
+        declare_unread_state(gm, owner)
         return gm
 
 

@@ -24,11 +24,24 @@ import torch.fx
 
 from fxgen._errors import ExportError, Location
 from fxgen.capture.preserve import Snapshot
-from fxgen.capture.to_spec import Submodules
 from fxgen.construct.modules import set_attr_path
+from fxgen.describe.to_spec import Submodules
 
-__all__ = ["CALLS_KEY", "LeafSpec", "ModuleCalls", "at_user_line", "declare_tensor", "forward_signature",
-           "leaf_predicate", "named_arguments", "resolve_annotations", "trace"]
+__all__ = [
+    "CALLS_KEY",
+    "LeafSpec",
+    "ModuleCalls",
+    "TracedGraphModule",
+    "at_user_line",
+    "declare_tensor",
+    "declare_unread_state",
+    "fix_buffers",
+    "forward_signature",
+    "leaf_predicate",
+    "named_arguments",
+    "resolve_annotations",
+    "trace",
+]
 
 
 LeafSpec = type | str
@@ -90,9 +103,9 @@ def trace(
         graph = tracer.trace(module, concrete_args)
         _lint(graph)
         resolve_annotations(graph, module)
-        gm = _GraphModule(tracer.root, graph, class_name=type(module).__name__)
-        _fix_buffers(gm, module)
-        _declare_unread_state(gm, module)
+        gm = TracedGraphModule(tracer.root, graph, class_name=type(module).__name__)
+        fix_buffers(gm, module)
+        declare_unread_state(gm, module)
         gm.meta[CALLS_KEY] = calls
         return gm
     except ExportError:
@@ -233,9 +246,9 @@ _PARAMETRIZE_MODULES = frozenset({"torch.nn.utils.parametrize", "torch.nn.utils.
 # GraphModule generates (and compiles) that code only when ``code`` or ``forward`` is first used.
 # Code generation is a third of ``symbolic_trace`` on small models.
 try:
-    from torch.fx._lazy_graph_module import _LazyGraphModule as _GraphModule
+    from torch.fx._lazy_graph_module import _LazyGraphModule as TracedGraphModule
 except ImportError:  # pragma: no cover - a torch without lazy graph modules
-    _GraphModule = torch.fx.GraphModule  # type: ignore[misc, assignment]
+    TracedGraphModule = torch.fx.GraphModule  # type: ignore[misc, assignment]
 
 
 def _lint(graph: torch.fx.Graph) -> None:
@@ -260,7 +273,7 @@ def _module_of(node: torch.fx.Node) -> str:
     return f" (in module {path!r})" if path else " (in the model's own forward)"
 
 
-def _fix_buffers(gm: torch.fx.GraphModule, original: torch.nn.Module) -> None:
+def fix_buffers(gm: torch.fx.GraphModule, original: torch.nn.Module) -> None:
     """GraphModule construction registers every tensor it copies as a *persistent* buffer.
     Those that were not persistent buffers of the original -- non-persistent buffers, plain
     tensor attributes (``self.table = torch.tensor(...)``) and the constants tracing made
@@ -282,7 +295,7 @@ def _fix_buffers(gm: torch.fx.GraphModule, original: torch.nn.Module) -> None:
                 owner._non_persistent_buffers_set.add(name)
 
 
-def _declare_unread_state(gm: torch.fx.GraphModule, original: torch.nn.Module) -> None:
+def declare_unread_state(gm: torch.fx.GraphModule, original: torch.nn.Module) -> None:
     """Put on ``gm`` every entry of the original's ``state_dict()`` the graph does not reach
     (a head the forward skips, ``num_batches_tracked`` of a batch norm run as ``F.batch_norm``),
     at its own path: the spec then declares it, and the original checkpoint loads strictly."""

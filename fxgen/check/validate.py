@@ -19,7 +19,6 @@ import contextlib
 import functools
 import inspect
 import keyword
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from fxgen.check.blocks import (
     bind_written,
     block_names,
     class_cycles,
+    class_depth,
     declaration_problems,
     float_for_int,
     format_problems,
@@ -45,11 +45,13 @@ from fxgen.check.nodes import NodeChecks
 from fxgen.check.passes import check_passes
 from fxgen.check.schema import check_schema
 from fxgen.construct.modules import construct_call, same_random_state, set_attr_path
-from fxgen.policy.policy import DEFAULT_POLICY, Policy, TargetError, policy_for
+from fxgen.construct.tensors import shape_problem
+from fxgen.policy.policy import DEFAULT_POLICY, Policy, TargetError
 from fxgen.read.reader import Document, parse_text, read_document
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.expr import ExprError
 from fxgen.spec.init import check_init, init_call
+from fxgen.spec.literals import literal_problem
 from fxgen.spec.model import FORMAT_VERSION, ArgSpec, ClassSpec, Spec
 from fxgen.spec.packed import PACKED_TOTAL_LIMIT, PackedError, check_packed, packed_size
 from fxgen.spec.resolve import (
@@ -66,9 +68,7 @@ from fxgen.spec.values import DTYPES
 __all__ = [
     "SpecLike",
     "as_spec",
-    "load_spec",
     "parse_data",
-    "validate",
     "validate_body",
     "validate_data",
     "validate_document",
@@ -113,7 +113,7 @@ def _validate(
     if doc.data["fxgen"] >= 2:
         construct = make_tensor = None  # blocks are built by the build itself, from the validated Spec
     checker = _Checker(doc, policy, construct, make_tensor)
-    for where, message in format_problems(doc.data) + class_cycles(doc.data):
+    for where, message in format_problems(doc.data) + class_cycles(doc.data) + class_depth(doc.data):
         checker.error(where, message)
     if checker.errors:  # the other checks assume the format's shape and acyclic blocks
         raise SpecError(checker.errors)
@@ -673,6 +673,10 @@ class _Checker(NodeChecks):
                 return
         dtype = entry.get("dtype", "float32")
         if "value" in entry:
+            unfit = literal_problem(entry["value"], dtype)
+            if unfit:
+                self.error((*where, "value", *unfit[0]), f"{path!r}: {unfit[1]}")
+                return
             try:
                 torch.tensor(entry["value"], dtype=getattr(torch, dtype))
             except (TypeError, ValueError, RuntimeError) as exc:
@@ -687,6 +691,10 @@ class _Checker(NodeChecks):
         if "data" in entry:
             if not floats:
                 self.check_packed(where, path, entry["data"], shape, dtype)
+            return
+        problem = None if floats else shape_problem(shape, dtype)
+        if problem:
+            self.error((*where, "shape"), f"{path!r}: {problem}")
             return
         init = entry.get("init", "zeros")
         groups = init.get("dirac", {}).get("groups") if isinstance(init, dict) else None
@@ -817,21 +825,7 @@ def _random_init(entry: dict[str, Any]) -> bool:
     return "value" not in entry and init_call(entry.get("init", "zeros"))[0] not in _NO_DRAW_INITS
 
 
-def iter_node_targets(spec: Spec) -> Iterator[str]:
-    """Qualified names a spec's call_function nodes and modules use (for import lists)."""
-    for module in spec.modules.values():
-        yield module.cls
-    for node in spec.nodes:
-        if node.op == "call_function" and node.target:
-            yield node.target
-
-
 SpecLike = Spec | str | Path | dict[str, Any]
-
-
-def load_spec(path: str | Path, *, allow: Iterable[str] | Policy | None = None) -> Spec:
-    """Read and fully validate a spec file; raises SpecError listing every problem."""
-    return validate_document(read_document(path), policy_for(allow))
 
 
 def as_spec(spec: SpecLike, policy: Policy) -> Spec:
@@ -841,7 +835,3 @@ def as_spec(spec: SpecLike, policy: Policy) -> Spec:
         return validate_data(spec, policy)
     return validate_document(read_document(spec), policy)
 
-
-def validate(path: str | Path, *, allow: Iterable[str] | Policy | None = None) -> Spec:
-    """Check a spec file; the same as ``load_spec`` (the name the CLI command uses)."""
-    return load_spec(path, allow=allow)

@@ -16,9 +16,9 @@ import torch
 import torch.fx
 
 from fxgen._errors import ExportError
-from fxgen.capture.export import capture_graph, capture_notes, captured_spec, spec_state, tied_notes
+from fxgen.capture.export import capture_graph, capture_notes, captured_spec, tied_notes
 from fxgen.capture.hierarchy import TraceOptions
-from fxgen.capture.to_spec import avoid_reserved_names
+from fxgen.describe.to_spec import avoid_reserved_names, spec_state
 from fxgen.spec.model import ClassSpec, Spec
 
 __all__ = ["example_tensors", "export_command", "outside_default_policy"]

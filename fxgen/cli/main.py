@@ -11,15 +11,18 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from fxgen._errors import Diagnostic, FxgenError, GenerateError, Location, SpecError
 from fxgen._version import __version__
 from fxgen.cli.progress import Progress
 
 __all__ = ["main"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -237,7 +240,7 @@ def _report(diagnostics: list[Diagnostic]) -> None:
 
 # -- validate / show ---------------------------------------------------------------------------
 def cmd_validate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
-    from fxgen.check.validate import load_spec
+    from fxgen._api import load_spec
     from fxgen.read.paths import find_specs
 
     specs = find_specs(args.paths)
@@ -275,7 +278,7 @@ def _prepared(spec: Any, allow: tuple[str, ...], *, notes: bool = False) -> tupl
     policy = policy_for(allow)
     origin = None
     if spec.passes:
-        from fxgen.passes.pipeline import transformed
+        from fxgen._api import transformed
 
         result = transformed(spec, policy)
         assert result is not None
@@ -306,7 +309,7 @@ def _svg(source: str) -> str:
 
 
 def cmd_show(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
-    from fxgen.check.validate import load_spec
+    from fxgen._api import load_spec
     from fxgen.cli.show import show, show_json
 
     spec, analysis = _prepared(load_spec(args.path, allow=allow), allow, notes=True)
@@ -342,10 +345,15 @@ def _generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
     from fxgen.read.paths import find_specs
     from fxgen.write.outputs import orphans, plan, refusal
 
-    jobs = plan(find_specs(args.paths), args.out_dir, shapes=args.shapes)
+    jobs = plan(find_specs(args.paths), args.out_dir, shapes=args.shapes, imports=allow)
     todo = [j for j in jobs if j.status in ("missing", "stale") or (args.force and j.status != "current")]
+    problems, swept = _temporaries(args)
+    if todo and not args.check:
+        from fxgen.write.atomic import ensure_writable
+
+        ensure_writable(args.out_dir)  # before minutes of rendering, not after
     rendered, failures = _render_all(todo, allow, args.jobs, quiet=args.quiet, shapes=args.shapes)
-    problems = changed = written = removed = 0
+    changed = written = removed = 0
     for job in jobs:
         if job.status in ("edited", "foreign") and not args.force:
             problems += 1
@@ -365,14 +373,18 @@ def _generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
         if args.check:
             problems += 1
             print(GenerateError(_out_of_date(job), Location(str(job.out))), file=sys.stderr)
-        else:
-            from fxgen.write.atomic import write_atomic
+            continue
+        from fxgen.write.atomic import write_atomic
+        from fxgen.write.outputs import guard
 
-            write_atomic(job.out, new)
-            changed += 1
-            written += 1
-            if not args.quiet:
-                print(f"fxgen: wrote {job.out}", file=sys.stderr)
+        # looked at again right before the rename: an edit made while rendering is kept
+        if _or_report(write_atomic, job.out, new, check=guard(job, force=args.force), sweep=False) is None:
+            problems += 1
+            continue
+        changed += 1
+        written += 1
+        if not args.quiet:
+            print(f"fxgen: wrote {job.out}", file=sys.stderr)
     spec_dirs = [Path(p) for p in args.paths if Path(p).is_dir()]
     for path, intact in orphans(spec_dirs, args.out_dir, jobs) if spec_dirs else ():
         if args.check or not intact:
@@ -381,12 +393,18 @@ def _generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
                 "run `fxgen generate` to remove it" if intact else "it was edited by hand, so fxgen leaves it: delete it"
             )
             print(GenerateError(f"orphaned: {why}", Location(str(path))), file=sys.stderr)
-        else:
-            path.unlink()
-            changed += 1
-            removed += 1
-            if not args.quiet:
-                print(f"fxgen: removed {path} (its spec no longer exists)", file=sys.stderr)
+            continue
+        from fxgen.write.outputs import remove_orphan
+
+        gone = _or_report(remove_orphan, path)
+        if gone is None:
+            problems += 1
+        if not gone:  # a run in parallel removed it first
+            continue
+        changed += 1
+        removed += 1
+        if not args.quiet:
+            print(f"fxgen: removed {path} (its spec no longer exists)", file=sys.stderr)
     if args.check and problems:
         print(f"fxgen: {problems} problem{'s' * (problems != 1)} with generated files; "
               "run `fxgen generate` (with --diff to see the changes)", file=sys.stderr)  # fmt: skip
@@ -395,12 +413,45 @@ def _generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
             _summary(args, f"{_count(len(jobs), 'spec')}, every generated file up to date")
         else:
             parts = [f"{written} written", f"{len(jobs) - written} unchanged"] + ([f"{removed} removed"] if removed else [])
+            parts += [f"{_count(swept, 'stale temporary file')} removed"] if swept else []
             _summary(args, f"{_count(len(jobs), 'spec')}, {', '.join(parts)}")
     if args.fail_on_change and changed:
         print(f"fxgen: {changed} generated file{'s' * (changed != 1)} changed; review and stage "
               f"{'them' if changed != 1 else 'it'} (git add), then commit again", file=sys.stderr)  # fmt: skip
         return 1
     return 1 if problems else 0
+
+
+def _or_report(step: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
+    """``step(...)``, or None once the GenerateError it raised is printed: a problem with one
+    file, the others go on."""
+    try:
+        return step(*args, **kwargs)
+    except GenerateError as exc:
+        print(exc, file=sys.stderr)
+        return None
+
+
+def _temporaries(args: argparse.Namespace) -> tuple[int, int]:
+    """Temporary files killed runs left in the output directory (not those of runs going on in
+    parallel, ``fxgen.write.atomic``): with --check each is a problem, else each is removed and
+    named. Returns (problems, removed)."""
+    from fxgen.write.atomic import remove_stale, stale_temporaries
+
+    if args.check:
+        stale = stale_temporaries(args.out_dir)
+        for path in stale:
+            print(GenerateError("temporary file left by an interrupted fxgen run; run `fxgen generate` to remove it",
+                                Location(str(path))), file=sys.stderr)  # fmt: skip
+        return len(stale), 0
+    try:
+        removed = remove_stale(args.out_dir)
+    except GenerateError as exc:
+        print(exc, file=sys.stderr)
+        return 1, 0
+    for path in removed if not args.quiet else ():
+        print(f"fxgen: removed {path} (a temporary file left by an interrupted fxgen run)", file=sys.stderr)
+    return 0, len(removed)
 
 
 def _out_of_date(job: Any) -> str:
@@ -447,7 +498,7 @@ def _render_all(
     failures: dict[Path, Any] = {}
     if not jobs:
         return rendered, failures  # nothing to render: torch and black stay unimported
-    from fxgen.passes.pipeline import render_job_safely
+    from fxgen._api import render_job_safely
 
     workers = workers or os.cpu_count() or 1
     tasks = [(job, allow, shapes) for job in jobs]

@@ -59,7 +59,7 @@ def parse_pass(text: str, label: str) -> _PassDocument:
 
 
 def transform_command(args: argparse.Namespace, allow: tuple[str, ...], registered: tuple[str, ...]) -> int:
-    from fxgen.check.validate import load_spec
+    from fxgen._api import load_spec
     from fxgen.passes.run import apply_passes, check_pass_list, pass_names
     from fxgen.policy.policy import policy_for
 

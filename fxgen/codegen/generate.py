@@ -3,8 +3,8 @@
 Like torch.fx's CodeGen, this returns text and writes nothing. The file skeleton is a jinja2
 template (``fxgen/codegen/templates/module.py.jinja``); statements come from
 ``fxgen.codegen.render``; long lines go through ``fxgen.blackstyle``; the header
-(``fxgen.write.header``) names the spec and hashes both. ``render_job`` validates and renders
-one spec file for the ``fxgen generate`` command.
+(``fxgen.write.header``) names the spec and hashes both. ``fxgen._api`` validates a spec
+and hands it here.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import Any
 
 import jinja2
 
-from fxgen._errors import Diagnostic, FxgenError, SpecError
 from fxgen.blackstyle import formatter
 from fxgen.codegen import render
 from fxgen.codegen.constructor import (
@@ -40,14 +39,12 @@ from fxgen.codegen.render import (
     signature,
     string,
 )
-from fxgen.policy.policy import Policy
 from fxgen.read.paths import label_of
 from fxgen.spec.model import Spec
 from fxgen.spec.tree import ModelTree
-from fxgen.write.header import VERSION, Header, body_digest, safe_label, spec_digest
-from fxgen.write.outputs import Job
+from fxgen.write.header import VERSION, Header, body_digest, safe_label
 
-__all__ = ["generate", "render_job", "render_job_safely", "render_spec"]
+__all__ = ["block_order", "render_spec", "spec_bytes", "spec_label"]
 
 
 @functools.cache
@@ -104,7 +101,6 @@ def render_spec(
     the blocks it uses, then its own class. ``shapes`` are end-of-line comments for the top
     class's statements, by node index; ``passes`` names the passes the spec went through (a
     comment line under the header)."""
-    render.new_render()  # each render checks its own names
     imports = Imports()
     bodies = [spec.block(name) for name in block_order(spec)] + [spec]
     render.plan_names(bodies, imports, _module_of)
@@ -192,38 +188,3 @@ def spec_bytes(spec: Spec) -> bytes:
         return spec.document.raw
     return json.dumps(spec.to_dict(), sort_keys=True).encode()
 
-
-def generate(
-    spec: Spec | str | Path, *, allow: Iterable[str] | Policy | None = None, label: str | None = None
-) -> str:
-    """The generated source for a spec (a Spec, or a path to a spec file)."""
-    from fxgen.check.validate import as_spec
-    from fxgen.policy.policy import policy_for
-
-    resolved = as_spec(spec, policy_for(allow))
-    return render_spec(
-        resolved, label=label if label is not None else spec_label(resolved), digest=spec_digest(spec_bytes(resolved))
-    )
-
-
-def render_job(job: Job, allow: tuple[str, ...]) -> str:
-    """Validate and render one spec (imports torch and black)."""
-    from fxgen.check.validate import validate_document
-    from fxgen.codegen.generate import render_spec
-    from fxgen.policy.policy import policy_for
-    from fxgen.read.reader import parse_text
-
-    doc = parse_text(job.raw, str(job.spec), json_syntax=job.spec.suffix == ".json")
-    spec = validate_document(doc, policy_for(allow))
-    return render_spec(spec, label=job.label, digest=job.digest)
-
-
-def render_job_safely(args: tuple[Job, tuple[str, ...]]) -> tuple[str | None, list[Diagnostic] | str]:
-    """``render_job`` for a worker process: errors come back as values, never as exceptions."""
-    job, allow = args
-    try:
-        return render_job(job, allow), []
-    except SpecError as exc:
-        return None, exc.diagnostics
-    except FxgenError as exc:
-        return None, str(exc)

@@ -38,7 +38,6 @@ __all__ = [
     "declared_classes",
     "forward_lines",
     "literal",
-    "new_render",
     "packed_key",
     "packed_lines",
     "plan_names",
@@ -65,26 +64,12 @@ _STDLIB_ROOTS = frozenset({"operator", "math", "typing", "builtins"})
 _SHADOW_FREE = frozenset({"self", "torch", "nn", *_STDLIB_ROOTS, *dir(builtins), *keyword.kwlist, *keyword.softkwlist})
 
 
-# Strings this render has already found to be identifiers. A model names the same few keys,
-# classes and keywords hundreds of times; each distinct string is still checked, once per
-# render (``new_render`` empties the set). Only checked names go in, so a set shared by
-# concurrent renders can lose answers, never give a wrong one.
-_IDENTIFIERS: set[str] = set()
-
-
-def new_render() -> None:
-    """Forget the identifiers checked so far: each render checks its own names."""
-    _IDENTIFIERS.clear()
-
-
+@functools.lru_cache(maxsize=1 << 16)
 def is_identifier(name: str) -> bool:
-    """An ASCII identifier that is not a keyword: the only names fxgen writes into source."""
-    if name in _IDENTIFIERS:
-        return True
-    if name.isascii() and name.isidentifier() and not keyword.iskeyword(name):
-        _IDENTIFIERS.add(name)
-        return True
-    return False
+    """An ASCII identifier that is not a keyword: the only names fxgen writes into source.
+    Cached: a model names the same few keys, classes and keywords hundreds of times, and the
+    answer depends on the string alone."""
+    return name.isascii() and name.isidentifier() and not keyword.iskeyword(name)
 
 
 class UnsafeName(ValueError):
@@ -92,7 +77,7 @@ class UnsafeName(ValueError):
 
 
 def checked(name: str) -> str:
-    if name not in _IDENTIFIERS and not is_identifier(name):
+    if not is_identifier(name):
         raise UnsafeName(f"{name!r} is not a valid identifier")
     return name
 
@@ -285,7 +270,7 @@ def literal(value: Any, imports: Imports) -> str:
     if kind is str:
         ref = parse_ref(value)
         if ref is not None:
-            return ref if ref in _IDENTIFIERS else checked(ref)
+            return checked(ref)
     elif kind is int:
         return repr(value)
     if value is None or isinstance(value, bool):

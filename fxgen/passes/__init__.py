@@ -4,7 +4,7 @@ Takes a Spec, the passes (names and arguments, checked by ``fxgen.check.passes``
 the model's weights; builds the GraphModule (``assemble``), runs each pass over it with torch.fx's
 own machinery (``subgraph_rewriter``, retracing with ``Proxy``, ``experimental.optimization.fuse``,
 ``experimental.const_fold``, ``Graph.eliminate_dead_code``), hands the result to
-``capture.to_spec`` and validates what comes back, so a transformed spec is as trustworthy as a
+``describe.to_spec`` and validates what comes back, so a transformed spec is as trustworthy as a
 hand-written one. One pass per module, as in ``torch/fx/passes``. It never reads or writes
 files; passes written in Python run only when trusted code registered them
 (``fxgen.register_pass``) and trusted configuration or code names them.

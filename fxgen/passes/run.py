@@ -9,28 +9,26 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.fx
 
 from fxgen._errors import ExportError, FxgenError, Location, SpecError
-from fxgen.assemble.module import META_KEY, _Declarations, build_module
-from fxgen.capture.export import spec_state
-from fxgen.capture.to_spec import graph_module_to_spec
+from fxgen.assemble.module import META_KEY, Declarations, build_module
 from fxgen.check.passes import BUILTIN_PASSES, check_passes, pass_entry
-from fxgen.check.validate import SpecLike, as_spec, parse_data, validate_body, validate_data
+from fxgen.check.validate import validate_body, validate_data
 from fxgen.construct.modules import same_random_state
+from fxgen.describe.to_spec import graph_module_to_spec, spec_state
 from fxgen.passes import dead_code, decompose, fold_constants, fuse_conv_bn, replace, rewrite
 from fxgen.passes.context import PassContext
 from fxgen.passes.registry import registered
-from fxgen.policy.policy import Policy, policy_for
+from fxgen.policy.policy import Policy
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.model import Spec
 
-__all__ = ["Transformed", "apply_passes", "check_pass_list", "pass_names", "transform"]
+__all__ = ["Transformed", "apply_passes", "check_pass_list", "pass_names"]
 
 
 _BUILTIN = {
@@ -190,7 +188,7 @@ def _format2_unchanged(
                                "supported for format 2 yet: run them on a format-1 spec (fxgen export --flat)")  # fmt: skip
 
 
-def _still_declared(spec: Spec, gm: torch.fx.GraphModule, original: Mapping[str, torch.nn.Module]) -> _Declarations:
+def _still_declared(spec: Spec, gm: torch.fx.GraphModule, original: Mapping[str, torch.nn.Module]) -> Declarations:
     """The spec's declarations that still describe ``gm``: modules the passes left as they were
     (the same objects at the same paths), tensors still there with the same shape and dtype. The
     rest ``to_spec`` recovers from the instances (a fused convolution gains a bias)."""
@@ -213,40 +211,5 @@ def _still_declared(spec: Spec, gm: torch.fx.GraphModule, original: Mapping[str,
     parameters = {p: d for p, d in spec.parameters.items() if same(p, d.shape, d.dtype)}
     buffers = {p: d for p, d in spec.buffers.items() if same(p, d.shape, d.dtype)}
     kept = dataclasses.replace(spec, modules=modules, parameters=parameters, buffers=buffers)
-    return _Declarations(kept, {})
+    return Declarations(kept, {})
 
-
-def transform(
-    spec: SpecLike,
-    passes: Sequence[Any],
-    *,
-    weights: str | Path | Mapping[str, torch.Tensor] | None = None,
-    allow: Iterable[str] | Policy | None = None,
-    notes: list[str] | None = None,
-) -> Spec | tuple[Spec, dict[str, torch.Tensor]]:
-    """``spec`` (a path, dict or Spec; its own ``passes:`` first) transformed by ``passes``: each
-    a built-in pass's name (``"eliminate_dead_code"``) or ``{name: {arguments}}``, or the name of a
-    pass registered with ``fxgen.register_pass``. Returns the new spec, validated again; with
-    ``weights`` (a safetensors file or a state dict), also the tensors after the passes (fused
-    ones for ``fuse_conv_bn``). ``notes``, when given, receives what each pass reported."""
-    policy = policy_for(allow)
-    resolved = as_spec(spec, policy)
-    doc = parse_data({"passes": list(passes)}, "<passes>")
-    check_pass_list(doc, ("passes",), policy, allowed=registered())
-    state: dict[str, torch.Tensor] | None = None
-    if isinstance(weights, (str, Path)):
-        from fxgen.read.weights import read_weights
-
-        state = read_weights(weights)
-    elif weights is not None:
-        state = dict(weights)
-    every = [*resolved.passes, *doc.data["passes"]]
-    own = len(resolved.passes)
-
-    def locate(i: int) -> Location:
-        return resolved.locate(("passes", i)) if i < own else doc.locate(("passes", i - own))
-
-    result = apply_passes(resolved, every, policy, state=state, locate=locate)
-    if notes is not None:
-        notes.extend(result.notes)
-    return (result.spec, result.tensors) if weights is not None else result.spec

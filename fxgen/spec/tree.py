@@ -178,7 +178,7 @@ def construction_order(
     modules: Iterable[str], parameters: Iterable[str], buffers: Iterable[str]
 ) -> list[tuple[str, str]] | None:
     """``(table, path)`` of every declaration, in the order the generated ``__init__`` creates
-    them (``fxgen.codegen.render.init_lines``): a top-level attribute at a time; a ``ModuleList`` or
+    them (``fxgen.codegen.constructor.init_lines``): a top-level attribute at a time; a ``ModuleList`` or
     ``ModuleDict`` constructs its modules inside its own creation expression, before anything
     its plain-module children hold. ``table`` is ``modules``, ``parameters`` or ``buffers``.
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from fxgen._version import __version__ as VERSION  # the one version number
 
-__all__ = ["Header", "body_digest", "parse_header", "safe_label", "spec_digest", "split"]
+__all__ = ["Header", "body_digest", "safe_label", "spec_digest", "split"]
 
 
 _BLACK = "26.10.1"  # keep equal to fxgen.blackstyle.formatter.BLACK_VERSION (a test checks)
@@ -75,6 +75,3 @@ def split(text: str) -> tuple[Header | None, str]:
         return None, text
     return Header(m1["version"], m1["label"], m2["spec"], m3["body"]), lines[HEADER_LINES]
 
-
-def parse_header(text: str) -> Header | None:
-    return split(text)[0]

@@ -3,23 +3,29 @@
 Deciding that a generated file is current needs only its header and the spec's bytes (both
 hashed, ``fxgen.write.header``), so a no-op ``fxgen generate --check`` imports neither torch nor
 black. A file edited by hand, written by something else, or left behind by a deleted spec (an
-orphan) is recognised here too. Only stale or missing files are rendered (``fxgen.codegen``), and
-only ``fxgen.write.atomic`` writes.
+orphan) is recognised here too, when a run starts and again right before a file is replaced or
+an orphan removed (:func:`guard`, :func:`remove_orphan`): runs overlap, and people edit files
+while fxgen renders. Which spec names make a harmful file is decided here (:func:`unsafe_name`).
+Only stale or missing files are rendered (``fxgen.codegen``), and only ``fxgen.write.atomic``
+writes.
 """
 
 from __future__ import annotations
 
 import difflib
+import keyword
 import os
-from collections.abc import Iterable, Iterator
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from fxgen._errors import GenerateError, Location, SpecError
+from fxgen._errors import Diagnostic, GenerateError, Location, SpecError
 from fxgen.read.paths import SPEC_SUFFIXES, label_of, spec_of_label
-from fxgen.write.header import VERSION, body_digest, safe_label, spec_digest, split
+from fxgen.write.header import VERSION, Header, body_digest, safe_label, spec_digest, split
 
-__all__ = ["Job", "orphans", "plan", "refusal", "unified_diff"]
+__all__ = ["Job", "guard", "orphans", "plan", "refusal", "remove_orphan", "unified_diff", "unsafe_name"]
 
 
 @dataclass
@@ -39,9 +45,16 @@ class Job:
         return spec_digest(self.raw, shapes=self.shapes)
 
 
-def plan(specs: Iterable[Path], out_dir: Path, *, shapes: bool = False) -> list[Job]:
+def plan(specs: Iterable[Path], out_dir: Path, *, shapes: bool = False, imports: Iterable[str] = ()) -> list[Job]:
     """A Job per spec, its status decided from hashes alone (``shapes``: for ``--shapes``, which
-    makes other files than the spec alone)."""
+    makes other files than the spec alone). ``imports``: modules the generated files may import
+    (``--allow``), which no file may be named after; see :func:`unsafe_name`."""
+    specs = list(specs)
+    reserved = frozenset(name.split(".")[0] for name in imports)
+    unsafe = [Diagnostic(Location(str(spec)), problem) for spec in specs
+              if (problem := unsafe_name(spec, out_dir, reserved))]  # fmt: skip
+    if unsafe:
+        raise SpecError(unsafe)
     jobs: list[Job] = []
     seen: dict[Path, Path] = {}
     for spec in specs:
@@ -59,28 +72,98 @@ def plan(specs: Iterable[Path], out_dir: Path, *, shapes: bool = False) -> list[
     return jobs
 
 
+# Modules a generated file imports whatever its spec (``import torch``, ``import typing``), and
+# fxgen itself; every standard-library module is reserved too (``sys.stdlib_module_names``).
+_ALWAYS_IMPORTED = frozenset({"torch", "fxgen"})
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def unsafe_name(spec: Path, out_dir: Path, reserved: frozenset[str] = frozenset()) -> str | None:
+    """Why ``spec``'s generated file, ``out_dir/<stem>.py``, would be harmful, or None when it is fine.
+
+    The file is always named after the spec, so a spec whose stem is no importable module name
+    is refused, never renamed: one rule, which imports, tools and ``git`` patterns can rely on.
+    Refused: a stem that is not an ASCII identifier (``my-model.v2``: not importable; non-ASCII
+    names are NFKC-normalised on import, so ``ﬁle`` would look for ``file``), a keyword, a dunder
+    name (``__init__`` would make ``out_dir`` a package, ``__main__`` its entry point), and the name
+    of a module generated files import or Python ships (``torch``, ``typing``, ``copy``, and every
+    other ``sys.stdlib_module_names``, plus the top-level packages in ``reserved``): running any
+    script from ``out_dir`` would import the generated file instead."""
+    stem = spec.stem
+    problem = _problem(stem, reserved, out_dir)
+    if problem is None:
+        return None
+    name = re.sub(r"[^A-Za-z0-9]+", "_", stem).strip("_") or "model"
+    name = f"model_{name}" if name[0].isdigit() else name
+    suggestion = name if _problem(name, reserved, out_dir) is None else f"{name.strip('_')}_model"
+    out = out_dir / f"{stem}.py"
+    return f"would generate {out}, {problem}; rename the spec (to {suggestion}{spec.suffix}, for example)"
+
+
+def _problem(stem: str, reserved: frozenset[str], out_dir: Path) -> str | None:
+    if keyword.iskeyword(stem):
+        return f"which Python cannot import: {stem!r} is a Python keyword"
+    if not _IDENTIFIER.fullmatch(stem):
+        return f"which Python cannot import: {stem!r} is not a Python identifier (ASCII letters, digits, _)"
+    if stem.startswith("__") and stem.endswith("__"):
+        return "a name Python reserves"
+    if stem in _ALWAYS_IMPORTED or stem in reserved or stem in sys.stdlib_module_names:
+        return f"which shadows the module {stem} for every script run from {out_dir}"
+    return None
+
+
 def _status(job: Job) -> Job:
     try:
-        job.old = job.out.read_text(encoding="utf-8")
+        raw = job.out.read_bytes()
     except FileNotFoundError:
         return job
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise GenerateError(f"cannot read generated file: {exc}", Location(str(job.out))) from None
-    header, body = split(job.old)
-    if header is None:
-        job.status = "foreign"
-    elif body_digest(body) != header.body_digest:
-        job.status = "edited"
-    elif (header.version, header.label, header.spec_digest) == (VERSION, safe_label(job.label), job.digest):
-        job.status = "current"
-    else:
-        job.status = "stale"
+    try:
+        job.status, job.old = _state(job, raw)
+    except UnicodeDecodeError as exc:
+        raise GenerateError(f"cannot read generated file: {exc}", Location(str(job.out))) from None
     return job
 
 
-def refusal(job: Job) -> str:
-    if job.status == "edited":
-        return f"{job.out} was edited by hand since fxgen wrote it; move your change into {job.label} (or pass --force to overwrite it)"
+def _state(job: Job, raw: bytes) -> tuple[str, str]:
+    """The status of ``raw`` as ``job``'s output, and its text (newlines read as ``open`` reads them,
+    so a checkout with CRLF line ends is still current)."""
+    text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    header, body = split(text)
+    if header is None:
+        return "foreign", text
+    if body_digest(body) != header.body_digest:
+        return "edited", text
+    if (header.version, header.label, header.spec_digest) == (VERSION, safe_label(job.label), job.digest):
+        return "current", text
+    return "stale", text
+
+
+def guard(job: Job, *, force: bool) -> Callable[[bytes | None], None]:
+    """The check made right before ``job.out`` is replaced (``fxgen.write.atomic.replacing``): the
+    file there is looked at again, so an edit made while fxgen was rendering is kept, as one made
+    before the run is. Another fxgen run's output (intact, whatever its version) may be replaced."""
+
+    def check(current: bytes | None) -> None:
+        if force or current is None:
+            return
+        try:
+            status = _state(job, current)[0]
+        except UnicodeDecodeError:
+            status = "foreign"
+        if status in ("edited", "foreign"):
+            raise GenerateError(refusal(job, status, when="while fxgen was generating it"), Location(str(job.out)))
+
+    return check
+
+
+def refusal(job: Job, status: str | None = None, *, when: str = "since fxgen wrote it") -> str:
+    """Why ``job.out`` is left as it is (its status at planning time, or ``status`` found later)."""
+    if (status or job.status) == "edited":
+        return f"{job.out} was edited by hand {when}; move your change into {job.label} (or pass --force to overwrite it)"
+    if status is not None:
+        return f"{job.out} was replaced by a file fxgen did not write {when}; pass --force to overwrite it"
     return f"{job.out} was not written by fxgen; pass --force to overwrite it"
 
 
@@ -113,4 +196,27 @@ def orphans(spec_dirs: Iterable[Path], out_dir: Path, jobs: list[Job]) -> Iterat
         specs = [(spec_of_label(header.label, root), root) for root in roots]
         if not any(spec.is_relative_to(root) and not spec.exists() for spec, root in specs):
             continue
-        yield path, body_digest(body) == header.body_digest
+        yield path, _intact(body, header)
+
+
+def _intact(body: str, header: Header) -> bool:
+    return body_digest(body) == header.body_digest
+
+
+def remove_orphan(path: Path) -> bool:
+    """Remove the orphan ``path`` if it is still there and still intact (looked at again right
+    before: an edit made since :func:`orphans` saw it is kept); False when another run removed it
+    first. A file that cannot be removed, or was edited since, is a ``GenerateError`` at it."""
+    try:
+        header, body = split(path.read_text(encoding="utf-8"))
+        if header is None or not _intact(body, header):
+            raise GenerateError("orphaned: its spec no longer exists, and it was edited by hand while fxgen "
+                                "was running, so fxgen leaves it: delete it", Location(str(path)))  # fmt: skip
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise GenerateError(f"cannot remove this orphaned file (its spec no longer exists): {why}; delete it",
+                            Location(str(path))) from None  # fmt: skip
+    return True

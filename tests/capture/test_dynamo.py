@@ -149,7 +149,7 @@ def test_cli_exports_with_dynamo(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 def test_node_names_python_keeps_are_renamed() -> None:
     """Dynamo names nodes after the forward's variables; ``_`` and ``match`` are soft keywords."""
-    from fxgen.capture.to_spec import avoid_reserved_names
+    from fxgen.describe.to_spec import avoid_reserved_names
 
     graph = torch.fx.Graph()
     x = graph.placeholder("x")

@@ -119,17 +119,17 @@ def test_leaf_modules_and_registered_constructors(tmp_path: Path) -> None:
 
 
 def test_unregistered_leaf_class_is_a_clear_error() -> None:
-    from fxgen.capture.recover import _REGISTRY
+    from fxgen.describe.recover import RECOVERIES
 
-    _REGISTRY.pop(Swish, None)
+    RECOVERIES.pop(Swish, None)
     with pytest.raises(fxgen.ExportError, match=r"Swish.*register_constructor"):
         fxgen.export(WithLeaf(), leaf_modules=[Swish])
 
 
 def test_record_constructors_covers_classes_that_keep_no_arguments(tmp_path: Path) -> None:
-    from fxgen.capture.recover import _REGISTRY
+    from fxgen.describe.recover import RECOVERIES
 
-    _REGISTRY.pop(Swish, None)
+    RECOVERIES.pop(Swish, None)
     with fxgen.record_constructors(Swish):
         module = make_with_leaf()
     spec = _round_trip(module, (torch.randn(3, 4),), tmp_path, leaf_modules=[Swish])

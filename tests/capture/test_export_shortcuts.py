@@ -18,10 +18,10 @@ from torch import nn
 
 import fxgen
 from fxgen._errors import ExportError
-from fxgen.capture.rebuild import RebuildCache, _freeze, submodules
-from fxgen.capture.recover import recover_and_check, register_constructor
-from fxgen.capture.to_spec import Submodules, _named_tensors
 from fxgen.capture.trace import trace
+from fxgen.describe.rebuild import RebuildCache, _freeze, submodules
+from fxgen.describe.recover import recover_and_check, register_constructor
+from fxgen.describe.to_spec import Submodules, _named_tensors
 from fxgen.spec.model import ModuleSpec
 
 

@@ -7,14 +7,18 @@ interpreter (what gets imported, signals) runs ``python -m fxgen`` in a subproce
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT
@@ -321,22 +325,29 @@ _SLOW_WRITER = textwrap.dedent(
 )
 
 
+def _stopped_mid_write(project: Path, sig: signal.Signals) -> int:
+    """Start a run that writes gen/mlp.py, send it ``sig`` once its temporary file holds the new
+    text, and return its exit status."""
+    process = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == "writing\n", process.stderr.read() if process.stderr else ""
+        assert [p.name for p in (project / "gen").iterdir() if p.name.endswith(".tmp")]  # mid-write
+        process.send_signal(sig)
+        process.wait(timeout=60)
+    finally:
+        process.kill()
+        process.communicate()
+    return process.returncode
+
+
 def test_terminated_run_leaves_the_old_file(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """SIGTERM (a CI timeout, a stopped pre-commit) mid-write: old file intact, no temporary file."""
     assert run(capsys, "specs", "--out-dir", "gen")[0] == 0
     target = project / "gen" / "mlp.py"
     old = target.read_bytes()
     edit_spec(project / "specs" / "mlp.yaml")
-    process = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        assert process.stdout.readline() == "writing\n", process.stderr.read() if process.stderr else ""
-        assert [p.name for p in (project / "gen").iterdir() if p.name.endswith(".tmp")]  # mid-write
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=60)
-    finally:
-        process.kill()
-    assert process.returncode == 128 + signal.SIGTERM
+    assert _stopped_mid_write(project, signal.SIGTERM) == 128 + signal.SIGTERM
     assert target.read_bytes() == old
     _no_temp_files(project / "gen")
 
@@ -429,3 +440,207 @@ def test_help_ends_with_an_example(command: str | None, capsys: pytest.CaptureFi
     text = capsys.readouterr().out.rstrip()
     example = text.rsplit("\n\n", 1)[1]
     assert example.startswith(("example:", "examples:")) and "  fxgen " in example
+
+
+# -- concurrency and faults (docs/security.md) -------------------------------------------------------
+def _orphans(project: Path, count: int) -> list[Path]:
+    """``count`` intact generated files in gen/ whose specs (specs/orphanNNN.yaml) do not exist."""
+    text = (project / "gen" / "mlp.py").read_text()
+    paths = [project / "gen" / f"orphan{i:03}.py" for i in range(count)]
+    for i, path in enumerate(paths):
+        path.write_text(text.replace(" from specs/mlp.yaml. ", f" from specs/orphan{i:03}.yaml. ", 1))
+    return paths
+
+
+def test_parallel_runs_remove_each_orphan_once_and_all_succeed(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Parallel pre-commit hooks: 8 runs at once over 300 orphans. Before, 7 of 8 died with an
+    internal FileNotFoundError for the orphans another run removed first."""
+    assert run(capsys, "specs", "--out-dir", "gen")[0] == 0
+    before = {p.name: p.read_bytes() for p in (project / "gen").iterdir()}
+    orphans = _orphans(project, 300)
+    command = [sys.executable, "-m", "fxgen", "generate", "specs", "--out-dir", "gen", "-j", "1"]
+    processes = [subprocess.Popen(command, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(8)]  # fmt: skip
+    errors = [p.communicate(timeout=120)[1] for p in processes]
+    results = [(p.returncode, err) for p, err in zip(processes, errors, strict=True)]
+    assert [code for code, _ in results] == [0] * 8, [err for _, err in results]
+    removed = [line for _, err in results for line in err.splitlines() if line.startswith("fxgen: removed ")]
+    assert sorted(removed) == sorted(f"fxgen: removed {Path('gen') / p.name} (its spec no longer exists)" for p in orphans)
+    assert {p.name: p.read_bytes() for p in (project / "gen").iterdir()} == before  # what one run leaves
+    assert run(capsys, "specs", "--out-dir", "gen", "--check") == (0, "", UP_TO_DATE)
+
+
+@contextlib.contextmanager
+def _read_only_mount(folder: Path) -> Iterator[None]:
+    """``folder`` read-only, for real: a read-only bind mount of it over itself (root only, and only
+    where mounting is allowed). Tests run as root in CI, and root ignores permission bits, so
+    ``chmod`` cannot make a folder read-only for them."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a read-only bind mount needs root and mount(8)")
+    if subprocess.run(["mount", "--bind", folder, folder], capture_output=True).returncode:
+        pytest.skip("mounting is not allowed here")
+    try:
+        if subprocess.run(["mount", "-o", "remount,ro,bind", folder, folder], capture_output=True).returncode:
+            pytest.skip("remounting read-only is not allowed here")
+        yield
+    finally:
+        subprocess.run(["umount", folder], check=True)
+
+
+@contextlib.contextmanager
+def _read_only_patched(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """What a read-only file system answers, everywhere: every removal and every new file fails
+    with EROFS (os.unlink, tempfile.mkstemp), in this process."""
+
+    def erofs(*args: object, **kwargs: object) -> None:
+        raise OSError(30, "Read-only file system")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "unlink", erofs)
+        patch.setattr(tempfile, "mkstemp", erofs)
+        yield
+
+
+@pytest.fixture(params=["mount", "patched"])
+def read_only(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], Any]:
+    return (lambda folder: _read_only_mount(folder)) if request.param == "mount" else (lambda folder: _read_only_patched(monkeypatch))
+
+
+def test_an_orphan_that_cannot_be_removed_is_a_located_error(project: Path, capsys: pytest.CaptureFixture[str],
+                                                              read_only: Callable[[Path], Any]) -> None:  # fmt: skip
+    """Before: `fxgen: internal error: OSError: [Errno 30]`."""
+    assert run(capsys, "specs", "--out-dir", "gen")[0] == 0
+    (project / "specs" / "indexing.yaml").unlink()
+    with read_only(project / "gen"):
+        code, out, err = run(capsys, "specs", "--out-dir", "gen")
+    assert (code, out) == (1, "")
+    assert err == (f"{Path('gen') / 'indexing.py'}: error: cannot remove this orphaned file (its spec no longer exists): "
+                   "Read-only file system; delete it\n")  # fmt: skip
+    assert (project / "gen" / "indexing.py").exists()
+
+
+def test_a_read_only_output_directory_fails_before_rendering(project: Path, capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             read_only: Callable[[Path], Any]) -> None:  # fmt: skip
+    """Before, every file was rendered (minutes, for many specs) and then the first write failed."""
+    import fxgen.cli.main as cli
+
+    (project / "gen").mkdir()
+    rendered: list[object] = []
+    monkeypatch.setattr(cli, "_render_all", lambda jobs, *a, **k: rendered.extend(jobs) or ({}, {}))
+    with read_only(project / "gen"):
+        code, _, err = run(capsys, "specs", "--out-dir", "gen")
+    assert code == 1 and rendered == []
+    assert err == "gen: error: cannot write files to this directory: Read-only file system; nothing was written\n"
+
+
+def test_a_killed_runs_temporary_file_is_reported_then_removed(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`kill -9` mid-write leaves `.NAME.fxgen-XXXXXXXX.tmp` (the kernel cannot run fxgen's cleanup).
+    Before, no run removed or reported it, and --check said "up to date"."""
+    assert run(capsys, "specs", "--out-dir", "gen")[0] == 0
+    target = project / "gen" / "mlp.py"
+    old = target.read_bytes()
+    edit_spec(project / "specs" / "mlp.yaml")
+    assert _stopped_mid_write(project, signal.SIGKILL) == -signal.SIGKILL
+    assert target.read_bytes() == old
+    (left,) = [p for p in (project / "gen").iterdir() if p.name.endswith(".tmp")]
+    shutil.copy(ROOT / "model_specs" / "mlp.yaml", project / "specs" / "mlp.yaml")  # the spec as it was
+    code, _, err = run(capsys, "specs", "--out-dir", "gen", "--check")
+    assert code == 1
+    assert err.splitlines() == [f"{Path('gen') / left.name}: error: temporary file left by an interrupted fxgen run; "
+                                "run `fxgen generate` to remove it",
+                                "fxgen: 1 problem with generated files; run `fxgen generate` (with --diff to see the changes)"]  # fmt: skip
+    code, _, err = run(capsys, "specs", "--out-dir", "gen")
+    assert code == 0
+    assert err.splitlines() == [f"fxgen: removed {Path('gen') / left.name} (a temporary file left by an interrupted fxgen run)",
+                                "fxgen: 3 specs, 0 written, 3 unchanged, 1 stale temporary file removed"]  # fmt: skip
+    _no_temp_files(project / "gen")
+    assert run(capsys, "specs", "--out-dir", "gen", "--check") == (0, "", UP_TO_DATE)
+
+
+def test_the_temporary_file_of_a_run_going_on_in_parallel_is_left_alone(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "specs", "--out-dir", "gen")[0] == 0
+    with atomic.replacing(project / "gen" / "mlp.py") as f:  # another run, writing mlp.py
+        f.write(b"# being written")
+        (live,) = [p.name for p in (project / "gen").iterdir() if p.name.endswith(".tmp")]
+        assert run(capsys, "specs", "--out-dir", "gen", "--check") == (0, "", UP_TO_DATE)
+        assert run(capsys, "specs", "--out-dir", "gen")[0] == 0
+        assert live in os.listdir(project / "gen")
+
+
+def _after_rendering(monkeypatch: pytest.MonkeyPatch, then: Callable[[], None]) -> None:
+    """Run ``then`` once, between rendering and writing (what a user or another run does meanwhile)."""
+    import fxgen.cli.main as cli
+
+    real, pending = cli._render_all, [then]
+
+    def render_then(*args: Any, **kwargs: Any) -> Any:
+        result = real(*args, **kwargs)
+        while pending:
+            pending.pop()()
+        return result
+
+    monkeypatch.setattr(cli, "_render_all", render_then)
+
+
+@pytest.mark.parametrize("before", ["stale", "missing"])
+def test_a_file_edited_while_rendering_is_kept(project: Path, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch, before: str) -> None:  # fmt: skip
+    """Before, the file's state was checked once, when planning, and the edit was overwritten
+    (exit 0)."""
+    assert run(capsys, "specs", "--out-dir", "gen")[0] == 0
+    target = project / "gen" / "mlp.py"
+    edited = target.read_text().replace("residual = x + scaled", "residual = x + scaled  # tweak")
+    if before == "stale":
+        edit_spec(project / "specs" / "mlp.yaml")
+    else:
+        target.unlink()
+    _after_rendering(monkeypatch, lambda: target.write_text(edited))
+    code, _, err = run(capsys, "specs", "--out-dir", "gen")
+    assert code == 1 and target.read_text() == edited
+    assert err.splitlines()[0] == (f"{Path('gen') / 'mlp.py'}: error: {Path('gen') / 'mlp.py'} was edited by hand while fxgen "
+                                   "was generating it; move your change into specs/mlp.yaml (or pass --force to overwrite it)")  # fmt: skip
+    _no_temp_files(project / "gen")
+
+
+def test_a_file_another_run_wrote_while_rendering_is_replaced(project: Path, capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Another fxgen run's output is no hand edit: both runs succeed with the same file."""
+    target = project / "gen" / "mlp.py"
+
+    def another_run() -> None:
+        assert main(["generate", "specs/mlp.yaml", "--out-dir", "gen", "--jobs", "1", "-q"]) == 0
+
+    _after_rendering(monkeypatch, another_run)
+    code, _, err = run(capsys, "specs/mlp.yaml", "--out-dir", "gen")
+    assert code == 0, err
+    assert target.read_text() == expected("mlp")
+    _no_temp_files(project / "gen")
+
+
+@pytest.mark.parametrize(("stem", "why", "instead"), [
+    ("torch", "shadows the module torch", "torch_model"), ("copy", "shadows the module copy", "copy_model"),
+    ("typing", "shadows the module typing", "typing_model"), ("__init__", "a name Python reserves", "init"),
+    ("my-model.v2", "is not a Python identifier", "my_model_v2"), ("2layers", "not a Python identifier", "model_2layers"),
+    ("modèle", "not a Python identifier", "mod_le"), ("class", "is a Python keyword", "class_model"),
+])  # fmt: skip
+def test_a_spec_whose_file_name_would_shadow_a_module_or_not_import_is_refused(
+    project: Path, capsys: pytest.CaptureFixture[str], stem: str, why: str, instead: str
+) -> None:
+    shutil.copy(project / "specs" / "mlp.yaml", project / "specs" / f"{stem}.yaml")
+    (project / "specs" / "mlp.yaml").unlink()
+    for check in ([], ["--check"]):
+        code, out, err = run(capsys, "specs", "--out-dir", "gen", *check)
+        assert (code, out) == (1, "")
+        (line,) = err.splitlines()
+        assert line.startswith(f"specs/{stem}.yaml: error: would generate {Path('gen') / stem}.py") and why in line
+        assert line.endswith(f"rename the spec (to {instead}.yaml, for example)")
+        assert not (project / "gen").exists()
+
+
+def test_a_spec_named_after_an_allowed_package_is_refused(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`monai.py` in gen/ would import itself for `from monai.networks import ...`."""
+    shutil.copy(project / "specs" / "mlp.yaml", project / "specs" / "monai.yaml")
+    code, _, err = run(capsys, "specs", "--out-dir", "gen", "--allow", "monai.networks")
+    assert code == 1 and "specs/monai.yaml: error: would generate" in err and "shadows the module monai" in err
+    assert run(capsys, "specs", "--out-dir", "gen")[0] == 0  # without it, monai is just a name

@@ -959,7 +959,7 @@ class _LeafTracer(torch.fx.Tracer):
 def check_classes_traced(spec: Spec, generated: torch.nn.Module) -> None:
     """Format 2: the generated top class and an instance of each generated block class, traced
     one level deep, give back the graphs of the spec's classes up to node names."""
-    from fxgen.capture.to_spec import _node
+    from fxgen.describe.to_spec import _node
 
     bodies: list[tuple[Spec, torch.nn.Module]] = [(spec, generated)]
     for name in spec.classes:
@@ -1186,9 +1186,7 @@ def test_allowed_types_outside_torch_are_imported() -> None:
 @settings(max_examples=200)
 @given(st.lists(st.text(st.sampled_from("ab_1 .é"), max_size=4) | st.sampled_from(sorted(keyword.kwlist)), max_size=8))
 def test_identifier_checks_are_memoised_not_skipped(texts: list[str]) -> None:
-    """is_identifier and checked remember only valid names, per render: every answer, asked
-    twice, in a new render or not, is the one the plain rule gives."""
-    render.new_render()
+    """is_identifier is cached: every answer, asked twice, is the one the plain rule gives."""
     for text in [*texts, *texts]:
         expected = text.isascii() and text.isidentifier() and not keyword.iskeyword(text)
         assert render.is_identifier(text) == expected
@@ -1200,5 +1198,3 @@ def test_identifier_checks_are_memoised_not_skipped(texts: list[str]) -> None:
                 render.checked(text)
             with pytest.raises(render.UnsafeName):
                 render.literal("%" + text, render.Imports())
-    render.new_render()
-    assert not render._IDENTIFIERS

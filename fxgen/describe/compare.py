@@ -1,6 +1,6 @@
 """Compare a module with its rebuild: every difference a constructor call can make.
 
-:func:`fxgen.capture.rebuild.check_rebuild` builds a module again from its recovered constructor
+:func:`fxgen.describe.rebuild.check_rebuild` builds a module again from its recovered constructor
 call; this module says how the two differ. It stands apart from building because what
 counts as a difference is a set of rules of its own: parameters and buffers by name, shape,
 dtype, ``requires_grad`` and persistence, their values only where the weights file does not
@@ -35,7 +35,7 @@ __all__ = ["INTERNAL_ATTRIBUTES", "differences", "qualified_name", "repr_differe
 def qualified_name(cls: type) -> str:
     """``torch.nn.Conv2d`` rather than its defining module, else ``module.qualname``.
 
-    Not checked to import back (``fxgen.capture.recover.class_name`` does that): messages must be
+    Not checked to import back (``fxgen.describe.recover.class_name`` does that): messages must be
     able to name any class, including one defined inside a function.
     """
     name = cls.__name__

@@ -7,12 +7,12 @@ model. :func:`check_rebuild` is the proof: it builds ``cls(*args, **kwargs)`` on
 device (no memory, no initialisation cost) and compares it with the original -- repr,
 parameters, buffers, plain attributes, hooks and submodules, recursively. Parameter
 *values* are not compared: the exporter writes them to the weights file. This module builds
-and decides where (meta device or CPU); what counts as a difference is ``fxgen.capture.compare``.
+and decides where (meta device or CPU); what counts as a difference is ``fxgen.describe.compare``.
 
 The check does not care how the call was found, so it lives apart from the recovery itself
-(``fxgen.capture.recover``) and the torch.nn rule table (``fxgen.capture.recover_rules``). It is their
+(``fxgen.describe.recover``) and the torch.nn rule table (``fxgen.describe.recover_rules``). It is their
 bottom layer and imports neither; it therefore also holds the few helpers all three use to
-name classes, calls and values in messages (the class name comes from ``fxgen.capture.compare``).
+name classes, calls and values in messages (the class name comes from ``fxgen.describe.compare``).
 """
 
 from __future__ import annotations
@@ -26,13 +26,6 @@ import torch
 from torch import nn
 
 from fxgen._errors import ExportError
-from fxgen.capture.compare import (
-    INTERNAL_ATTRIBUTES,
-    differences,
-    qualified_name,
-    repr_difference,
-    short_text,
-)
 from fxgen.construct.modules import (
     NO_TENSORS,
     SMALL_MODULE,
@@ -40,8 +33,15 @@ from fxgen.construct.modules import (
     same_random_state,
     tensors_in,
 )
+from fxgen.describe.compare import (
+    INTERNAL_ATTRIBUTES,
+    differences,
+    qualified_name,
+    repr_difference,
+    short_text,
+)
 
-__all__ = ["RebuildCache", "check_rebuild", "submodules"]
+__all__ = ["LazyWhere", "RebuildCache", "check_rebuild", "describe_value", "normalize_constructor", "submodules"]
 
 
 class RebuildCache:
@@ -66,7 +66,7 @@ class RebuildCache:
         cls: type[nn.Module],
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
-        where: str | _Where,
+        where: str | LazyWhere,
         on_meta: bool,
     ) -> list[Any]:
         try:
@@ -129,8 +129,8 @@ def check_rebuild(
     With a ``cache``, identical calls share one rebuild (each module is still compared).
     """
     cls = type(module)
-    where = _Where(path, cls)
-    args, kwargs = _normalize_constructor(args, kwargs, where)
+    where = LazyWhere(path, cls)
+    args, kwargs = normalize_constructor(args, kwargs, where)
     with_values, size, holders = _inspect_state(module)
     # The meta device costs per torch call (about one layer's worth of SMALL_MODULE elements
     # initialised on the CPU per layer holding tensors); the CPU costs per element.
@@ -172,8 +172,8 @@ def check_rebuild(
         )
 
 
-def _normalize_constructor(
-    args: Any, kwargs: Any, where: str | _Where
+def normalize_constructor(
+    args: Any, kwargs: Any, where: str | LazyWhere
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """``(args, kwargs)`` as a tuple and a dict: registered recoveries and callers of
     :func:`check_rebuild` may pass any sequence and mapping, or something else entirely."""
@@ -186,7 +186,7 @@ def _normalize_constructor(
     return tuple(args), dict(kwargs)
 
 
-class _Where:
+class LazyWhere:
     """``_where(path, cls)``, formatted only if a message needs it (most checks pass)."""
 
     __slots__ = ("cls", "path")
@@ -214,7 +214,7 @@ def _where(path: str, cls: type) -> str:
     return f"module {path!r} ({qualified_name(cls)})" if path else qualified_name(cls)
 
 
-def _describe(value: Any) -> str:
+def describe_value(value: Any) -> str:
     """``torch.tanh``, ``the module GELU(approximate='none')``, ``a tensor``: for messages."""
     if isinstance(value, torch.Tensor):
         return f"a tensor of shape {tuple(value.shape)}"
@@ -250,7 +250,7 @@ def _build(
     cls: type[nn.Module],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-    where: str | _Where,
+    where: str | LazyWhere,
     *,
     on_meta: bool,
 ) -> nn.Module:

@@ -5,10 +5,10 @@ traced model has to turn each leaf ``nn.Module`` *instance* back into the call t
 it. PyTorch does not record constructor arguments, but almost every ``torch.nn`` class
 stores them as same-named attributes; :func:`recover_constructor` reads them through the
 class's ``__init__`` signature, with a small rule table for the classes that store them
-differently (``fxgen.capture.recover_rules``).
+differently (``fxgen.describe.recover_rules``).
 
 Reading attributes is a heuristic, so every recovery must be verified:
-:func:`check_rebuild` (``fxgen.capture.rebuild``) builds a fresh module from the recovered call
+:func:`check_rebuild` (``fxgen.describe.rebuild``) builds a fresh module from the recovered call
 and compares it with the original. Export calls :func:`recover_and_check`, which does both.
 
 Classes fxgen cannot know (user code) are recovered by functions registered with
@@ -33,24 +33,18 @@ from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
 
 from fxgen._errors import ExportError
-from fxgen.capture.compare import qualified_name
-from fxgen.capture.rebuild import (
+from fxgen.describe.compare import qualified_name
+from fxgen.describe.rebuild import (
+    LazyWhere,
     RebuildCache,
-    _describe,
-    _normalize_constructor,
-    _Where,
     check_rebuild,
+    describe_value,
+    normalize_constructor,
     submodules,
 )
-from fxgen.capture.recover_rules import _OMIT, _is_builtin, _Plan, _plan, _Unrecoverable
+from fxgen.describe.recover_rules import OMIT, Plan, Unrecoverable, is_builtin, plan_for
 
-__all__ = [
-    "class_name",
-    "recover_and_check",
-    "recover_constructor",
-    "register_constructor",
-    "resolve_qualname",
-]
+__all__ = ["RECOVERIES", "class_name", "recover_and_check", "recover_constructor", "register_constructor", "resolve_qualname"]
 
 
 Constructor = tuple[tuple[Any, ...], dict[str, Any]]
@@ -60,7 +54,7 @@ Constructor = tuple[tuple[Any, ...], dict[str, Any]]
 Recover = Callable[[nn.Module], Constructor]
 
 
-_REGISTRY: dict[type[nn.Module], Recover] = {}
+RECOVERIES: dict[type[nn.Module], Recover] = {}
 
 
 # --------------------------------------------------------------------------------------
@@ -82,7 +76,7 @@ def register_constructor(cls: type[nn.Module], recover: Callable[[nn.Module], Co
         raise TypeError(f"register_constructor: expected an nn.Module subclass, got {cls!r}")
     if not callable(recover):
         raise TypeError(f"register_constructor: recover must be callable, got {recover!r}")
-    _REGISTRY[cls] = recover
+    RECOVERIES[cls] = recover
 
 
 def recover_constructor(module: nn.Module) -> Constructor:
@@ -108,7 +102,7 @@ def recover_and_check(
     ``cache`` (one per export) lets identical recovered calls share one rebuild; every
     module is still compared with it.
     """
-    args, kwargs = _recover(module, _Where(path, type(module)))
+    args, kwargs = _recover(module, LazyWhere(path, type(module)))
     check_rebuild(path, module, args, kwargs, cache=cache)
     return args, kwargs
 
@@ -165,9 +159,9 @@ _MISSING: Any = object()  # the module has no attribute for this argument
 _P = inspect.Parameter
 
 
-def _recover(module: nn.Module, where: str | _Where) -> Constructor:
+def _recover(module: nn.Module, where: str | LazyWhere) -> Constructor:
     cls = type(module)
-    registered = _REGISTRY.get(cls)
+    registered = RECOVERIES.get(cls)
     if registered is not None:
         try:
             result = registered(module)
@@ -183,7 +177,7 @@ def _recover(module: nn.Module, where: str | _Where) -> Constructor:
                 f"{where}: the registered constructor recovery {_callable_name(registered)}"
                 f" must return (args, kwargs), got {result!r}"
             )
-        args, kwargs = _normalize_constructor(result[0], result[1], where)
+        args, kwargs = normalize_constructor(result[0], result[1], where)
         for name, value in [(f"args[{i}]", v) for i, v in enumerate(args)] + list(kwargs.items()):
             problem = _unencodable(value, name)
             if problem:
@@ -205,8 +199,8 @@ def _recover(module: nn.Module, where: str | _Where) -> Constructor:
             " orthogonal, ...) that a constructor call cannot express; remove them"
             " (torch.nn.utils.parametrize.remove_parametrizations) before export"
         )
-    if not _is_builtin(cls):
-        bases = [b for b in cls.__mro__[1:] if _is_builtin(b) and b is not nn.Module]
+    if not is_builtin(cls):
+        bases = [b for b in cls.__mro__[1:] if is_builtin(b) and b is not nn.Module]
         derived = (
             f" It derives from {qualified_name(bases[0])}, but a subclass may take different"
             " constructor arguments, so it is not recovered automatically."
@@ -219,7 +213,7 @@ def _recover(module: nn.Module, where: str | _Where) -> Constructor:
             f" register a recovery with fxgen.register_constructor({cls.__name__}, fn)"
         )
     try:
-        plan = _plan(cls)
+        plan = plan_for(cls)
     except (TypeError, ValueError) as exc:  # inspect.signature gave up
         raise ExportError(f"{where}: cannot read the constructor signature: {exc}") from exc
     rule = plan.rule
@@ -234,7 +228,7 @@ def _recover(module: nn.Module, where: str | _Where) -> Constructor:
         )
     try:
         return _recover_builtin(module, plan)
-    except _Unrecoverable as exc:
+    except Unrecoverable as exc:
         raise ExportError(f"{where}: {exc}") from None
     except Exception as exc:  # a module in a state the rules do not expect
         raise ExportError(
@@ -250,7 +244,7 @@ def _lookup(module: nn.Module, name: str) -> Any:
     return _MISSING
 
 
-def _recover_builtin(module: nn.Module, plan: _Plan) -> Constructor:
+def _recover_builtin(module: nn.Module, plan: Plan) -> Constructor:
     rule = plan.rule
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
@@ -269,10 +263,10 @@ def _recover_builtin(module: nn.Module, plan: _Plan) -> Constructor:
         elif name in rule.getters:
             try:
                 value = rule.getters[name](module)
-            except _Unrecoverable:
+            except Unrecoverable:
                 raise
             except Exception as exc:
-                raise _Unrecoverable(
+                raise Unrecoverable(
                     f"cannot recover argument {name!r}: {type(exc).__name__}: {exc}"
                 ) from exc
         elif name.startswith("_"):
@@ -283,12 +277,12 @@ def _recover_builtin(module: nn.Module, plan: _Plan) -> Constructor:
                 value = value is not None
         if kind is _P.POSITIONAL_ONLY:
             # Never omitted: leaving one out would shift the positions of those after it.
-            if (value is _OMIT or value is _MISSING) and not required:
+            if (value is OMIT or value is _MISSING) and not required:
                 value = default
             required = True
-        if value is _OMIT or value is _MISSING:
+        if value is OMIT or value is _MISSING:
             if required:
-                raise _Unrecoverable(
+                raise Unrecoverable(
                     f"cannot recover the required argument {name!r}: the module stores no"
                     " attribute of that name"
                 )
@@ -303,7 +297,7 @@ def _recover_builtin(module: nn.Module, plan: _Plan) -> Constructor:
             continue
         problem = _unencodable(value, repr(name))
         if problem:
-            raise _Unrecoverable(
+            raise Unrecoverable(
                 f"constructor argument {problem}, which a spec cannot encode; trace through"
                 " the module or register a constructor with register_constructor"
             )
@@ -328,7 +322,7 @@ def _module_dtype(module: nn.Module) -> Any:
         (dtype,) = dtypes
         if dtype != torch.float32:
             return dtype
-    return _OMIT  # float32, no floating state, or mixed (the check reports the mismatch)
+    return OMIT  # float32, no floating state, or mixed (the check reports the mismatch)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -397,7 +391,7 @@ _ENCODABLE_LEAVES: tuple[type, ...] = (
 
 def _unencodable(value: Any, name: str) -> str | None:
     """Describe the first part of ``value`` a spec cannot encode, or None if all is fine (a
-    module is a format-2 module value: fxgen.capture.to_spec declares it from its own call)."""
+    module is a format-2 module value: fxgen.describe.to_spec declares it from its own call)."""
     if type(value) in _ENCODABLE_LEAVES or isinstance(value, nn.Module):
         return None
     if isinstance(value, torch.Size):
@@ -422,7 +416,7 @@ def _unencodable(value: Any, name: str) -> str | None:
             if problem:
                 return problem
         return None
-    return f"{name} is {_describe(value)}"
+    return f"{name} is {describe_value(value)}"
 
 
 def _callable_name(fn: Any) -> str:

@@ -1,7 +1,7 @@
 """What constructor recovery knows about torch.nn classes: where they keep their arguments.
 
 Almost every ``torch.nn`` class stores its constructor arguments as same-named attributes,
-so the recovery engine (``fxgen.capture.recover``) reads them through the class's ``__init__``
+so the recovery engine (``fxgen.describe.recover``) reads them through the class's ``__init__``
 signature. This module is the table of exceptions to that convention -- ``bias`` kept as a
 parameter that may be ``None``, ``kdim=None`` stored as ``embed_dim``, kernel sizes stored
 as tuples, RNNs with a ``(*args, **kwargs)`` signature, containers and classes that can
@@ -23,15 +23,15 @@ from typing import Any
 import torch.nn.functional as F
 from torch import nn
 
-from fxgen.capture.compare import qualified_name
-from fxgen.capture.rebuild import _describe
+from fxgen.describe.compare import qualified_name
+from fxgen.describe.rebuild import describe_value
 
 
-class _Unrecoverable(Exception):
+class Unrecoverable(Exception):
     """An argument cannot be recovered; the message is completed with the module's name."""
 
 
-_OMIT: Any = object()  # a getter's way of saying "equal to the default, leave it out"
+OMIT: Any = object()  # a getter's way of saying "equal to the default, leave it out"
 
 
 Getter = Callable[[nn.Module], Any]
@@ -41,7 +41,7 @@ Getter = Callable[[nn.Module], Any]
 class _Rule:
     """How one torch.nn class (and its subclasses) deviates from "argument == attribute"."""
 
-    # Argument name -> function reading its value from the module (may return _OMIT).
+    # Argument name -> function reading its value from the module (may return OMIT).
     getters: Mapping[str, Getter] = field(default_factory=dict)
     # Arguments the constructor expands from a scalar to an n-tuple (``_pair``): a tuple
     # whose elements are all equal is written as that element, ``(3, 3)`` -> ``3``.
@@ -83,8 +83,8 @@ def _activation(fn: Any) -> Any:
         return F.relu  # the signature's default: omitted
     if fn is F.gelu:
         return "gelu"
-    raise _Unrecoverable(
-        f"its activation is {_describe(fn)}; only torch.nn.functional.relu and gelu can be"
+    raise Unrecoverable(
+        f"its activation is {describe_value(fn)}; only torch.nn.functional.relu and gelu can be"
         " written in a spec (as the strings 'relu' and 'gelu')"
     )
 
@@ -93,14 +93,14 @@ def _norm_bias(module: nn.Module) -> Any:
     """Norms ignore ``bias`` without an affine transform; otherwise the parameter tells."""
     affine = module.__dict__.get("affine", module.__dict__.get("elementwise_affine", True))
     if not affine:
-        return _OMIT
+        return OMIT
     return module._parameters.get("bias") is not None
 
 
 def _frozen(module: nn.Module) -> Any:
     """``Embedding(_freeze=True)`` is how ``from_pretrained(freeze=True)`` is rebuilt."""
     weight = module._parameters.get("weight")
-    return True if weight is not None and not weight.requires_grad else _OMIT
+    return True if weight is not None and not weight.requires_grad else OMIT
 
 
 def _embed_dim(module: nn.Module) -> Any:
@@ -125,7 +125,7 @@ def _transformer_stack(module: nn.Module, child: str) -> Any:
     part = getattr(module, child)
     expected = nn.TransformerEncoder if child == "encoder" else nn.TransformerDecoder
     if type(part) is not expected:
-        raise _Unrecoverable(
+        raise Unrecoverable(
             f"its {child} is a custom {qualified_name(type(part))} (custom_{child}=...), which a"
             " spec cannot pass as a constructor argument"
         )
@@ -141,7 +141,7 @@ def _from_layer(get: Getter) -> Getter:
             *_transformer_stack(module, "decoder").layers,
         ]
         if not layers:
-            raise _Unrecoverable("it has no layers to read its hyper-parameters from")
+            raise Unrecoverable("it has no layers to read its hyper-parameters from")
         return get(layers[0])
 
     return read
@@ -154,7 +154,7 @@ def _num_layers(child: str) -> Getter:
 def _not_custom(child: str) -> Getter:
     def read(module: nn.Module) -> Any:
         _transformer_stack(module, child)
-        return _OMIT
+        return OMIT
 
     return read
 
@@ -303,7 +303,7 @@ with contextlib.suppress(ImportError):  # distributed is optional in some builds
 
 
 @dataclass(frozen=True)
-class _Plan:
+class Plan:
     """Everything about a class that does not depend on the instance (cached per class)."""
 
     params: tuple[inspect.Parameter, ...]
@@ -316,10 +316,10 @@ class _Plan:
         return tuple((p.name, p.kind, p.default) for p in self.params)
 
 
-_PLANS: dict[type[nn.Module], _Plan] = {}
+_PLANS: dict[type[nn.Module], Plan] = {}
 
 
-def _plan(cls: type[nn.Module]) -> _Plan:
+def plan_for(cls: type[nn.Module]) -> Plan:
     """Merge the rules along the MRO (base first) and read the signature once per class."""
     plan = _PLANS.get(cls)
     if plan is None:
@@ -327,7 +327,7 @@ def _plan(cls: type[nn.Module]) -> _Plan:
     return plan
 
 
-def _make_plan(cls: type[nn.Module]) -> _Plan:
+def _make_plan(cls: type[nn.Module]) -> Plan:
     getters: dict[str, Getter] = {}
     none_is: dict[str, Getter] = {}
     expands: set[str] = set()
@@ -360,9 +360,9 @@ def _make_plan(cls: type[nn.Module]) -> _Plan:
         container=container,
         refuse=refuse,
     )
-    return _Plan(params=params, rule=merged)
+    return Plan(params=params, rule=merged)
 
 
-def _is_builtin(cls: type) -> bool:
+def is_builtin(cls: type) -> bool:
     """Classes fxgen recovers without registration: torch.nn's own (exact) classes."""
     return cls.__module__.startswith("torch.nn.modules.") or cls in _RULES

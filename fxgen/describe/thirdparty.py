@@ -35,6 +35,6 @@ def register_known(cls: type[torch.nn.Module]) -> None:
     """Register fxgen's recovery for ``cls`` if it is a known third-party layer."""
     recover = _KNOWN.get((cls.__module__, cls.__qualname__))
     if recover is not None:
-        from fxgen.capture.recover import register_constructor
+        from fxgen.describe.recover import register_constructor
 
         register_constructor(cls, recover)

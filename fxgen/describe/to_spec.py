@@ -3,7 +3,7 @@
 Nodes come straight from the Graph; call targets are written as public qualified names that
 resolve back to the same object; declarations come from what ``build_module`` recorded when
 the GraphModule was made by fxgen, and otherwise are recovered from the module instances
-(constructor calls via ``fxgen.capture.recover``, shapes/dtypes of tensors, and the values of
+(constructor calls via ``fxgen.describe.recover``, shapes/dtypes of tensors, and the values of
 the tensors a checkpoint does not carry).
 """
 
@@ -23,11 +23,11 @@ import torch.nn.functional
 
 from fxgen._errors import ExportError
 from fxgen.assemble.module import META_KEY
-from fxgen.capture.rebuild import RebuildCache
-from fxgen.capture.recover import class_name
-from fxgen.capture.recover import resolve_qualname as _lookup
 from fxgen.check.checker import RESERVED_NAMES
 from fxgen.construct.graph import TARGET_KEY
+from fxgen.describe.rebuild import RebuildCache
+from fxgen.describe.recover import class_name
+from fxgen.describe.recover import resolve_qualname as _lookup
 from fxgen.policy.policy import DEFAULT_POLICY, TargetError, type_repr
 from fxgen.policy.tables import SAFE_BUILTINS
 from fxgen.spec.model import BufferSpec, ClassSpec, ModuleSpec, Node, ParameterSpec, Spec
@@ -35,7 +35,7 @@ from fxgen.spec.packed import pack, unpack
 from fxgen.spec.resolve import has_arguments
 from fxgen.spec.values import UnencodableValue, dtype_name, encode
 
-__all__ = ["Submodules", "avoid_reserved_names", "graph_module_to_spec", "recover_declaration", "to_spec"]
+__all__ = ["Submodules", "avoid_reserved_names", "graph_module_to_spec", "recover_declaration", "spec_state"]
 
 
 LITERAL_LIMIT = 64  # tensors up to this many elements are written as readable literals, larger ones packed
@@ -187,13 +187,13 @@ class Submodules:
 
 
 def recover_declaration(path: str, module: torch.nn.Module, cache: RebuildCache, names: dict[type, str]) -> ModuleSpec:
-    """The verified constructor call of a module fxgen can rebuild (``fxgen.capture.recover``)."""
+    """The verified constructor call of a module fxgen can rebuild (``fxgen.describe.recover``)."""
     return _recover(path, module, cache, names)
 
 
 def _recover(path: str, module: torch.nn.Module, cache: RebuildCache, names: dict[type, str]) -> ModuleSpec:
-    from fxgen.capture.recover import recover_and_check
-    from fxgen.capture.thirdparty import register_known
+    from fxgen.describe.recover import recover_and_check
+    from fxgen.describe.thirdparty import register_known
 
     cls = type(module)
     name = names.get(cls)
@@ -480,6 +480,7 @@ def _function_name(fn: Any) -> str:
     return name
 
 
-def to_spec(graph_module: torch.fx.GraphModule, *, name: str | None = None) -> Spec:
-    """The spec of a GraphModule (one built by ``fxgen.load`` gives back an equal spec)."""
-    return graph_module_to_spec(graph_module, name=name)
+def spec_state(gm: torch.fx.GraphModule) -> dict[str, torch.Tensor]:
+    """The state a spec's weights file holds: the exported module's state_dict (every tensor
+    outside it is declared with its value in the spec)."""
+    return {k: v.detach() for k, v in gm.state_dict().items()}

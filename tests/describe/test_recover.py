@@ -1,4 +1,4 @@
-"""Constructor recovery for leaf modules (fxgen.capture.recover).
+"""Constructor recovery for leaf modules (fxgen.describe.recover).
 
 Every recovered call is checked independently of fxgen's own check: rebuilt on the CPU, it
 must have the same repr and state-dict layout, and -- with the original's weights loaded --
@@ -18,8 +18,8 @@ from helpers import counting_rebuilds
 from torch import nn
 
 from fxgen._errors import ExportError
-from fxgen.capture.rebuild import check_rebuild
-from fxgen.capture.recover import (
+from fxgen.describe.rebuild import check_rebuild
+from fxgen.describe.recover import (
     class_name,
     recover_and_check,
     recover_constructor,
@@ -829,7 +829,7 @@ class _Table(nn.Module):
 
 
 def test_identical_constructor_calls_share_one_rebuild(monkeypatch: pytest.MonkeyPatch) -> None:
-    from fxgen.capture.rebuild import RebuildCache
+    from fxgen.describe.rebuild import RebuildCache
 
     built = counting_rebuilds(monkeypatch)
     cache = RebuildCache()
@@ -846,7 +846,7 @@ def test_identical_constructor_calls_share_one_rebuild(monkeypatch: pytest.Monke
 
 
 def test_cache_keys_keep_argument_types_apart() -> None:
-    from fxgen.capture.rebuild import _freeze
+    from fxgen.describe.rebuild import _freeze
 
     keys = [_freeze(v) for v in (1, 1.0, True, -0.0, 0.0, "1", (1,), [1], None, torch.float32, (1.0,))]
     assert len(set(keys)) == len(keys)
@@ -868,7 +868,7 @@ def test_cache_keys_keep_argument_types_apart() -> None:
 def test_a_sibling_changed_after_construction_is_caught(change: Callable[[nn.Module], Any], message: str) -> None:
     """Identical siblings share a rebuild, but each one is compared with it: a block whose state
     was changed after construction fails even when its siblings (same call) passed first."""
-    from fxgen.capture.rebuild import RebuildCache
+    from fxgen.describe.rebuild import RebuildCache
 
     siblings = [nn.Linear(4, 4) for _ in range(4)]
     change(siblings[2])
@@ -883,7 +883,7 @@ def test_a_sibling_changed_after_construction_is_caught(change: Callable[[nn.Mod
 
 
 def test_a_sibling_with_different_unsaved_values_is_caught() -> None:
-    from fxgen.capture.rebuild import RebuildCache
+    from fxgen.describe.rebuild import RebuildCache
 
     register_constructor(_Table, lambda m: ((m.table.numel(),), {}))
     siblings = [_Table(5) for _ in range(3)]

@@ -1,6 +1,6 @@
 """Recording constructor calls: export support for classes that do not keep their arguments.
 
-``torch.nn`` classes store their constructor arguments as attributes, so ``fxgen.capture.recover``
+``torch.nn`` classes store their constructor arguments as attributes, so ``fxgen.describe.recover``
 can read them back. Many third-party blocks do not (MONAI's ``UpCat`` keeps one of its
 fourteen). For those, wrap the model's construction::
 
@@ -24,10 +24,10 @@ import torch
 
 from fxgen._errors import ExportError
 
-__all__ = ["record_constructors"]
+__all__ = ["RECORDED_CALLS", "record_constructors"]
 
 
-_CALLS: weakref.WeakKeyDictionary[torch.nn.Module, tuple[tuple[Any, ...], dict[str, Any]]] = (
+RECORDED_CALLS: weakref.WeakKeyDictionary[torch.nn.Module, tuple[tuple[Any, ...], dict[str, Any]]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -35,7 +35,7 @@ _CALLS: weakref.WeakKeyDictionary[torch.nn.Module, tuple[tuple[Any, ...], dict[s
 @contextlib.contextmanager
 def record_constructors(*classes: type[torch.nn.Module]) -> Iterator[None]:
     """Record the arguments of every instance of ``classes`` built inside the ``with`` block."""
-    from fxgen.capture.recover import _REGISTRY, register_constructor
+    from fxgen.describe.recover import RECOVERIES, register_constructor
 
     originals: dict[type, Any] = {}
     for cls in classes:
@@ -48,10 +48,10 @@ def record_constructors(*classes: type[torch.nn.Module]) -> Iterator[None]:
         def __init__(self: torch.nn.Module, *args: Any, __cls: type = cls, __orig: Any = original, **kwargs: Any) -> None:
             __orig(self, *args, **kwargs)
             if type(self) is __cls:
-                _CALLS[self] = (args, dict(kwargs))
+                RECORDED_CALLS[self] = (args, dict(kwargs))
 
         cls.__init__ = __init__  # type: ignore[method-assign]
-        register_constructor(cls, functools.partial(_recorded, fallback=_REGISTRY.get(cls)))
+        register_constructor(cls, functools.partial(_recorded, fallback=RECOVERIES.get(cls)))
     try:
         yield
     finally:
@@ -65,7 +65,7 @@ def record_constructors(*classes: type[torch.nn.Module]) -> Iterator[None]:
 def _recorded(module: torch.nn.Module, fallback: Any = None) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The recorded call; for instances built outside the block, the recovery registered before."""
     try:
-        return _CALLS[module]
+        return RECORDED_CALLS[module]
     except KeyError:
         if fallback is not None:
             return fallback(module)
