@@ -1,9 +1,12 @@
 """Hand-written PyTorch models with the structure of the format-2 examples in model_specs/:
-what a person would write without fxgen (torchvision's ResNet layout, a ViT, milesial's U-Net).
+what a person would write without fxgen (torchvision's ResNet layout, a ViT, milesial's U-Net, a
+width-multiplied network).
 ``tests/test_examples_reference.py`` loads their checkpoints strictly into what fxgen builds
 and generates from the specs, and compares outputs bit for bit."""
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import nn
@@ -135,3 +138,40 @@ class UNet(nn.Module):
         x5 = self.down4(x4)
         x = self.up2(self.up1(x5, x4), x3)
         return self.outc(self.up4(self.up3(x, x2), x1))
+
+
+def _make_divisible(v: float, divisor: int = 8) -> int:
+    """torchvision.models._utils._make_divisible."""
+    new_v = max(divisor, int(v + divisor / 2) // divisor * divisor)
+    if new_v < 0.9 * v:
+        new_v += divisor
+    return new_v
+
+
+class ConvBNAct(nn.Sequential):
+    def __init__(self, cin: int, cout: int, stride: int = 1) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(cout)
+        self.act = nn.ReLU6(inplace=True)
+
+
+class WidthNet(nn.Module):
+    """model_specs/width_net.yaml: torchvision's channel rounding, Ultralytics' depth and
+    max-channel rules, as their authors write them."""
+
+    def __init__(self, width: float = 1.0, depth: float = 1.0, max_channels: int = 96, num_classes: int = 10) -> None:
+        super().__init__()
+        stem, body = _make_divisible(16 * width), _make_divisible(40 * width)
+        hidden = math.ceil(min(128, max_channels) * width / 8) * 8
+        self.stem = ConvBNAct(3, stem, stride=2)
+        self.down = ConvBNAct(stem, body, stride=2)
+        self.body = nn.Sequential(*[ConvBNAct(body, body) for _ in range(max(round(3 * depth), 1))])
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(body, hidden)
+        self.act = nn.ReLU6()
+        self.head = nn.Linear(hidden, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.pool(self.body(self.down(self.stem(x))))
+        return self.head(self.act(self.fc(torch.flatten(x, 1))))

@@ -232,3 +232,61 @@ def inputs_for(spec: dict[str, Any], seed: int = 0) -> list[Any]:
         for n in spec["nodes"]
         if n["op"] == "placeholder" and "default" not in n
     ]
+
+
+# -- expressions (format 2's {arg: ...} and values:) ----------------------------------------------
+_EXPRESSION_FUNCTIONS = {"min": 2, "max": 3, "round": 1, "int": 1, "ceil": 1, "floor": 1, "abs": 1}
+_EXPRESSION_OPERATORS = ["+", "-", "*", "/", "//", "%", "**", "<", "<=", ">", ">=", "==", "!=", "and", "or"]
+# Near misses: text the grammar refuses, each with its own message.
+_EXPRESSION_NEAR_MISSES = ["foo(", "x.y", "a < b < c", "min(", ")", "lambda", "9" * 25, "1e999", "-" * 40, "'s'",
+                           "__import__('os')", ",", "if", "else", "**", "[0]", "not"]  # fmt: skip
+
+
+@st.composite
+def expressions(draw: st.DrawFn, names: list[str], depth: int = 3) -> str:
+    """Expression text over ``names``: every form of the grammar (numbers, floats, booleans,
+    operators, comparisons, and/or/not, conditionals, the functions), sometimes with a near miss
+    spliced in."""
+    text = _expression(draw, names, depth)
+    if draw(st.integers(0, 4)) == 0:
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + draw(st.sampled_from(_EXPRESSION_NEAR_MISSES)) + text[at:]
+    return text
+
+
+def _expression(draw: st.DrawFn, names: list[str], depth: int) -> str:
+    kind = draw(st.sampled_from(["leaf", "leaf", "binary", "unary", "call", "if", "parens"] if depth else ["leaf"]))
+    if kind == "leaf":
+        return draw(st.one_of(
+            st.sampled_from(names), st.integers(0, 2**64).map(str), st.integers(0, 64).map(str),
+            st.floats(0, 1e300, allow_nan=False).map(repr), st.sampled_from(["True", "False", "0.9", "0.5", "1e-3"]),
+        ))  # fmt: skip
+    inner = lambda: _expression(draw, names, depth - 1)  # noqa: E731
+    if kind == "binary":
+        return f"{inner()} {draw(st.sampled_from(_EXPRESSION_OPERATORS))} {inner()}"
+    if kind == "unary":
+        return f"{draw(st.sampled_from(['-', 'not ']))}{inner()}"
+    if kind == "call":
+        function = draw(st.sampled_from(sorted(_EXPRESSION_FUNCTIONS)))
+        return f"{function}({', '.join(inner() for _ in range(_EXPRESSION_FUNCTIONS[function]))})"
+    if kind == "if":
+        return f"{inner()} if {inner()} else {inner()}"
+    return f"({inner()})"
+
+
+@st.composite
+def expression_specs(draw: st.DrawFn, base: dict[str, Any]) -> dict[str, Any]:
+    """A format-2 spec with ``values:`` (``base``, e.g. model_specs/width_net.yaml) with one of
+    its named values, or one declaration's ``{arg: ...}``, replaced by a drawn expression."""
+    import copy
+
+    data = copy.deepcopy(base)
+    names = [*data.get("args", {}), *data.get("values", {})]
+    text = draw(expressions(names))
+    if draw(st.booleans()) and data.get("values"):
+        data["values"][draw(st.sampled_from(sorted(data["values"])))] = text
+    else:
+        path = draw(st.sampled_from(sorted(p for p, m in data["modules"].items() if m.get("args"))))
+        args = data["modules"][path]["args"]
+        args[draw(st.integers(0, len(args) - 1))] = {"arg": text}
+    return data

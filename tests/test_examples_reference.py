@@ -29,7 +29,24 @@ CASES: list[tuple[str, dict[str, Any], Callable[[], torch.nn.Module], tuple[int,
      lambda: ref.ViT(48, 16, 32, 1, 2, 64, 10), (3, 3, 48, 48)),
     ("unet", {}, lambda: ref.UNet(3, 2, 16), (1, 3, 64, 64)),
     ("unet", {"in_channels": 1, "num_classes": 5, "base": 4}, lambda: ref.UNet(1, 5, 4), (2, 1, 32, 48)),
+    ("width_net", {}, lambda: ref.WidthNet(), (2, 3, 32, 32)),
+    ("width_net", {"width": 0.75, "depth": 0.33}, lambda: ref.WidthNet(0.75, 0.33), (2, 3, 32, 32)),
+    ("width_net", {"width": 1.4, "depth": 0.67, "max_channels": 64, "num_classes": 3},
+     lambda: ref.WidthNet(1.4, 0.67, 64, 3), (1, 3, 16, 16)),
 ]  # fmt: skip
+
+
+@pytest.mark.parametrize("width", [0.1, 0.25, 0.35, 0.5, 0.75, 1.0, 1.3, 1.4, 2.0])
+@pytest.mark.parametrize("depth", [0.33, 1.0, 1.5])
+def test_width_net_has_the_reference_parameter_count(width: float, depth: float) -> None:
+    """The values of model_specs/width_net.yaml (make_divisible, a capped ceil, a rounded
+    depth) give the layer sizes the Python rules give, at many widths."""
+    args = {"width": width, "depth": depth}
+    loaded = fxgen.load(ROOT / "model_specs" / "width_net.yaml", args=args)
+    reference = ref.WidthNet(width, depth)
+    shapes = [tuple(t.shape) for t in reference.state_dict().values()]
+    assert [tuple(t.shape) for t in loaded.state_dict().values()] == shapes
+    assert sum(p.numel() for p in loaded.parameters()) == sum(p.numel() for p in reference.parameters())
 
 
 def _generated_class(name: str, cls: str) -> type[torch.nn.Module]:

@@ -32,7 +32,7 @@ import yaml
 from conftest import EXAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import spec_dicts
+from strategies import expression_specs, spec_dicts
 
 import fxgen
 from fxgen._errors import FxgenError, SpecError
@@ -58,6 +58,8 @@ VOCABULARY = [
     # format 2
     "classes", "arg", "module", "repeat", "BasicBlock", "DownBlock", "EncoderBlock", "width", "planes",
     "width * 2", "planes // 0", "(dim", "dim % 0", "-1", "torch.nn.Sequential", "torch.nn.ModuleList",
+    "values", "hidden", "stem", "min(width, 2)", "ceil(width / 8) * 8", "width ** 99", "1e308 * 10", "a if b else",
+    "width < depth < 1", "round(", "not width", "stem + 8 if stem < 0.9 * width else stem", "foo(width)",
     # example inputs, shape comments, passes
     "inputs", "shapes", "passes", "batch", "seq", "replace", "rewrite", "decompose", "fuse_conv_bn",
     "eliminate_dead_code", "fold_constants", "rules", "targets", "pattern", "replacement", "by", "relu",
@@ -156,8 +158,10 @@ def _move(draw: st.DrawFn, nodes: list[Any]) -> list[Any]:
 _PASSES = ["eliminate_dead_code", {"replace": {"target": "torch.relu", "by": "torch.sigmoid"}},
            {"decompose": {"rules": ["relu", "silu"]}}, "fuse_conv_bn", "fold_constants"]  # fmt: skip
 WITH_PASSES = [{**d, "passes": copy.deepcopy(_PASSES)} for d in EXAMPLE_DICTS if d["fxgen"] == 1]
-bases = st.one_of(spec_dicts(max_nodes=6, weights_digest=True), st.sampled_from(EXAMPLE_DICTS),
-                  st.sampled_from(WITH_PASSES))  # fmt: skip
+# The examples with named values, one expression drawn from every form of the grammar.
+WITH_VALUES = [d for d in EXAMPLE_DICTS if d.get("values")]
+bases = st.one_of(spec_dicts(max_nodes=6, weights_digest=True), st.sampled_from(EXAMPLE_DICTS), st.sampled_from(WITH_PASSES),
+                  st.sampled_from(WITH_VALUES).flatmap(expression_specs))  # fmt: skip
 mutants = mutated(bases)
 
 
@@ -250,6 +254,31 @@ def test_mutated_specs_never_crash_the_api(data: dict[str, Any]) -> None:
     assert (spec is None) == (from_file is None), (spec, from_file)
     if spec is not None and from_file is not None:
         assert from_file == spec
+
+
+@settings(max_examples=BUDGET, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(WITH_VALUES).flatmap(expression_specs))
+def test_drawn_expressions_never_crash(data: dict[str, Any]) -> None:
+    """Every form of the grammar, unmutated otherwise: refused with a SpecError, or a spec whose
+    build and generated class agree on every tensor's shape (both on the meta device: a drawn
+    width may ask for terabytes)."""
+    import torch
+
+    from fxgen.assemble.module import build_module
+
+    try:
+        spec = validate_data(data)
+    except SpecError:
+        return
+    try:
+        gm = build_module(spec, device="meta")
+    except FxgenError:
+        return
+    namespace: dict[str, Any] = {"__name__": "fxgen_fuzz_values"}
+    exec(compile(fxgen.generate(spec), "<generated>", "exec"), namespace)
+    with torch.device("meta"):
+        generated = namespace[spec.name]()
+    assert [(k, t.shape) for k, t in generated.state_dict().items()] == [(k, t.shape) for k, t in gm.state_dict().items()]
 
 
 @settings(max_examples=BUDGET, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

@@ -251,6 +251,10 @@ STD_IMPORTS = {"import torch", "import torch.nn.functional as F", "from torch im
 _HELPER = ast.unparse(ast.parse((Path(fxgen.__file__).parent / "codegen" / "templates" / "module.py.jinja").read_text()
                                 .split("{% if packed_lines %}")[1].split("{% for")[0]).body[0])
 VALUE_CALLS = {"float", "complex", "slice", "torch.device", "torch.Size"}
+# What an expression of ``{arg: ...}`` or ``values:`` may call, and the syntax it is written in.
+EXPRESSION_CALLS = {"min", "max", "round", "int", "abs", "math.ceil", "math.floor"}
+EXPRESSION_NODES = (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call,
+                    ast.Attribute, ast.Load, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)  # fmt: skip
 INIT_CALLS = {"super", "super().__init__", "nn.Parameter", "torch.tensor", "torch.zeros", "torch.ones", "torch.full",
               "torch.empty", "nn.ModuleList", "nn.ModuleDict", "nn.Module"} | {f"nn.init.{s}_" for s in INIT_SCHEMES}
 NAMES = {"self", "super", "torch", "nn", "F", "operator", "math", "typing", "float", "complex", "slice", "None",
@@ -390,7 +394,7 @@ def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     own = {c.name for c in classes} | {"range", "_"}
     for body in _bodies(spec):
-        own |= {n.name for n in body.nodes if n.name} | set(body.args)
+        own |= {n.name for n in body.nodes if n.name} | set(body.args) | set(body.values)
         own |= {name.split(".")[0] for m in body.modules.values() for name in declared_classes(m)}
         own |= {n.target.split(".")[0] for n in body.nodes if n.op == "call_function" and n.target}
         types = [n.type for n in body.nodes if n.type] + [a.type for a in body.args.values()]
@@ -450,9 +454,15 @@ def _check_class(
     placeholders = [n.name for n in body.nodes if n.op == "placeholder"]
     assert [a.arg for a in forward.args.args] == ["self", *placeholders]
 
-    # __init__: super().__init__(), then assignments to self... and registration calls
+    # __init__: super().__init__(), the named values (``hidden = <expression>``, in the order
+    # written), then assignments to self... and registration calls
     assert ast.unparse(init.body[0]) == "super().__init__()"
-    for stmt in init.body[1:]:
+    values = init.body[1 : 1 + len(body.values)]
+    assert [ast.unparse(s.targets[0]) for s in values if isinstance(s, ast.Assign)] == list(body.values)
+    for stmt in values:
+        assert isinstance(stmt, ast.Assign)
+        _check_expression(stmt.value, {*body.args, *body.values})
+    for stmt in init.body[1 + len(body.values) :]:
         if isinstance(stmt, ast.Assign):
             assert len(stmt.targets) == 1 and _on_self(stmt.targets[0]), ast.unparse(stmt)
         else:
@@ -483,7 +493,7 @@ def _check_class(
             assert isinstance(stmt, ast.Expr) or [ast.unparse(t) for t in stmt.targets] == ["_"]
 
     # calls: only what declarations and nodes require
-    allowed = set(INIT_CALLS | VALUE_CALLS | {"getattr", "range"} | ({"_unpack"} if packed else set()))
+    allowed = set(INIT_CALLS | VALUE_CALLS | EXPRESSION_CALLS | {"getattr", "range"} | ({"_unpack"} if packed else set()))
     allowed |= {c for c in spec.classes} | {n for n in _container_names(cls, spec)}
     for module in body.modules.values():
         for name in declared_classes(module):
@@ -513,6 +523,21 @@ def _check_class(
         assert callee in allowed or _on_self(_uncast(call.func), locals_) or is_method, callee
     assert forward_calls <= node_calls
     return {doc_node} if doc_node is not None else set()
+
+
+def _check_expression(expr: ast.expr, names: set[str]) -> None:
+    """A value's expression: names of the class's arguments and values, numbers and booleans,
+    operators, and calls of the allowed functions only."""
+    for node in ast.walk(expr):
+        assert isinstance(node, EXPRESSION_NODES), ast.dump(node)
+        if isinstance(node, ast.Constant):
+            assert type(node.value) in (int, float, bool), node.value
+        elif isinstance(node, ast.Call):
+            assert ast.unparse(node.func) in EXPRESSION_CALLS and not node.keywords, ast.unparse(node)
+        elif isinstance(node, ast.Attribute):
+            assert ast.unparse(node) in ("math.ceil", "math.floor"), ast.unparse(node)
+        elif isinstance(node, ast.Name):
+            assert node.id in names | {"math", *EXPRESSION_CALLS}, node.id
 
 
 def _type_checking_fields(stmt: ast.stmt | None) -> list[ast.AnnAssign] | None:
@@ -578,15 +603,17 @@ BASE2: dict[str, Any] = {
     "name": "Victim",
     "doc": "A victim model of blocks.",
     "args": {"width": {"type": "int", "default": 4}, "label": {"type": "str", "default": "tanh"}},
+    "values": {"w": "min(width, 2**6) if label != label else max(width, -1)"},
     "classes": {
         "Block": {
             "doc": "A victim block.",
             "args": {"dim": "int", "mode": {"type": "str", "default": "none"}},
+            "values": {"wide": "dim * 2", "out": "int(ceil(wide / 2)) if wide > 0 and not False else dim"},
             "modules": {
                 "fc": {"class": "torch.nn.Linear", "args": [{"arg": "dim"}, {"arg": "dim * 2 // 2"}]},
                 "act": {"class": "torch.nn.GELU", "kwargs": {"approximate": {"arg": "mode"}}},
             },
-            "parameters": {"gain": {"shape": [{"arg": "dim"}], "init": "ones"}},
+            "parameters": {"gain": {"shape": [{"arg": "out"}], "init": "ones"}},
             "nodes": [
                 {"op": "placeholder", "name": "x", "type": "torch.Tensor"},
                 {"op": "call_module", "name": "h", "target": "fc", "args": ["%x"]},
@@ -599,7 +626,7 @@ BASE2: dict[str, Any] = {
     },
     "modules": {
         "body": {"class": "torch.nn.Sequential", "args": [
-            {"repeat": {"arg": "width // 2"}, "module": {"class": "Block", "args": [{"arg": "width"}]}},
+            {"repeat": {"arg": "width // 2"}, "module": {"class": "Block", "args": [{"arg": "w"}]}},
             {"module": {"class": "torch.nn.Identity"}},
         ]},
         "head": {"class": "Block", "args": [{"arg": "width"}], "kwargs": {"mode": {"arg": "label"}}},
@@ -630,6 +657,17 @@ def _rename_block_arg(d: dict[str, Any], s: str) -> None:
     block["modules"]["fc"]["args"][0] = {"arg": s}
 
 
+def _rename_value(d: dict[str, Any], s: str) -> None:
+    block = d["classes"]["Block"]
+    block["values"] = _rename_key(block["values"], "wide", s)
+    block["values"]["out"] = f"int(ceil({s} / 2))"
+
+
+def _rename_top_value(d: dict[str, Any], s: str) -> None:
+    d["values"] = _rename_key(d["values"], "w", s)
+    d["modules"]["body"]["args"][0]["module"]["args"] = [{"arg": s}]
+
+
 SLOTS2: dict[str, Callable[[dict[str, Any], str], None]] = {
     "block name": _rename_block,
     "block doc": lambda d, s: d["classes"]["Block"].__setitem__("doc", s),
@@ -643,6 +681,10 @@ SLOTS2: dict[str, Callable[[dict[str, Any], str], None]] = {
     "module value kwarg key": lambda d, s: d["modules"]["body"]["args"][1]["module"].__setitem__("kwargs", {s: 1}),
     "block module path": lambda d, s: _path("modules", "fc")(d["classes"]["Block"], s),
     "block parameter path": lambda d, s: _path("parameters", "gain")(d["classes"]["Block"], s),
+    "value name": _rename_value,
+    "value expression": lambda d, s: d["classes"]["Block"]["values"].__setitem__("out", s),
+    "top value name": _rename_top_value,
+    "top value expression": lambda d, s: d["values"].__setitem__("w", s),
 }
 
 
@@ -666,6 +708,27 @@ def test_every_nasty_string_in_every_format_2_slot(slot: str) -> None:
         except Exception as exc:  # collect them all: one slot, every string
             failures.append(f"{text!r}: {type(exc).__name__}: {str(exc)[:300]}")
     assert not failures, f"slot {slot!r}:\n" + "\n".join(failures)
+
+
+# Expressions that try to leave the grammar: each is refused, or generates only validated names,
+# numbers, operators and the allowed functions (``_check_expression``).
+EXPRESSIONS = [
+    "__import__('os')", "dim.__class__", "dim; import os", "dim\nimport os", "dim # x", "dim if 1 else __import__",
+    "(lambda: 1)()", "'a'", "dim[0]", "dim**-dim", "dim ** 64", "min(dim, *dim)", "min(dim, x=1)", "ceil", "math.ceil(dim)",
+    "round(dim, -2) + abs(-dim)", "dim if dim < 2 else (dim if not dim else -dim)", "True and dim or False", "1_000",
+    "0x10", "1e5", "dim == dim != dim", "dim // 0 if False else dim", "int(1e30) * 0 + dim", "out", "dim if dim else out",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("slot", ["expression", "value expression", "top value expression", "repeat count"])
+def test_hostile_expressions(slot: str) -> None:
+    accepted = 0
+    scope = {"expression": "dim", "value expression": "(wide // 2)"}.get(slot, "width")  # names there
+    for text in EXPRESSIONS:
+        data = copy.deepcopy(BASE2)
+        SLOTS2[slot](data, text.replace("dim", scope))
+        accepted += run_case(data) is not None
+    assert accepted  # some are valid: the check above looked at generated expressions
 
 
 @settings(max_examples=max(60, settings.default.max_examples), suppress_health_check=[HealthCheck.too_slow])

@@ -44,6 +44,7 @@ from fxgen.spec.resolve import (
     substitute,
     substitute_declaration,
     substitute_init,
+    with_values,
 )
 from fxgen.spec.tree import construction_plan, declaration_order
 
@@ -146,7 +147,10 @@ def build_module(
     graph = build_graph(spec, policy)
     if values is None:
         values = bind(spec.args, [], {})
-    concrete = concrete_declarations(spec, values) if spec.fxgen >= 2 else spec
+    concrete = spec
+    if spec.fxgen >= 2:
+        with _located(spec, "values" if spec.values else "args", None, "cannot compute the class's values"):
+            concrete = concrete_declarations(spec, with_values(values, spec.values))
     tables = (concrete.modules, concrete.parameters, concrete.buffers)
     order = construction_plan(*tables) if made is None else declaration_order(*tables)
     made = dict(made or {})  # path -> module or tensor (a path is declared in one table only)

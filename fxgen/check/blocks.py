@@ -1,18 +1,22 @@
 """Format 2's own rules: what only a format-2 spec may use, blocks and their arguments.
 
 These checks look at the document as data (schema-valid): a format-1 spec that uses a
-format-2 feature (``args``, ``classes``, ``{arg: ...}``, module values, repeats); block names;
-blocks that use each other in a cycle; the arguments of a class (their types, defaults, and the
-expressions that refer to them); and where those expressions may appear (declarations only: a
-graph never depends on arguments). ``fxgen.check.validate`` runs them, and constructs the blocks
+format-2 feature (``args``, ``values``, ``classes``, ``{arg: ...}``, module values, repeats);
+block names; blocks that use each other in a cycle; the arguments of a class (their types,
+defaults, and the expressions that refer to them); its named values (``values:``, each from the
+arguments and the values written before it, each used); and where those expressions may appear
+(declarations only: a graph never depends on arguments). ``fxgen.check.validate`` runs them, and constructs the blocks
 with concrete argument values to check what needs construction.
 """
 
 from __future__ import annotations
 
 import builtins
+import inspect
 import keyword
+import typing
 from collections.abc import Iterator
+from types import UnionType
 from typing import Any
 
 from fxgen._errors import Suggestions
@@ -21,7 +25,22 @@ from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.expr import ExprError, names, parse
 from fxgen.spec.values import DECLARATION_TAGS
 
-__all__ = ["MAX_BLOCK_DEPTH", "block_names", "class_cycles", "class_depth", "declaration_problems", "format_problems", "module_values", "uses"]
+__all__ = [
+    "MAX_BLOCK_DEPTH",
+    "bind_written",
+    "block_names",
+    "class_cycles",
+    "class_depth",
+    "declaration_problems",
+    "float_for_int",
+    "format_problems",
+    "is_arg",
+    "module_values",
+    "uses",
+    "value_name_problems",
+    "value_problems",
+    "wants_int",
+]
 
 Problem = tuple[JsonPath, str]
 
@@ -35,7 +54,7 @@ def block_names(data: dict[str, Any]) -> set[str]:
 def format_problems(data: dict[str, Any]) -> list[Problem]:
     """Format-2 features in a spec that says ``fxgen: 1``, and bad block names in one that says 2."""
     if data.get("fxgen") == 1:
-        found: list[Problem] = [((key,), f"`{key}` needs `fxgen: 2`") for key in ("args", "classes") if key in data]
+        found: list[Problem] = [((key,), f"`{key}` needs `fxgen: 2`") for key in ("args", "values", "classes") if key in data]
         for path, tag in _declaration_tags(data):
             found.append((path, f"{{{tag}: ...}} needs `fxgen: 2` (format 2 adds constructor arguments, module "
                                 "values and repeats)"))  # fmt: skip
@@ -185,23 +204,124 @@ def class_depth(data: dict[str, Any]) -> list[Problem]:
                             f"{MAX_BLOCK_DEPTH} deep: declare some of them in the blocks that use them instead")]  # fmt: skip
 
 
-def declaration_problems(value: Any, where: JsonPath, arguments: list[str], scope: str) -> list[Problem]:
+def declaration_problems(
+    value: Any, where: JsonPath, arguments: list[str], scope: str, values: list[str] | None = None
+) -> list[Problem]:
     """What is wrong with the ``{arg: ...}`` expressions and repeats in a declaration value:
-    each must parse and name only arguments of its class (``scope`` names it for messages)."""
+    each must parse and name only arguments and named ``values`` of its class (``scope`` names
+    it for messages)."""
     problems: list[Problem] = []
     for path, text in _expressions(value, where):
-        try:
-            tree = parse(text)
-        except ExprError as exc:
-            problems.append((path, f"{{arg: {text}}}: {exc}"))
-            continue
-        unknown = [name for name in names(tree) if name not in arguments]
-        for name in unknown:
-            close = Suggestions(arguments).closest(name)
-            has = f" (its arguments: {', '.join(arguments)})" if arguments else " (it takes no arguments)"
-            hint = f"; did you mean {close!r}?" if close else f"; declare it under `args`{has}"
-            problems.append((path, f"{{arg: {text}}}: {name!r} is not an argument of {scope}{hint}"))
+        problems += [(path, f"{{arg: {text}}}: {message}") for message in _unknown(text, arguments, values or [], scope)]
     return problems
+
+
+def _unknown(text: str, arguments: list[str], values: list[str], scope: str) -> list[str]:
+    """Why ``text`` does not parse, or the names it uses that are neither an argument nor a value."""
+    try:
+        tree = parse(text)
+    except ExprError as exc:
+        return [str(exc)]
+    out = []
+    known = [*arguments, *values]
+    for name in names(tree):
+        if name in known:
+            continue
+        close = Suggestions(known).closest(name)
+        has = f" (its arguments: {', '.join(arguments)})" if arguments else " (it takes no arguments)"
+        hint = f"; did you mean {close!r}?" if close else f"; declare it under `args` or `values`{has}"
+        kinds = "an argument or value" if values else "an argument"
+        out.append(f"{name!r} is not {kinds} of {scope}{hint}")
+    return out
+
+
+def value_name_problems(body: dict[str, Any], taken: frozenset[str], scope: str) -> list[Problem]:
+    """Names of a class's named values (``values:``) the generated ``__init__`` cannot assign:
+    not identifiers, keywords, builtins, names it uses (``taken``), or an argument's."""
+    arguments = body.get("args", {})
+    problems: list[Problem] = []
+    for name in body.get("values", {}):
+        where: JsonPath = ("values", name)
+        if not IDENTIFIER.fullmatch(name):
+            problems.append((where, f"value name {name!r} is not an identifier; use only letters, digits and _"))
+        elif keyword.iskeyword(name) or keyword.issoftkeyword(name):
+            problems.append((where, f"value name {name!r} is a Python keyword; choose another name"))
+        elif name in arguments:
+            problems.append((where, f"value {name!r} shadows the argument {name!r} of {scope}; give the value a "
+                                    "name of its own"))  # fmt: skip
+        elif hasattr(builtins, name) or name in taken or name.startswith("__"):
+            problems.append((where, f"value name {name!r} would shadow a name the generated code uses; choose "
+                                    "another name"))  # fmt: skip
+    return problems
+
+
+def value_problems(body: dict[str, Any], scope: str) -> list[Problem]:
+    """What is wrong with the expressions of a class's named values: each parses and uses the
+    arguments and the values written before it (so none uses itself, through others or not),
+    and each value is used, by a declaration or a value. The generated ``__init__`` assigns
+    them in the order written."""
+    values: dict[str, str] = body.get("values", {})
+    arguments = list(body.get("args", {}))
+    problems: list[Problem] = []
+    uses_of: dict[str, list[str]] = {}
+    for name, text in values.items():
+        unknown = _unknown(text, arguments, list(values), scope)
+        problems += [(("values", name), f"value {name!r} ({text}): {message}") for message in unknown]
+        if not unknown:
+            uses_of[name] = names(parse(text))
+    order = list(values)
+    for name, used in uses_of.items():
+        later = [other for other in used if other in values and order.index(other) >= order.index(name)]
+        if not later:
+            continue
+        cycle = _cycle(uses_of, name)
+        if cycle:
+            message = (f"value {name!r} uses itself ({' -> '.join(cycle)}); a value is computed from the "
+                       "arguments and the values written before it")  # fmt: skip
+        else:
+            message = (f"value {name!r} uses {later[0]!r}, which is written after it; values are computed in "
+                       f"the order written: move {later[0]!r} before {name!r}")  # fmt: skip
+        problems.append((("values", name), message))
+    used_by_declarations = {n for _, text in _body_expressions(body) for n in _names_or_none(text)}
+    used_by_values = {n for used in uses_of.values() for n in used}
+    for name in values:
+        if name not in used_by_declarations and name not in used_by_values:
+            problems.append((("values", name), f"value {name!r} is not used; use it as `{{arg: {name}}}` in a "
+                                               "declaration, or remove it"))  # fmt: skip
+    return problems
+
+
+def _cycle(uses_of: dict[str, list[str]], start: str) -> list[str] | None:
+    """A path of uses from ``start`` back to itself, or None."""
+    stack: list[tuple[str, list[str]]] = [(start, [start])]
+    seen: set[str] = set()
+    while stack:
+        name, trail = stack.pop()
+        for used in uses_of.get(name, []):
+            if used == start:
+                return [*trail, start]
+            if used in uses_of and used not in seen:
+                seen.add(used)
+                stack.append((used, [*trail, used]))
+    return None
+
+
+def _names_or_none(text: str) -> list[str]:
+    try:
+        return names(parse(text))
+    except ExprError:
+        return []
+
+
+def _body_expressions(body: dict[str, Any]) -> Iterator[tuple[JsonPath, str]]:
+    """Every ``{arg: ...}`` expression of a body's declarations."""
+    for path, entry in body.get("modules", {}).items():
+        for field in ("args", "kwargs"):
+            yield from _expressions(entry.get(field), ("modules", path, field))
+    for table in ("parameters", "buffers"):
+        for path, entry in body.get(table, {}).items():
+            for field in ("shape", "init"):
+                yield from _expressions(entry.get(field), (table, path, field))
 
 
 def _expressions(value: Any, path: JsonPath) -> Iterator[tuple[JsonPath, str]]:
@@ -214,3 +334,36 @@ def _expressions(value: Any, path: JsonPath) -> Iterator[tuple[JsonPath, str]]:
             return
         for key, item in value.items():
             yield from _expressions(item, (*path, key))
+
+
+def is_arg(value: Any) -> typing.TypeGuard[dict[str, str]]:
+    return isinstance(value, dict) and set(value) == {"arg"}
+
+
+def bind_written(names: list[str], decl: dict[str, Any]) -> dict[str, Any]:
+    """Which argument each value of a declaration as written goes to (its repeats unexpanded:
+    none where a list of arguments holds one)."""
+    args = decl.get("args", [])
+    if any(isinstance(item, dict) and "repeat" in item for item in args):
+        return {}
+    return {**dict(zip(names, args, strict=False)), **decl.get("kwargs", {})}
+
+
+def float_for_int(signature: inspect.Signature, written: dict[str, Any], args: list[Any], kwargs: dict[str, Any]) -> str | None:
+    """An expression of ``written`` (a declaration as written) that gives a float for a
+    parameter its class's ``signature`` annotates as an int (``in_features: int``), or None."""
+    params = [name for name, p in signature.parameters.items() if p.kind is not inspect.Parameter.VAR_POSITIONAL]
+    sources = bind_written(params, written)
+    for name, value in signature.bind(*args, **kwargs).arguments.items():
+        source = sources.get(name)
+        if isinstance(value, float) and is_arg(source) and wants_int(signature.parameters[name].annotation):
+            return f"{name} of {written['class']} is an int, but {{arg: {source['arg']}}} gives {value!r}"
+    return None
+
+
+def wants_int(annotation: Any) -> bool:
+    """``int``, or a union holding ``int`` but not ``float`` (``int | tuple[int, int]``)."""
+    if annotation is int or annotation == "int":
+        return True
+    members = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, UnionType) else ()
+    return int in members and float not in members

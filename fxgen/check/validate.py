@@ -28,13 +28,18 @@ import torch.fx
 
 from fxgen._errors import Location, SpecError, Suggestions
 from fxgen.check.blocks import (
+    bind_written,
     block_names,
     class_cycles,
     class_depth,
     declaration_problems,
+    float_for_int,
     format_problems,
+    is_arg,
     module_values,
     uses,
+    value_name_problems,
+    value_problems,
 )
 from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES, Construct, MakeTensor
 from fxgen.check.nodes import NodeChecks
@@ -57,6 +62,7 @@ from fxgen.spec.resolve import (
     substitute,
     substitute_declaration,
     substitute_init,
+    with_values,
 )
 from fxgen.spec.values import DTYPES
 
@@ -233,6 +239,7 @@ class _Checker(NodeChecks):
         self.top = top or self
         self.blocks = block_names(self.doc.data)
         self.arguments = list(self.data.get("args", {}))
+        self.value_names = list(self.data.get("values", {}))
         self.label = f"block {self.scope[1]!r}" if self.scope else f"class {self.doc.data['name']!r}"
         if top is None:
             self.block_types: dict[str, list[str | None]] = {}  # block -> its nodes' canonical types
@@ -252,6 +259,7 @@ class _Checker(NodeChecks):
         if not self.scope:
             self.check_class_name()
         self.check_arguments()
+        self.check_named_values()
         self.check_paths()
         self.check_tensors("parameters")  # before the modules: a plan may create tensors among them
         self.check_tensors("buffers")
@@ -336,6 +344,29 @@ class _Checker(NodeChecks):
                 self.error(where, f"argument {name!r} of the top class needs a default: fxgen.load builds the "
                            f"model with it (`{name}: {{type: {arg.type}, default: ...}}`)", key=True)  # fmt: skip
 
+    def check_named_values(self) -> None:
+        """The class's named values: their names and expressions (``value_problems``), then,
+        with argument values, what they compute, added to ``env`` for the declarations."""
+        if "values" not in self.data:
+            return
+        for where, message in value_name_problems(self.data, self.top.class_names | RESERVED_NAMES, self.label):
+            self.error(where, message, key=True)
+        problems = value_problems(self.data, self.label)
+        for where, message in problems:
+            self.error(where, message)
+        if problems or self.env is None:
+            self.env = None  # the declarations' structure is still checked, without values
+            return
+        env = self.env
+        for name, text in self.data["values"].items():
+            try:
+                env = with_values(env, {name: text})
+            except ExprError as exc:
+                self.error(("values", name), f"{exc} (with {_shown(self.env)})")
+                self.env = None
+                return
+        self.env = env
+
     @functools.cached_property
     def class_names(self) -> frozenset[str]:
         """The names an ``__init__`` may call: the blocks, the spec's class, and the top-level
@@ -348,7 +379,7 @@ class _Checker(NodeChecks):
     def check_declaration(self, value: Any, where: JsonPath) -> bool:
         """The expressions in a declaration value name this body's arguments; module values
         name classes that exist. Reported here, at their own place; True if all is well."""
-        problems = declaration_problems(value, where, self.arguments, self.label)
+        problems = declaration_problems(value, where, self.arguments, self.label, self.value_names)
         names_ok = True
         for rel, used in module_values(value):
             decl = _item(value, rel[:-1])  # the module value's {class, args, kwargs}
@@ -480,6 +511,7 @@ class _Checker(NodeChecks):
 
     def check_module(self, path: str, entry: dict[str, Any]) -> None:
         where: JsonPath = ("modules", path)
+        written = entry
         if self.doc.data["fxgen"] >= 2:
             concrete = self.concrete_module(path, entry, where)
             if concrete is None:
@@ -499,6 +531,11 @@ class _Checker(NodeChecks):
         if unfit is not None:
             self.error(where, f"module {path!r}: arguments do not fit {entry['class']}: {unfit}; "
                        f"its signature is {cls.__name__}{_plain_signature(_signature(cls))}")  # fmt: skip
+            return
+        wrong = float_for_int(_signature(cls), written, args, kwargs) if written is not entry else None
+        if wrong:
+            self.error(where, f"module {path!r}: {wrong} (with {_shown(self.env)}); make it an int: int(...), "
+                       "round(...) or ceil(...)")  # fmt: skip
             return
         module, problem = self.build(path, entry, cls)
         if problem:  # the constructor itself refuses them (types, ranges, devices): say so now, not at load
@@ -524,7 +561,7 @@ class _Checker(NodeChecks):
             return None
         if local:
             try:
-                values = self.bind_block(entry["class"], concrete)
+                values = self.bind_block(entry["class"], concrete, entry)
             except BindError as exc:
                 self.error(where, f"module {path!r}: {self.unfit_block(entry['class'], exc)}")
                 return None
@@ -559,17 +596,32 @@ class _Checker(NodeChecks):
                     continue
                 at = (field, *rel[:-1])  # the {class, args, kwargs} of the module value
                 try:
-                    self.bind_block(used, substitute_declaration(_item(entry, at), self.env or {}))
+                    raw = _item(entry, at)
+                    self.bind_block(used, substitute_declaration(raw, self.env or {}), raw)
                 except (BindError, ExprError) as exc:
                     self.error((*where, *at), f"module value: {self.unfit_block(used, exc)}")
                     ok = False
         return ok
 
-    def bind_block(self, name: str, decl: dict[str, Any]) -> dict[str, Any]:
+    def bind_block(self, name: str, decl: dict[str, Any], raw: dict[str, Any] | None = None) -> dict[str, Any]:
         """Block ``name``'s argument values for a (concrete) declaration of it; BindError if
-        they do not fit."""
+        they do not fit, or one is not of its declared type (``raw``: the declaration as
+        written, whose expressions the message quotes)."""
         params = {n: ArgSpec.from_data(a) for n, a in self.doc.data["classes"][name].get("args", {}).items()}
-        return bind(params, decl.get("args", []), decl.get("kwargs", {}))
+        values = bind(params, decl.get("args", []), decl.get("kwargs", {}))
+        written = bind_written(list(params), raw) if raw is not None else {}
+        given = {*list(params)[: len(decl.get("args", []))], *decl.get("kwargs", {})}  # a default is checked itself
+        for arg, param in params.items():
+            expected, value = _SIMPLE_TYPES.get(param.type), values[arg]
+            if arg not in given or expected is None or isinstance(value, dict | list) or _is_a(value, expected):
+                continue
+            source = written.get(arg)
+            got = f"{{arg: {source['arg']}}} gives {value!r} (with {_shown(self.env)})" if is_arg(source) else (
+                f"it is given {value!r}")  # fmt: skip
+            fix = "; make it an int: int(...), round(...) or ceil(...)" if expected is int and isinstance(value, float) \
+                else "; give a value of that type"  # fmt: skip
+            raise BindError(f"argument {arg!r} is {param.type}, but {got}{fix}")
+        return values
 
     def unfit_block(self, name: str, exc: Exception) -> str:
         arguments = ", ".join(self.doc.data["classes"][name].get("args", {}))

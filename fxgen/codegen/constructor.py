@@ -76,9 +76,9 @@ def init_def(build: ClassBuild) -> str:
 
 
 def loop_variable(spec: Spec) -> str:
-    """``_``, unless the class has an argument of that name (a repeat's module may use it)."""
+    """``_``, unless the class has an argument or value of that name (a repeat's module may use it)."""
     name, i = "_", 0
-    while name in spec.args:
+    while name in spec.args or name in spec.values:
         i += 1
         name = f"_{i}"
     return name
@@ -191,10 +191,17 @@ _NOT_WORD = re.compile(r"[^A-Za-z0-9_]+")
 
 # -- the body -------------------------------------------------------------------------------
 def init_lines(build: ClassBuild) -> list[str]:
-    """The body of ``__init__`` after ``super().__init__()``."""
-    lines: list[str] = []
+    """The body of ``__init__`` after ``super().__init__()``: the class's named values, then
+    what it declares."""
+    lines = value_lines(build)
     _emit_children(build, "self", "", build.tree.root, lines)
     return lines
+
+
+def value_lines(build: ClassBuild) -> list[str]:
+    """``hidden = max(8, int(c * width + 4) // 8 * 8)``: each named value the class uses, in the
+    order written (each after the values it uses), before anything that uses it."""
+    return [f"{checked(name)} = {_expression(build, text)}" for name, text in build.spec.values.items()]
 
 
 def _emit_children(build: ClassBuild, expr_: str, prefix: str, node: Container, lines: list[str]) -> None:
@@ -289,7 +296,7 @@ def declared(build: ClassBuild, value: Any) -> str:
         return literal(value, build.imports)
     ((tag, body),) = value.items()
     if tag == "arg":
-        return expr.render(expr.parse(body))
+        return _expression(build, body)
     if tag == "module":
         return constructor(build, ModuleSpec.from_data(body))
     if tag == "tuple":
@@ -300,6 +307,14 @@ def declared(build: ClassBuild, value: Any) -> str:
     if tag == "dict":
         return "{" + ", ".join(f"{string(k)}: {declared(build, v)}" for k, v in body.items()) + "}"
     raise UnsafeName(f"value tag {tag!r} cannot hold arguments")
+
+
+def _expression(build: ClassBuild, text: str) -> str:
+    """An expression as Python source; ``ceil`` and ``floor`` are ``math``'s."""
+    tree = expr.parse(text)
+    if expr.functions(tree) & {"ceil", "floor"}:
+        build.imports.stdlib.add("math")
+    return expr.source(tree)
 
 
 # -- tensors --------------------------------------------------------------------------------

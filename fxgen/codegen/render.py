@@ -385,14 +385,14 @@ def _qualified(name: str, imports: Imports, module_of: Any) -> str:
 
 
 def plan_names(specs: list[Spec], imports: Imports, module_of: Any) -> None:
-    """Reserve what the file's names must not shadow (every class's node and argument names, the
+    """Reserve what the file's names must not shadow (every class's node, argument and value names, the
     classes, builtins and what the file itself defines), then give every name from another
     package its alias, in the order the spec names them: aliases are then fixed before
     ``forward`` picks its locals."""
     imports.taken |= _SHADOW_FREE | _FILE_NAMES
     names: list[str] = []
     for spec in specs:
-        imports.taken |= {n.name for n in spec.nodes if n.name is not None} | {spec.name, *spec.args}
+        imports.taken |= {n.name for n in spec.nodes if n.name is not None} | {spec.name, *spec.args, *spec.values}
         for module in spec.modules.values():
             names += declared_classes(module)
         names += [n.target for n in spec.nodes if n.op == "call_function" and n.target]

@@ -1,48 +1,116 @@
-"""Argument expressions: ``{arg: cout * 4}`` in a format-2 declaration.
+"""Argument expressions: ``{arg: cout * 4}`` in a format-2 declaration, and the named ``values:``.
 
-A small grammar, parsed here and never by ``eval``::
+A small grammar, parsed here and never by ``eval``: the part of Python's expression grammar a
+model's width, depth and channel rules need (torchvision's ``_make_divisible``, Ultralytics'
+``make_divisible(min(c, max_channels) * width, 8)``)::
 
-    expr   := term (("+" | "-") term)*
-    term   := factor (("*" | "//" | "%") factor)*
-    factor := NUMBER | NAME | "(" expr ")" | "-" factor
+    expression  := disjunction ["if" disjunction "else" expression]
+    disjunction := conjunction ("or" conjunction)*
+    conjunction := inversion ("and" inversion)*
+    inversion   := "not" inversion | comparison
+    comparison  := sum [("<" | "<=" | ">" | ">=" | "==" | "!=") sum]   (no chains: a < b < c)
+    sum         := term (("+" | "-") term)*
+    term        := factor (("*" | "/" | "//" | "%") factor)*
+    factor      := "-" factor | power
+    power       := primary ["**" factor]
+    primary     := NUMBER | "True" | "False" | NAME | FUNCTION "(" expression ("," expression)* ")"
+                 | "(" expression ")"
 
-NAME is an argument of the enclosing class; NUMBER an integer or a decimal number. The parsed
-form is a tree of tuples (``("name", "cout")``, ``("num", 4)``, ``("*", left, right)``,
-``("neg", operand)``) that validation checks, the build evaluates with the class's argument
-values, and the code generator writes back as source (the same expression, spaced as black
-spaces it, parenthesised only where the grammar needs it): generated code contains only
-validated argument names, numbers and these operators.
+NAME is an argument or a named value of the enclosing class; NUMBER an integer (``8``) or a
+float (``0.9``, ``1e-3``); FUNCTION one of ``min max round int ceil floor abs``.
+
+The parsed form is a tree of tuples, each ``(kind, ...)``:
+
+- ``("num", 4)``, ``("num", 0.5)``: a number (never negative: ``-4`` is a ``neg``);
+- ``("bool", True)``: ``True`` or ``False``;
+- ``("name", "cout")``: an argument or a named value;
+- ``("neg", x)``, ``("not", x)``: ``-x``, ``not x``;
+- ``(op, left, right)`` for ``op`` in ``+ - * / // % ** < <= > >= == != and or``;
+- ``("if", body, condition, orelse)``: ``body if condition else orelse``;
+- ``("call", function, arg, ...)``: ``min(a, b)`` (``function`` is the name, a string).
+
+``evaluate`` computes a tree with Python's own arithmetic, operation by operation in Python's
+order (so ``round`` rounds half to even and floats are IEEE doubles, exactly as in a
+constructor), within bounds: integers at most 2**63 in magnitude, floats finite, a ``**``
+exponent at most 64. ``source`` writes a tree back as Python, spaced as black spaces it and
+parenthesised only where the grammar needs it; generated code contains only validated names,
+numbers, these operators and the allowed functions (``ceil``/``floor`` as ``math.ceil``/``math.floor``).
 """
 
 from __future__ import annotations
 
+import functools
 import keyword
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["Expr", "ExprError", "evaluate", "names", "parse", "render"]
+__all__ = [
+    "FUNCTIONS",
+    "MAX_DEPTH",
+    "MAX_LENGTH",
+    "Expr",
+    "ExprError",
+    "evaluate",
+    "functions",
+    "names",
+    "parse",
+    "render",
+    "source",
+]
 
 Expr = tuple[Any, ...]
 
-_TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>//|[-+*%()]))")
-_MAX_LENGTH = 200  # an argument expression is a short formula, not a program
-_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "//": 2, "%": 2}
+MAX_LENGTH = 200  # an argument expression is a short formula, not a program
+MAX_DEPTH = 32  # parentheses, calls, unary operators and conditionals nested in each other
+MAX_INT = 2**63  # the magnitude of an integer an expression may compute
+MAX_EXPONENT = 64  # the magnitude of a ``**`` exponent
+
+# name -> (fewest, most arguments); the order is the one messages list them in
+FUNCTIONS: dict[str, tuple[int, int]] = {
+    "min": (2, 8), "max": (2, 8), "round": (1, 2), "int": (1, 1), "ceil": (1, 1), "floor": (1, 1), "abs": (1, 1),
+}  # fmt: skip
+_PYTHON_NAMES = {"ceil": "math.ceil", "floor": "math.floor"}  # how generated code spells them
+
+ALLOWED = ("argument names, numbers, + - * / // % **, comparisons, and/or/not, `a if c else b`, and "
+           f"{' '.join(FUNCTIONS)}")  # fmt: skip
+
+_TOKEN = re.compile(
+    r"\s*(?:(?P<num>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
+    r"|(?P<op>\*\*|//|<=|>=|==|!=|[-+*/%()<>,]))"
+)
+_COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+_WORDS = {"and", "or", "not", "if", "else", "True", "False"}
+
+# Binding strength of each kind (higher binds tighter), and the least strength each operand
+# needs to go without parentheses: left-associative operators need more on the right.
+_LEVEL = {"if": 0, "or": 1, "and": 2, "not": 3, **dict.fromkeys(_COMPARISONS, 4), "+": 5, "-": 5, "*": 6, "/": 6,
+          "//": 6, "%": 6, "neg": 7, "**": 8}  # fmt: skip
+_ATOM = 9
 
 
 class ExprError(ValueError):
     """An expression that does not parse, names no argument, or cannot be evaluated."""
 
 
+# -- parsing --------------------------------------------------------------------------------
 def parse(text: str) -> Expr:
-    """The tree of ``text``; ExprError says what is wrong and where."""
+    """The tree of ``text``; ExprError says what is wrong and what the grammar allows."""
     if not isinstance(text, str) or not text.strip():
         raise ExprError("an argument expression is a non-empty string such as `cout * 4`")
-    if len(text) > _MAX_LENGTH:
-        raise ExprError(f"an argument expression has at most {_MAX_LENGTH} characters")
+    return _parse(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(text: str) -> Expr:
+    """``parse``, once per distinct text (a block's expressions are evaluated per instance)."""
+    if len(text) > MAX_LENGTH:
+        raise ExprError(f"an argument expression has at most {MAX_LENGTH} characters (this one has {len(text)}); "
+                        "name its parts under `values:`")  # fmt: skip
     tokens = _tokens(text)
     parser = _Parser(tokens, text)
-    tree = parser.expr()
+    tree = parser.expression()
     if parser.pos != len(tokens):
         raise ExprError(f"unexpected {tokens[parser.pos][1]!r} in {text!r}")
     return tree
@@ -55,9 +123,9 @@ def _tokens(text: str) -> list[tuple[str, str]]:
         if text[pos:].strip() == "":
             break
         match = _TOKEN.match(text, pos)
-        if match is None or match.end() == pos:
-            raise ExprError(f"{text[pos:].strip()[:1]!r} is not allowed in {text!r}: use argument names, numbers, "
-                            "+ - * // % and parentheses")  # fmt: skip
+        if match is None:
+            bad = text[pos:].strip()[:1]
+            raise ExprError(f"{bad!r} is not allowed in {text!r}: expressions use {ALLOWED}")
         kind = match.lastgroup
         assert kind is not None
         out.append((kind, match.group(kind)))
@@ -72,8 +140,9 @@ class _Parser:
         self.pos = 0
         self.depth = 0
 
-    def peek(self) -> str | None:
-        return self.tokens[self.pos][1] if self.pos < len(self.tokens) else None
+    def peek(self, ahead: int = 0) -> str | None:
+        at = self.pos + ahead
+        return self.tokens[at][1] if at < len(self.tokens) else None
 
     def take(self) -> tuple[str, str]:
         if self.pos >= len(self.tokens):
@@ -82,7 +151,62 @@ class _Parser:
         self.pos += 1
         return token
 
-    def expr(self) -> Expr:
+    def expect(self, value: str) -> None:
+        if self.peek() != value:
+            found = f"{self.peek()!r}" if self.peek() is not None else "the end"
+            raise ExprError(f"expected {value!r} in {self.text!r}, found {found}")
+        self.pos += 1
+
+    def nested(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ExprError(f"{self.text!r} nests more than {MAX_DEPTH} deep; name its parts under `values:`")
+
+    def expression(self) -> Expr:
+        body = self.binary("or")
+        if self.peek() != "if":
+            return body
+        self.pos += 1
+        condition = self.binary("or")
+        self.expect("else")
+        self.nested()
+        try:
+            return ("if", body, condition, self.expression())
+        finally:
+            self.depth -= 1
+
+    def binary(self, op: str) -> Expr:
+        """A left-associative chain of ``op`` (``or``, ``and``) over the next level down."""
+        inner = self.conjunction if op == "or" else self.inversion
+        left = inner()
+        while self.peek() == op:
+            self.pos += 1
+            left = (op, left, inner())
+        return left
+
+    def conjunction(self) -> Expr:
+        return self.binary("and")
+
+    def inversion(self) -> Expr:
+        if self.peek() == "not":
+            self.pos += 1
+            self.nested()
+            try:
+                return ("not", self.inversion())
+            finally:
+                self.depth -= 1
+        return self.comparison()
+
+    def comparison(self) -> Expr:
+        left = self.sum()
+        if self.peek() in _COMPARISONS:
+            op = self.take()[1]
+            left = (op, left, self.sum())
+            if self.peek() in _COMPARISONS:
+                raise ExprError(f"chained comparisons are not allowed in {self.text!r}: write `a < b and b < c`")
+        return left
+
+    def sum(self) -> Expr:
         left = self.term()
         while self.peek() in ("+", "-"):
             op = self.take()[1]
@@ -91,64 +215,148 @@ class _Parser:
 
     def term(self) -> Expr:
         left = self.factor()
-        while self.peek() in ("*", "//", "%"):
+        while self.peek() in ("*", "/", "//", "%"):
             op = self.take()[1]
             left = (op, left, self.factor())
         return left
 
     def factor(self) -> Expr:
-        self.depth += 1
-        if self.depth > 32:
-            raise ExprError(f"{self.text!r} nests too deeply")
-        try:
-            kind, value = self.take()
-            if kind == "num":
-                return ("num", float(value) if "." in value else int(value))
-            if kind == "name":
-                if keyword.iskeyword(value):
-                    raise ExprError(f"{value!r} is a Python keyword, not an argument name")
-                return ("name", value)
-            if value == "-":
+        if self.peek() == "-":
+            self.pos += 1
+            self.nested()
+            try:
                 return ("neg", self.factor())
-            if value == "(":
-                inner = self.expr()
-                if self.take()[1] != ")":
-                    raise ExprError(f"a parenthesis is not closed in {self.text!r}")
-                return inner
-            raise ExprError(f"unexpected {value!r} in {self.text!r}")
+            finally:
+                self.depth -= 1
+        base = self.primary()
+        if self.peek() == "**":
+            self.pos += 1
+            return ("**", base, self.factor())
+        return base
+
+    def primary(self) -> Expr:
+        kind, value = self.take()
+        if kind == "num":
+            return ("num", _number(value))
+        if kind == "name":
+            if value in ("True", "False"):
+                return ("bool", value == "True")
+            if self.peek() == "(":
+                return self.call(value)
+            if value in FUNCTIONS:
+                raise ExprError(f"{value} is a function: call it, `{value}(x)`")
+            if keyword.iskeyword(value):
+                raise ExprError(f"unexpected {value!r} in {self.text!r}: expressions use {ALLOWED}")
+            return ("name", value)
+        if value == "(":
+            self.nested()
+            try:
+                inner = self.expression()
+            finally:
+                self.depth -= 1
+            if self.peek() != ")":
+                raise ExprError(f"a parenthesis is not closed in {self.text!r}")
+            self.pos += 1
+            return inner
+        raise ExprError(f"unexpected {value!r} in {self.text!r}")
+
+    def call(self, function: str) -> Expr:
+        if function not in FUNCTIONS:
+            raise ExprError(f"`{function}(` is not allowed: expressions use {ALLOWED}")
+        self.pos += 1  # the "("
+        self.nested()
+        try:
+            args = [self.expression()]
+            while self.peek() == ",":
+                self.pos += 1
+                args.append(self.expression())
         finally:
             self.depth -= 1
+        if self.peek() != ")":
+            raise ExprError(f"a parenthesis is not closed in {self.text!r}")
+        self.pos += 1
+        fewest, most = FUNCTIONS[function]
+        if not fewest <= len(args) <= most:
+            wanted = f"{fewest}" if fewest == most else f"{fewest} to {most}"
+            raise ExprError(f"{function}() takes {wanted} argument{'s' * (most > 1)}, not {len(args)}")
+        return ("call", function, *args)
 
 
+def _number(text: str) -> int | float:
+    if any(c in text for c in ".eE"):
+        value = float(text)
+        if not math.isfinite(value):
+            raise ExprError(f"{text} is not a finite number")
+        return value
+    value_int = int(text)
+    if value_int > MAX_INT:
+        raise ExprError(f"{text} is too large: integers are at most 2**63 in magnitude")
+    return value_int
+
+
+# -- what a tree uses ------------------------------------------------------------------------
 def names(tree: Expr) -> list[str]:
-    """The argument names ``tree`` uses, in order of first use."""
+    """The argument and value names ``tree`` uses, in order of first use."""
     out: dict[str, None] = {}
-    _collect(tree, out)
+    for node in _walk(tree):
+        if node[0] == "name":
+            out[node[1]] = None
     return list(out)
 
 
-def _collect(tree: Expr, out: dict[str, None]) -> None:
-    if tree[0] == "name":
-        out[tree[1]] = None
-    elif tree[0] != "num":
-        for child in tree[1:]:
-            _collect(child, out)
+def functions(tree: Expr) -> set[str]:
+    """The functions ``tree`` calls."""
+    return {node[1] for node in _walk(tree) if node[0] == "call"}
 
 
+def _walk(tree: Expr) -> list[Expr]:
+    out, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if node[0] not in ("num", "bool", "name"):
+            stack.extend(reversed(node[2:] if node[0] == "call" else node[1:]))
+    return out
+
+
+# -- evaluation ----------------------------------------------------------------------------
 def evaluate(tree: Expr, values: Mapping[str, Any]) -> Any:
-    """The value of ``tree`` with the class's argument ``values`` (Python's own arithmetic)."""
+    """The value of ``tree`` with the class's argument (and named) ``values``: Python's own
+    arithmetic, in Python's order; ExprError for what Python refuses or the bounds do."""
     kind = tree[0]
-    if kind == "num":
+    if kind in ("num", "bool"):
         return tree[1]
     if kind == "name":
+        if tree[1] not in values:
+            raise ExprError(f"{tree[1]!r} has no value here")
         return values[tree[1]]
+    if kind == "if":
+        return evaluate(tree[1] if _truth(evaluate(tree[2], values), "if") else tree[3], values)
+    if kind in ("and", "or"):
+        left = evaluate(tree[1], values)
+        if _truth(left, kind) == (kind == "or"):
+            return left
+        right = evaluate(tree[2], values)
+        _truth(right, kind)
+        return right
+    if kind == "not":
+        return not _truth(evaluate(tree[1], values), "not")
+    if kind == "call":
+        args = [evaluate(arg, values) for arg in tree[2:]]
+        return _checked(_call(tree[1], args), tree)
     if kind == "neg":
-        operand = evaluate(tree[1], values)
-        _numeric(operand, "-")
-        return -operand
+        return _checked(-_numeric(evaluate(tree[1], values), "-"), tree)
     left, right = evaluate(tree[1], values), evaluate(tree[2], values)
+    if kind in ("==", "!="):
+        _scalar(left, kind)
+        _scalar(right, kind)
+        return (left == right) if kind == "==" else (left != right)
     _numeric(left, kind)
     _numeric(right, kind)
+    return _checked(_binary(kind, left, right, tree), tree)
+
+
+def _binary(kind: str, left: Any, right: Any, tree: Expr) -> Any:
     try:
         if kind == "+":
             return left + right
@@ -156,29 +364,195 @@ def evaluate(tree: Expr, values: Mapping[str, Any]) -> Any:
             return left - right
         if kind == "*":
             return left * right
+        if kind == "/":
+            return left / right
         if kind == "//":
             return left // right
-        return left % right
+        if kind == "%":
+            return left % right
+        if kind == "**":
+            if abs(right) > MAX_EXPONENT:
+                raise ExprError(f"{render(tree)}: the exponent {right!r} is beyond {MAX_EXPONENT} in magnitude")
+            result = left**right
+            if isinstance(result, complex):
+                raise ExprError(f"{render(tree)} is not a real number ({left!r} ** {right!r})")
+            return result
+        if kind == "<":
+            return left < right
+        if kind == "<=":
+            return left <= right
+        if kind == ">":
+            return left > right
+        return left >= right
     except ZeroDivisionError:
         raise ExprError(f"{render(tree)} divides by zero") from None
+    except OverflowError:
+        raise ExprError(f"{render(tree)} is too large ({left!r} {kind} {right!r})") from None
 
 
-def _numeric(value: Any, op: str) -> None:
+def _call(function: str, args: list[Any]) -> Any:
+    for arg in args:
+        _numeric(arg, f"{function}()")
+    if function in ("min", "max"):
+        return min(args) if function == "min" else max(args)
+    if function == "round":
+        if len(args) == 2 and (not isinstance(args[1], int) or abs(args[1]) > 2 * MAX_EXPONENT):
+            raise ExprError(f"round()'s digits are an integer of at most {2 * MAX_EXPONENT}, not {args[1]!r}")
+        return round(args[0]) if len(args) == 1 else round(args[0], args[1])
+    if function == "int":
+        return int(args[0])
+    if function == "abs":
+        return abs(args[0])
+    return math.ceil(args[0]) if function == "ceil" else math.floor(args[0])
+
+
+def _checked(value: Any, tree: Expr) -> Any:
+    """``value`` within the bounds: an integer at most 2**63 in magnitude, a float finite."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and abs(value) > MAX_INT:
+        raise ExprError(f"{render(tree)} is too large: {_short(value)} (integers are at most 2**63 in magnitude)")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ExprError(f"{render(tree)} is not a finite number ({value!r})")
+    return value
+
+
+def _short(value: int) -> str:
+    text = str(value)
+    return text if len(text) <= 30 else f"{text[:12]}...({len(text)} digits)"
+
+
+def _numeric(value: Any, op: str) -> Any:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ExprError(f"{op} needs numbers, not {type(value).__name__} {value!r}")
+    return value
 
 
-def render(tree: Expr, parent: int = 0, *, right: bool = False) -> str:
-    """``tree`` as Python source, spaced as black spaces it, with the parentheses it needs."""
+def _scalar(value: Any, op: str) -> None:
+    if value is not None and not isinstance(value, bool | int | float | str):
+        raise ExprError(f"{op} compares numbers, booleans, strings or None, not {value!r}")
+
+
+def _truth(value: Any, op: str) -> bool:
+    _scalar(value, f"`{op}`")
+    return bool(value)
+
+
+# -- writing back ----------------------------------------------------------------------------
+def render(tree: Expr) -> str:
+    """``tree`` as spec text (``ceil(x)``), spaced as black spaces it."""
+    return _join(_emit(tree, {}))
+
+
+def source(tree: Expr) -> str:
+    """``tree`` as Python source (``math.ceil(x)``: the file imports ``math`` when
+    ``functions(tree)`` holds ``ceil`` or ``floor``), spaced as black spaces it."""
+    return _join(_emit(tree, _PYTHON_NAMES))
+
+
+# The least binding strength each operand needs without parentheses: (left, right) of a binary
+# kind; a comparison's operands may not be comparisons (no chains), a ``**``'s left is a primary.
+def _needs(kind: str) -> tuple[int, int]:
+    level = _LEVEL[kind]
+    if kind in _COMPARISONS:
+        return level + 1, level + 1
+    if kind == "**":
+        return _ATOM, _LEVEL["neg"]
+    return level, level + 1
+
+
+def _level(tree: Expr) -> int:
+    kind = tree[0]
+    if kind == "num" and tree[1] < 0:
+        return _LEVEL["neg"]  # a negative number (made in memory, never parsed) reads as -x
+    return _LEVEL.get(kind, _ATOM)
+
+
+def _emit(tree: Expr, spelled: Mapping[str, str], least: int = 0) -> list[tuple[str, str]]:
+    """Tokens of ``tree`` as ``(type, text)``, type NAME, NUMBER, or the operator itself;
+    parenthesised when its binding strength is below ``least``."""
     kind = tree[0]
     if kind == "num":
-        return repr(tree[1])
-    if kind == "name":
-        return str(tree[1])
-    if kind == "neg":
-        inner = render(tree[1], 3)
-        return f"-{inner}"
-    precedence = _PRECEDENCE[kind]
-    text = f"{render(tree[1], precedence)} {kind} {render(tree[2], precedence, right=True)}"
-    # a right operand of equal precedence keeps its parentheses: a - (b - c), a // (b * c)
-    return f"({text})" if precedence < parent or (right and precedence == parent) else text
+        value = tree[1]
+        text = repr(value).replace("e+", "e") if isinstance(value, float) else repr(value)
+        out = [("-", "-"), ("NUMBER", text[1:])] if text.startswith("-") else [("NUMBER", text)]
+    elif kind in ("bool", "name"):
+        out = [("NAME", str(tree[1]))]
+    elif kind == "neg":
+        # black's visit_factor: a unary minus of a power whose base has no call gets parentheses
+        power = tree[1][0] == "**" and tree[1][1][0] != "call"
+        out = [("-", "-"), *_emit(tree[1], spelled, _ATOM if power else _LEVEL["neg"])]
+    elif kind == "not":
+        out = [("NAME", "not"), *_emit(tree[1], spelled, _LEVEL["not"])]
+    elif kind == "if":
+        out = [*_emit(tree[1], spelled, 1), ("NAME", "if"), *_emit(tree[2], spelled, 1), ("NAME", "else"),
+               *_emit(tree[3], spelled, 0)]  # fmt: skip
+    elif kind == "call":
+        name = spelled.get(tree[1], tree[1])
+        out = [("NAME", part) if part != "." else (".", ".") for part in re.split(r"(\.)", name)]
+        out.append(("(", "("))
+        for i, arg in enumerate(tree[2:]):
+            if i:
+                out.append((",", ","))
+            out.extend(_emit(arg, spelled, 0))
+        out.append((")", ")"))
+    else:
+        left, right = _needs(kind)
+        word = "NAME" if kind in ("and", "or") else kind
+        out = [*_emit(tree[1], spelled, left), (word, kind), *_emit(tree[2], spelled, right)]
+    if _level(tree) < least:
+        return [("(", "("), *out, (")", ")")]
+    return out
+
+
+def _join(tokens: list[tuple[str, str]]) -> str:
+    """Tokens spaced as black spaces them: binary operators and words between spaces, unary
+    minus, calls and parentheses tight, ``**`` hugged between simple operands (black's
+    ``is_simple_power_operand``, as ``fxgen.blackstyle.power`` ports it)."""
+    return "".join(("" if _tight(tokens, i) else " ") + value for i, (_, value) in enumerate(tokens))
+
+
+def _tight(tokens: list[tuple[str, str]], i: int) -> bool:
+    """No space before token ``i``."""
+    kind = tokens[i][0]
+    if i == 0 or tokens[i - 1][0] in ("(", ".") or kind in (")", ",", "."):
+        return True
+    before, value = tokens[i - 1]
+    if kind == "(" and before == "NAME" and value not in _WORDS:
+        return True  # a call
+    if before == "-" and _unary(tokens, i - 1):
+        return True
+    if kind == "**":
+        return _simple(tokens, i - 1, -1) and _simple(tokens, i + 1, 1)
+    return before == "**" and _simple(tokens, i - 2, -1) and _simple(tokens, i, 1)
+
+
+def _unary(tokens: list[tuple[str, str]], i: int) -> bool:
+    """Is the ``-`` at ``i`` a unary minus (at the start, or after an operator, a word or ``(``)?"""
+    if i == 0:
+        return True
+    kind, value = tokens[i - 1]
+    return kind not in ("NAME", "NUMBER", ")") or (kind == "NAME" and value in _WORDS - {"True", "False"})
+
+
+def _simple(tokens: list[tuple[str, str]], i: int, direction: int) -> bool:
+    """Black's simple power operand: a NAME or NUMBER (a unary minus before it on the right)
+    that is not called or subscripted (looking forward through names, dots and words)."""
+    if not 0 <= i < len(tokens):
+        return False
+    kind = tokens[i][0]
+    if direction == 1 and kind == "-" and i + 1 < len(tokens) and tokens[i + 1][0] in ("NAME", "NUMBER"):
+        i += 1
+        kind = tokens[i][0]
+    if kind not in ("NAME", "NUMBER"):
+        return False
+    if direction == -1:
+        return True  # the leaf before ``**`` ends a primary: a name or number without a call after it
+    while i < len(tokens):
+        kind = tokens[i][0]
+        if kind in ("(", "["):
+            return False
+        if kind not in ("NAME", "."):
+            return True
+        i += 1
+    return True

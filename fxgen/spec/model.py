@@ -195,6 +195,7 @@ def _body(data: dict[str, Any]) -> dict[str, Any]:
     return {
         "doc": data.get("doc"),
         "args": {name: ArgSpec.from_data(a) for name, a in data.get("args", {}).items()},
+        "values": dict(data.get("values", {})),
         "modules": {path: ModuleSpec.from_data(m) for path, m in data.get("modules", {}).items()},
         "parameters": {path: ParameterSpec(**p) for path, p in data.get("parameters", {}).items()},
         "buffers": {path: BufferSpec(**b) for path, b in data.get("buffers", {}).items()},
@@ -208,6 +209,8 @@ def _body_dict(body: Spec | ClassSpec) -> dict[str, Any]:
         out["doc"] = body.doc
     if body.args:
         out["args"] = {name: arg.to_dict() for name, arg in body.args.items()}
+    if body.values:
+        out["values"] = dict(body.values)
     for key in _TABLES:
         table = getattr(body, key)
         if table:
@@ -219,11 +222,13 @@ def _body_dict(body: Spec | ClassSpec) -> dict[str, Any]:
 @dataclass
 class ClassSpec:
     """A block of a format-2 spec: a graph of its own, with its own modules, parameters and
-    buffers, and constructor arguments. It becomes a class in the generated file."""
+    buffers, constructor arguments and the values named from them (``values``: name ->
+    expression, ``fxgen.spec.expr``). It becomes a class in the generated file."""
 
     nodes: list[Node]
     doc: str | None = None
     args: dict[str, ArgSpec] = field(default_factory=dict)
+    values: dict[str, str] = field(default_factory=dict)
     modules: dict[str, ModuleSpec] = field(default_factory=dict)
     parameters: dict[str, ParameterSpec] = field(default_factory=dict)
     buffers: dict[str, BufferSpec] = field(default_factory=dict)
@@ -251,6 +256,7 @@ class Spec:
     fxgen: int = 1
     args: dict[str, ArgSpec] = field(default_factory=dict)
     classes: dict[str, ClassSpec] = field(default_factory=dict)
+    values: dict[str, str] = field(default_factory=dict)  # format 2: named values of the top class
     inputs: dict[str, InputSpec] = field(default_factory=dict)
     shapes: bool = False
     passes: list[Any] = field(default_factory=list)
@@ -271,7 +277,8 @@ class Spec:
         block is what builds and renders the top class."""
         body = self.classes[name]
         return Spec(name=name, nodes=body.nodes, doc=body.doc, modules=body.modules, parameters=body.parameters,
-                    buffers=body.buffers, fxgen=self.fxgen, args=body.args, classes=self.classes,
+                    buffers=body.buffers, fxgen=self.fxgen, args=body.args, values=body.values,
+                    classes=self.classes,
                     document=self.document, scope=("classes", name))  # fmt: skip
 
     # -- dict form -------------------------------------------------------------------------
@@ -298,6 +305,8 @@ class Spec:
             out["doc"] = body.pop("doc")
         if "args" in body:
             out["args"] = body.pop("args")
+        if "values" in body:
+            out["values"] = body.pop("values")
         if self.classes:
             out["classes"] = {name: c.to_dict() for name, c in self.classes.items()}
         out.update(body)
@@ -336,7 +345,7 @@ def _yaml_body(data: dict[str, Any], indent: str, lines: list[str]) -> None:
     """A graph body's keys in block style (a block's body one level deeper, under its name)."""
     inner = indent + "  "
     for key, value in data.items():
-        if key in (*_TABLES, "args", "inputs"):
+        if key in (*_TABLES, "args", "values", "inputs"):
             lines.append(f"{indent}{key}:")
             for path, item in value.items():
                 lines.append(_flow_entry(f"{inner}{_scalar(path)}: ", item, inner + "  "))

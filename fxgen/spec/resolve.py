@@ -1,8 +1,9 @@
-"""Format 2's declarations made concrete: constructor arguments bound, ``{arg: ...}`` evaluated,
-repeats expanded.
+"""Format 2's declarations made concrete: constructor arguments bound, named values computed,
+``{arg: ...}`` evaluated, repeats expanded.
 
 A class's declarations may depend on its constructor arguments; its graph never does. Binding
-the values a class is constructed with to its ``args`` gives an environment; substituting it
+the values a class is constructed with to its ``args``, then computing its ``values:`` (each from
+the arguments and the values written before it), gives an environment; substituting it
 into a declaration's encoded values gives a format-1 declaration with ``{module: ...}`` items
 left for the constructor (each ``{repeat: N, module: D}`` list item becomes N of them). The
 check, assemble and codegen stages all go through here, so a block is built from the same
@@ -18,6 +19,7 @@ from fxgen.spec.expr import ExprError, evaluate, parse
 from fxgen.spec.model import NO_DEFAULT, ArgSpec
 
 __all__ = [
+    "MAX_REPEAT",
     "BindError",
     "bind",
     "has_arguments",
@@ -25,7 +27,11 @@ __all__ = [
     "substitute_declaration",
     "substitute_init",
     "substitute_kwargs",
+    "with_values",
 ]
+
+
+MAX_REPEAT = 10_000  # copies one repeat makes: a model's deepest stack is hundreds of blocks, not millions
 
 
 class BindError(ValueError):
@@ -53,6 +59,18 @@ def bind(params: Mapping[str, ArgSpec], args: list[Any], kwargs: Mapping[str, An
     return env
 
 
+def with_values(env: Mapping[str, Any], values: Mapping[str, str]) -> dict[str, Any]:
+    """``env`` (the bound arguments) and the class's named ``values``, each computed in the
+    order written, from the arguments and the values before it; ExprError names the value."""
+    out = dict(env)
+    for name, text in values.items():
+        try:
+            out[name] = evaluate(parse(text), out)
+        except ExprError as exc:
+            raise ExprError(f"value {name!r} ({text}): {exc}") from None
+    return out
+
+
 def substitute(value: Any, env: Mapping[str, Any]) -> Any:
     """An encoded value with every ``{arg: EXPR}`` replaced by its value in ``env`` and every
     ``{repeat: N, module: D}`` list item by N copies of ``{module: D}`` (their own arguments
@@ -64,6 +82,9 @@ def substitute(value: Any, env: Mapping[str, Any]) -> Any:
                 times = substitute(item["repeat"], env)
                 if isinstance(times, bool) or not isinstance(times, int) or times < 0:
                     raise ExprError(f"a repeat count is a non-negative integer, not {times!r}")
+                if times > MAX_REPEAT:
+                    raise ExprError(f"a repeat count is at most {MAX_REPEAT}, not {times}: every copy is a module "
+                                    "of its own, built and checked one by one")  # fmt: skip
                 copy = {"module": substitute_declaration(item["module"], env)}
                 out.extend(dict(copy) for _ in range(times))
             else:

@@ -74,9 +74,12 @@ def test_the_largest_shapes_torch_makes_are_valid() -> None:
 
 def test_a_shape_an_argument_makes_too_large_is_refused() -> None:
     text = HEAD.replace("fxgen: 1", "fxgen: 2") + "args:\n  n: {type: int, default: 4294967296}\n"
-    text += "parameters:\n  p: {shape: [{arg: n}, {arg: n * n}]}\n" + TAIL
+    text += "parameters:\n  p: {shape: [{arg: n}, {arg: n * 1024}]}\n" + TAIL
     ((line, col, message),) = errors(text)
-    assert (line, col) == (6, 14) and "dimension 1 (18446744073709551616)" in message
+    assert (line, col) == (6, 14) and "more than the 2**63 - 1 bytes a tensor can hold" in message
+    # n * n is 2**64: the expression itself is refused (integers are at most 2**63 in magnitude)
+    ((line, col, message),) = errors(text.replace("n * 1024", "n * n"))
+    assert (line, col) == (6, 3) and "n * n is too large: 18446744073709551616" in message
 
 
 # -- a literal its dtype cannot hold -------------------------------------------------------------
