@@ -30,6 +30,7 @@ import torch
 import torch.fx
 
 from fxgen._errors import ExportError
+from fxgen.capture.effects import hook_mark, refuse_new_hooks, refuse_root_hooks
 from fxgen.capture.preserve import Snapshot
 from fxgen.capture.trace import at_user_line
 
@@ -123,19 +124,26 @@ def capture_dynamo(
         seen.append((gm, list(graph_inputs)))
 
         def run(*args: Any) -> Any:
-            out = gm.forward(*args)
+            with torch.no_grad():  # (captured with gradients, to record grad-mode regions: none are kept)
+                out = gm.forward(*args)
             returned.append(tuple(out) if isinstance(out, (tuple, list)) else (out,))
             return out
 
         return run
 
+    refuse_root_hooks(module)
     snapshot = Snapshot(module)
+    mark = hook_mark()
     torch.compiler.reset()  # a fresh capture: no earlier compile's cache entries or limits
     try:
         compiled = torch.compile(module, backend=backend, fullgraph=True, dynamic=False)
-        with torch.no_grad(), torch.random.fork_rng():
+        # With gradients enabled, Dynamo records the forward's grad-mode regions (``torch.no_grad()``
+        # is ``torch._C._set_grad_enabled(False)`` in the graph), which ``fxgen.capture.effects``
+        # judges; the captured graph itself runs without them.
+        with torch.enable_grad(), torch.random.fork_rng():
             torch.manual_seed(0)
             result = compiled(**clones, **kwargs)
+        refuse_new_hooks(module, mark)
     except ExportError:
         raise
     except Exception as exc:

@@ -23,6 +23,14 @@ import torch
 import torch.fx
 
 from fxgen._errors import ExportError, Location
+from fxgen.capture.effects import (
+    NOTES_KEY,
+    global_state_notes,
+    hook_mark,
+    refuse_grad_regions,
+    refuse_new_hooks,
+    refuse_root_hooks,
+)
 from fxgen.capture.preserve import Snapshot
 from fxgen.capture.to_spec import Submodules
 from fxgen.construct.modules import set_attr_path
@@ -47,8 +55,17 @@ def trace(
 
     Its Python code is generated when first used (``code``, ``forward``, printing): export
     itself only reads the graph. ``preserve=False``: the caller restores the model itself (one
-    snapshot around many traces of its parts: ``fxgen.capture.hierarchy``).
+    snapshot around many traces of its parts: ``fxgen.capture.hierarchy``) and has checked the
+    model's own hooks.
+
+    What the graph cannot record is refused (``fxgen.capture.effects``): hooks on the model
+    itself or global ones, hooks the forward registers, and grad-mode regions that change a
+    gradient (the trace runs with gradients enabled, and each node records whether it was
+    created with them disabled). Module-global state the forward reads is noted in
+    ``gm.meta[NOTES_KEY]``.
     """
+    if preserve and isinstance(module, torch.nn.Module):
+        refuse_root_hooks(module)
     if isinstance(module, torch.fx.GraphModule):
         return module
     if not isinstance(module, torch.nn.Module):
@@ -63,6 +80,7 @@ def trace(
         importlib.import_module("torch._dynamo")
 
     calls = ModuleCalls()
+    disabled: dict[torch.fx.Node, tuple[str, int, str] | None] = {}  # node -> the user's line it was made at
 
     class _Tracer(base):  # type: ignore[valid-type, misc]
         def is_leaf_module(self, m: torch.nn.Module, qualname: str) -> bool:
@@ -77,6 +95,12 @@ def trace(
             calls.record(path if count == 0 else f"{path}@{count}", args, kwargs, result)
             return result
 
+        def create_node(self, *args: Any, **kwargs: Any) -> torch.fx.Node:
+            node = super().create_node(*args, **kwargs)
+            if not torch.is_grad_enabled():  # in a grad-mode region of the forward (the trace enables them)
+                disabled[node] = _innermost_user(traceback.extract_stack())
+            return node
+
     snapshot = Snapshot(module) if preserve else None
     if snapshot is not None and snapshot.proxies:
         raise ExportError(
@@ -85,15 +109,22 @@ def trace(
             "model again, or clear them, before export"
         )
     tracer: torch.fx.Tracer | None = None
+    mark = hook_mark()
     try:
         tracer = _Tracer(autowrap_functions=tuple(autowrap_functions)) if autowrap_functions else _Tracer()
-        graph = tracer.trace(module, concrete_args)
+        with torch.enable_grad():
+            graph = tracer.trace(module, concrete_args)
+        if preserve:
+            refuse_new_hooks(module, mark)
         _lint(graph)
+        refuse_grad_regions(graph, tracer.root, set(disabled), lambda node: at_user_line(disabled[node]))
         resolve_annotations(graph, module)
         gm = _GraphModule(tracer.root, graph, class_name=type(module).__name__)
         _fix_buffers(gm, module)
         _declare_unread_state(gm, module)
         gm.meta[CALLS_KEY] = calls
+        if preserve:
+            gm.meta[NOTES_KEY] = global_state_notes(module)
         return gm
     except ExportError:
         raise
@@ -418,10 +449,15 @@ def _in_parametrization(exc: BaseException) -> bool:
 
 def _user_frame(exc: BaseException) -> tuple[str, int, str] | None:
     """The innermost traceback frame outside torch and fxgen: where the user's code failed."""
+    return _innermost_user(traceback.extract_tb(exc.__traceback__))
+
+
+def _innermost_user(frames: Iterable[traceback.FrameSummary]) -> tuple[str, int, str] | None:
+    """The innermost of ``frames`` outside torch and fxgen."""
     torch_dir = str(Path(torch.__file__).parent)
     here = str(Path(__file__).parent)
     found = None
-    for frame in traceback.extract_tb(exc.__traceback__):
+    for frame in frames:
         if not frame.filename.startswith((torch_dir, here)) and frame.lineno is not None:
             found = (frame.filename, frame.lineno, frame.name)
     return found
