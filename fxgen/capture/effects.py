@@ -16,8 +16,9 @@ A spec is the graph a capture records, and some of what a call of the model does
   update what the original froze. A region is refused when something computed in it would need a
   gradient (it reads a parameter that requires one, or a model input); one that computes only
   from buffers and sizes (Hugging Face's rotary embeddings) changes nothing and is accepted.
-- **Module-global state** the forward reads (a list, a dict, a tensor, a number that is no
-  constant by its name): the capture froze its value into the graph; a note names it.
+- **Module-global state** the forward reads (a list, a dict, a set, a tensor, a number that is no
+  constant by its ``UPPER_CASE`` name): the capture froze its value into the graph; a note names
+  it. Flags and strings (``is_torch_greater_or_equal_than_2_2``) are configuration and are not.
 
 Each refusal is one line naming the hook or the user's line and what to do.
 """
@@ -73,7 +74,7 @@ def _global_tables() -> Iterator[tuple[dict[int, Any], str]]:
 
 
 def refuse_root_hooks(module: torch.nn.Module) -> None:
-    """An ExportError naming the first hook on ``module`` itself or registered globally: the
+    """A NotRecorded error naming the first hook on ``module`` itself or registered globally: the
     capture runs ``forward`` without it, so the spec would compute without it."""
     for table, kind in _TABLES:
         for key, hook in getattr(module, table, {}).items():
@@ -96,7 +97,7 @@ def hook_mark() -> int:
 
 
 def refuse_new_hooks(module: torch.nn.Module, mark: int) -> None:
-    """An ExportError naming a hook registered since ``hook_mark()`` returned ``mark`` on any
+    """A NotRecorded error naming a hook registered since ``hook_mark()`` returned ``mark`` on any
     module of ``module``, or globally: the forward registered it while it was captured."""
     for path, sub in module.named_modules():
         for table, kind in _TABLES:
@@ -105,15 +106,15 @@ def refuse_new_hooks(module: torch.nn.Module, mark: int) -> None:
                 hook = hooks[max(hooks)]
                 where = f"module {path!r}" if path else f"the model ({type(module).__name__})"
                 raise NotRecorded(f"the forward registers the {kind} {_hook_name(hook)} on {where} while it runs, "
-                                  "which export drops (the capture leaves the model as it found it); register the "
-                                  "hook before export, outside forward, and on the generated model again",
+                                  "which export drops (the capture leaves the model as it found it); move the "
+                                  "registration out of forward and register the hook on the generated model",
                                   _hook_location(hook))  # fmt: skip
     for hooks, register in _global_tables():
         if hooks and max(hooks) >= mark:
             hook = hooks[max(hooks)]
             raise NotRecorded(f"the forward registers the global module hook {_hook_name(hook)} "
                               f"(torch.nn.modules.module.{register}) while it runs, which export drops; "
-                              "register it outside forward, after export", _hook_location(hook))  # fmt: skip
+                              "move the registration out of forward and register it after export", _hook_location(hook))  # fmt: skip
 
 
 def _function(hook: Any) -> Any:
@@ -189,7 +190,7 @@ def refuse_grad_regions(
     disabled: set[torch.fx.Node],
     where: Callable[[torch.fx.Node], tuple[Location | None, str]],
 ) -> None:
-    """An ExportError for the first node of ``disabled`` (run with gradients disabled) whose
+    """A NotRecorded error for the first node of ``disabled`` (run with gradients disabled) whose
     value would need a gradient with them enabled: the spec computes it with gradients, so
     training the exported model would change what the original leaves frozen. ``where`` names
     a node's line in the user's code."""
@@ -210,6 +211,9 @@ def refuse_grad_regions(
 def _needs_grad(node: torch.fx.Node, root: torch.nn.Module, needs: dict[torch.fx.Node, str | None]) -> str | None:
     """What ``node``'s value would need a gradient for with gradients enabled (a parameter that
     requires one, a model input), or None."""
+    value = node.meta.get("example_value")  # (TorchDynamo's: an integer tensor has no gradient)
+    if isinstance(value, torch.Tensor) and not (value.is_floating_point() or value.is_complex()):
+        return None
     if node.op == "placeholder":
         return f"the input {node.target!r}"
     if node.op == "get_attr":
@@ -243,7 +247,7 @@ def _attribute(root: torch.nn.Module, path: str) -> Any:
 # -- module-global state ---------------------------------------------------------------------
 def global_state_notes(module: torch.nn.Module) -> list[str]:
     """One note per module-global value a ``forward`` of the model's own classes reads that may
-    change (a list, dict, set or tensor; a number or string not named as a constant): the
+    change (a list, dict, set or tensor; a number not named as a constant): the
     capture froze the value it had, so the spec computes with that value for good."""
     notes: list[str] = []
     seen: set[tuple[str, str]] = set()
@@ -278,7 +282,9 @@ def _global_names(code: types.CodeType) -> Iterator[str]:
 def _may_change(name: str, value: Any) -> bool:
     if isinstance(value, (list, dict, set, bytearray, torch.Tensor)):
         return True
-    if isinstance(value, (bool, int, float, complex, str)) and not isinstance(value, enum.Enum):
+    if isinstance(value, (bool, str, enum.Enum)):
+        return False  # a flag or name decided on import (`is_torch_greater_or_equal_than_2_2`): configuration
+    if isinstance(value, (int, float, complex)):
         return not (name.isupper() or name.startswith("__"))  # (UPPER_CASE: a constant by convention)
     return False
 
