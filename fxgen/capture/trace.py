@@ -56,7 +56,7 @@ def trace(
     Its Python code is generated when first used (``code``, ``forward``, printing): export
     itself only reads the graph. ``preserve=False``: the caller restores the model itself (one
     snapshot around many traces of its parts: ``fxgen.capture.hierarchy``) and has checked the
-    model's own hooks.
+    model's hooks and grad-mode regions.
 
     What the graph cannot record is refused (``fxgen.capture.effects``): hooks on the model
     itself or global ones, hooks the forward registers, and grad-mode regions that change a
@@ -114,10 +114,10 @@ def trace(
         tracer = _Tracer(autowrap_functions=tuple(autowrap_functions)) if autowrap_functions else _Tracer()
         with torch.enable_grad():
             graph = tracer.trace(module, concrete_args)
-        if preserve:
-            refuse_new_hooks(module, mark)
         _lint(graph)
-        refuse_grad_regions(graph, tracer.root, set(disabled), lambda node: at_user_line(disabled[node]))
+        if preserve:  # (the traces of a model's parts: their regions were judged in the whole model's)
+            refuse_new_hooks(module, mark)
+            refuse_grad_regions(graph, tracer.root, set(disabled), lambda node: at_user_line(disabled[node]))
         resolve_annotations(graph, module)
         gm = _GraphModule(tracer.root, graph, class_name=type(module).__name__)
         _fix_buffers(gm, module)
