@@ -162,7 +162,7 @@ def capture_dynamo(
 def kept_state(module: torch.nn.Module) -> Iterator[None]:
     """Put back the values of ``module``'s buffers after running it (a forward may update one in
     place, as batch norm does in training mode) and the global random state. Parameters are not
-    copied (a model's size again): the capture runs without gradients, so nothing updates them."""
+    copied (a model's size again): the captured graph runs without gradients, so nothing updates them."""
     tensors = [(t, t.detach().clone()) for t in module.buffers()]
     with torch.random.fork_rng():
         try:
