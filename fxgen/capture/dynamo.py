@@ -139,8 +139,10 @@ def capture_dynamo(
         compiled = torch.compile(module, backend=backend, fullgraph=True, dynamic=False)
         # With gradients enabled, Dynamo records the forward's grad-mode regions (``torch.no_grad()``
         # is ``torch._C._set_grad_enabled(False)`` in the graph), which ``fxgen.capture.effects``
-        # judges; the captured graph itself runs without them.
-        with torch.enable_grad(), torch.random.fork_rng():
+        # judges; the captured graph itself runs without them. No parameter requires a gradient
+        # meanwhile: Dynamo then inlines a custom autograd.Function's forward, as without
+        # gradients, where it would otherwise record a higher-order op no spec can write.
+        with torch.enable_grad(), torch.random.fork_rng(), _no_parameter_requires_grad(module):
             torch.manual_seed(0)
             result = compiled(**clones, **kwargs)
         refuse_new_hooks(module, mark)
@@ -156,6 +158,19 @@ def capture_dynamo(
                           "export it with capture='trace'")  # fmt: skip
     gm, graph_inputs = seen[0]
     return Captured(gm, graph_inputs, returned[0], result, clones, kwargs)
+
+
+@contextlib.contextmanager
+def _no_parameter_requires_grad(module: torch.nn.Module) -> Iterator[None]:
+    """``requires_grad`` off on every parameter of ``module`` that has it, and on again after."""
+    trained = [p for p in module.parameters() if p.requires_grad]
+    try:
+        for parameter in trained:
+            parameter.requires_grad_(False)
+        yield
+    finally:
+        for parameter in trained:
+            parameter.requires_grad_(True)
 
 
 @contextlib.contextmanager

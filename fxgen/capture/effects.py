@@ -29,6 +29,7 @@ import builtins
 import dis
 import enum
 import operator
+import sys
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -39,8 +40,8 @@ from torch.utils.hooks import RemovableHandle
 
 from fxgen._errors import ExportError, Location
 
-__all__ = ["NOTES_KEY", "NotRecorded", "disabled_regions", "global_state_notes", "hook_mark", "refuse_grad_regions",
-           "refuse_new_hooks", "refuse_root_hooks"]  # fmt: skip
+__all__ = ["NOTES_KEY", "NotRecorded", "disabled_regions", "global_state_notes", "hook_mark", "in_autograd_function",
+           "refuse_grad_regions", "refuse_new_hooks", "refuse_root_hooks"]  # fmt: skip
 
 
 NOTES_KEY = "fxgen_capture_notes"  # GraphModule.meta: what the user should know about the capture
@@ -151,6 +152,20 @@ _NO_GRAD_FUNCTIONS = frozenset({
     torch.full_like, torch.rand_like, torch.randn_like, torch.randint_like, torch.Tensor.detach,
 })  # fmt: skip
 _TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag"})  # (dtype, shape, device: no gradient)
+
+
+_APPLY = getattr(getattr(torch.autograd.Function.apply, "__func__", None), "__code__", None)
+
+
+def in_autograd_function() -> bool:
+    """Is a custom ``torch.autograd.Function``'s ``apply`` running (its ``forward`` always runs with
+    gradients disabled: no region of the user's, and the captured graph computes it as ops)?"""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is _APPLY:
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
 
 
 def disabled_regions(graph: torch.fx.Graph) -> set[torch.fx.Node]:

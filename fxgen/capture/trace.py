@@ -27,6 +27,7 @@ from fxgen.capture.effects import (
     NOTES_KEY,
     global_state_notes,
     hook_mark,
+    in_autograd_function,
     refuse_grad_regions,
     refuse_new_hooks,
     refuse_root_hooks,
@@ -97,7 +98,7 @@ def trace(
 
         def create_node(self, *args: Any, **kwargs: Any) -> torch.fx.Node:
             node = super().create_node(*args, **kwargs)
-            if not torch.is_grad_enabled():  # in a grad-mode region of the forward (the trace enables them)
+            if not torch.is_grad_enabled() and not in_autograd_function():  # a region (the trace enables them)
                 disabled[node] = _innermost_user(traceback.extract_stack())
             return node
 

@@ -247,6 +247,36 @@ def test_a_grad_mode_region_that_needs_no_gradient_is_exported_and_computes_the_
     assert loaded.proj.weight.grad is not None and torch.equal(loaded.proj.weight.grad, model.proj.weight.grad)
 
 
+class _Clamp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x.clamp(-1, 1)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad
+
+
+class CustomFunction(nn.Module):
+    """A custom autograd.Function: its forward runs with gradients disabled, and is no region."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _Clamp.apply(self.proj(x) * 3)
+
+
+@pytest.mark.parametrize("capture", CAPTURES)
+def test_a_custom_autograd_function_is_no_grad_mode_region(capture: str) -> None:
+    model = CustomFunction()
+    loaded = fxgen.load(_export(model, capture, flat=True))
+    loaded.load_state_dict(model.state_dict())
+    assert torch.equal(loaded(X), model(X))
+    assert all(p.requires_grad for p in model.parameters())  # as the capture found them
+
+
 # -- module-global state ---------------------------------------------------------------------
 SCALE = 2.0  # a constant by its name: no note
 fast = True  # a flag: configuration, no note
