@@ -14,6 +14,7 @@ import importlib
 import inspect
 import linecache
 import traceback
+import types
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -81,6 +82,7 @@ def trace(
         importlib.import_module("torch._dynamo")
 
     calls = ModuleCalls()
+    tracer_methods = _methods(base)  # a custom tracer's own frames are not the model's lines
     disabled: dict[torch.fx.Node, tuple[str, int, str] | None] = {}  # node -> the user's line it was made at
 
     class _Tracer(base):  # type: ignore[valid-type, misc]
@@ -99,7 +101,7 @@ def trace(
         def create_node(self, *args: Any, **kwargs: Any) -> torch.fx.Node:
             node = super().create_node(*args, **kwargs)
             if not torch.is_grad_enabled() and not in_autograd_function():  # a region (the trace enables them)
-                disabled[node] = _innermost_user(traceback.extract_stack())
+                disabled[node] = _innermost_user(traceback.extract_stack(), skip=tracer_methods)
             return node
 
     snapshot = Snapshot(module) if preserve else None
@@ -448,17 +450,28 @@ def _in_parametrization(exc: BaseException) -> bool:
     return any("parametriz" in Path(frame.filename).name for frame in traceback.extract_tb(exc.__traceback__))
 
 
+def _methods(tracer_class: type) -> frozenset[tuple[str, str]]:
+    """(file, name) of each function a tracer class outside torch defines (Hugging Face's
+    ``HFTracer.create_proxy``)."""
+    return frozenset((code.co_filename, code.co_name) for cls in tracer_class.__mro__
+                     if not cls.__module__.startswith("torch.") for value in vars(cls).values()
+                     if isinstance(code := getattr(value, "__code__", None), types.CodeType))  # fmt: skip
+
+
 def _user_frame(exc: BaseException) -> tuple[str, int, str] | None:
     """The innermost traceback frame outside torch and fxgen: where the user's code failed."""
     return _innermost_user(traceback.extract_tb(exc.__traceback__))
 
 
-def _innermost_user(frames: Iterable[traceback.FrameSummary]) -> tuple[str, int, str] | None:
-    """The innermost of ``frames`` outside torch and fxgen."""
+def _innermost_user(frames: Iterable[traceback.FrameSummary],
+                    skip: frozenset[tuple[str, str]] = frozenset()) -> tuple[str, int, str] | None:  # fmt: skip
+    """The innermost of ``frames`` outside torch and fxgen and not a function ``skip`` names (by
+    file and name)."""
     torch_dir = str(Path(torch.__file__).parent)
     here = str(Path(__file__).parent)
     found = None
     for frame in frames:
-        if not frame.filename.startswith((torch_dir, here)) and frame.lineno is not None:
+        if (not frame.filename.startswith((torch_dir, here)) and frame.lineno is not None
+                and (frame.filename, frame.name) not in skip):  # fmt: skip
             found = (frame.filename, frame.lineno, frame.name)
     return found

@@ -193,6 +193,18 @@ def test_a_grad_mode_region_is_refused_at_its_line(kind: str, capture: str) -> N
     assert "self.frozen(x)" in str(caught.value)
 
 
+class _Tracer(torch.fx.Tracer):
+    """A custom tracer whose own frames lie between the model's line and the node (as HFTracer's)."""
+
+    def create_proxy(self, *args: Any, **kwargs: Any) -> torch.fx.Proxy:
+        return super().create_proxy(*args, **kwargs)
+
+
+def test_a_grad_mode_region_is_named_at_the_models_line_under_a_custom_tracer() -> None:
+    with pytest.raises(ExportError, match=r"\(in forward: `x = self\.frozen\(x\)`\)"):
+        _export(Frozen("no_grad"), "trace", tracer_class=_Tracer)
+
+
 @pytest.mark.parametrize("capture", CAPTURES)
 def test_a_grad_mode_region_is_refused_when_export_itself_runs_without_gradients(capture: str) -> None:
     with torch.no_grad(), pytest.raises(ExportError, match="runs with gradients disabled"):
