@@ -146,3 +146,29 @@ class Embed(nn.Module):
 
     def forward(self, x: torch.Tensor, kinds: torch.Tensor) -> torch.Tensor:
         return self.emb(x) + kinds.unsqueeze(-1)
+
+
+class FrozenStem(nn.Module):
+    """Runs its stem without gradients: export refuses the region (a spec has none)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Linear(4, 4)
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            x = self.stem(x)
+        return self.head(x)
+
+
+calls = {"count": 0}  # module-global state a forward reads
+
+
+class ReadsCount(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) + calls["count"]

@@ -30,6 +30,7 @@ import torch
 import torch.fx
 
 from fxgen._errors import ExportError
+from fxgen.capture.effects import hook_mark, refuse_new_hooks, refuse_root_hooks
 from fxgen.capture.preserve import Snapshot
 from fxgen.capture.trace import at_user_line
 
@@ -123,19 +124,28 @@ def capture_dynamo(
         seen.append((gm, list(graph_inputs)))
 
         def run(*args: Any) -> Any:
-            out = gm.forward(*args)
+            with torch.no_grad():  # (captured with gradients, to record grad-mode regions: none are kept)
+                out = gm.forward(*args)
             returned.append(tuple(out) if isinstance(out, (tuple, list)) else (out,))
             return out
 
         return run
 
+    refuse_root_hooks(module)
     snapshot = Snapshot(module)
+    mark = hook_mark()
     torch.compiler.reset()  # a fresh capture: no earlier compile's cache entries or limits
     try:
         compiled = torch.compile(module, backend=backend, fullgraph=True, dynamic=False)
-        with torch.no_grad(), torch.random.fork_rng():
+        # With gradients enabled, Dynamo records the forward's grad-mode regions (``torch.no_grad()``
+        # is ``torch._C._set_grad_enabled(False)`` in the graph), which ``fxgen.capture.effects``
+        # judges; the captured graph itself runs without them. No parameter requires a gradient
+        # meanwhile: Dynamo then inlines a custom autograd.Function's forward, as without
+        # gradients, where it would otherwise record a higher-order op no spec can write.
+        with torch.enable_grad(), torch.random.fork_rng(), _no_parameter_requires_grad(module):
             torch.manual_seed(0)
             result = compiled(**clones, **kwargs)
+        refuse_new_hooks(module, mark)
     except ExportError:
         raise
     except Exception as exc:
@@ -151,10 +161,23 @@ def capture_dynamo(
 
 
 @contextlib.contextmanager
+def _no_parameter_requires_grad(module: torch.nn.Module) -> Iterator[None]:
+    """``requires_grad`` off on every parameter of ``module`` that has it, and on again after."""
+    trained = [p for p in module.parameters() if p.requires_grad]
+    try:
+        for parameter in trained:
+            parameter.requires_grad_(False)
+        yield
+    finally:
+        for parameter in trained:
+            parameter.requires_grad_(True)
+
+
+@contextlib.contextmanager
 def kept_state(module: torch.nn.Module) -> Iterator[None]:
     """Put back the values of ``module``'s buffers after running it (a forward may update one in
     place, as batch norm does in training mode) and the global random state. Parameters are not
-    copied (a model's size again): the capture runs without gradients, so nothing updates them."""
+    copied (a model's size again): the captured graph runs without gradients, so nothing updates them."""
     tensors = [(t, t.detach().clone()) for t in module.buffers()]
     with torch.random.fork_rng():
         try:

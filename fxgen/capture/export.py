@@ -14,6 +14,7 @@ import torch.fx
 
 from fxgen._errors import ExportError
 from fxgen.capture.blocks import keep_blocks
+from fxgen.capture.effects import NotRecorded
 from fxgen.capture.hierarchy import TraceOptions
 from fxgen.capture.keywords import torch_keywords
 from fxgen.capture.trace import LeafSpec, trace
@@ -120,7 +121,7 @@ def capture_graph(
             return trace(module, concrete_args=concrete_args, leaf_modules=leaves,
                          autowrap_functions=autowrap_functions, tracer_class=tracer_class), None  # fmt: skip
         except ExportError as exc:
-            if capture == "trace":
+            if capture == "trace" or isinstance(exc, NotRecorded):
                 raise
             if example_inputs is None:
                 raise ExportError(f"{exc.message}; or pass example_inputs (--example-input) to capture it with "

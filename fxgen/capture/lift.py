@@ -20,19 +20,24 @@ the GraphModule must give, bit for bit, what the captured graph gave on the exam
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import torch
 import torch.fx
 
-from fxgen._errors import ExportError
+from fxgen._errors import ExportError, Location
 from fxgen.capture.dynamo import Captured
+from fxgen.capture.effects import (
+    NOTES_KEY,
+    disabled_regions,
+    global_state_notes,
+    refuse_grad_regions,
+)
 from fxgen.capture.fold import fold_modules, public_callables
+from fxgen.capture.trace import at_user_line
 
 __all__ = ["NOTES_KEY", "attribute_at", "lift", "shallow_root", "tensor_paths"]
-
-
-NOTES_KEY = "fxgen_capture_notes"  # GraphModule.meta: what the user should know about the capture
 
 
 def tensor_paths(module: torch.nn.Module) -> dict[int, str]:
@@ -124,8 +129,9 @@ def _lift(captured: Captured, module: torch.nn.Module, is_leaf: Any) -> torch.fx
             node.replace_all_uses_with(replacement)
             graph.erase_node(node)
     _restructure_output(graph, captured, new_inputs, lambda tensor, before: attribute(tensor, before))
+    refuse_grad_regions(graph, module, disabled_regions(graph), _where)
     fold_modules(graph, module, values, is_leaf)
-    notes = public_callables(graph, constants)
+    notes = [*public_callables(graph, constants), *global_state_notes(module)]
     graph.lint()
     root = shallow_root(module, constants)
     lifted = TracedGraphModule(root, graph, class_name=type(module).__name__)
@@ -134,6 +140,12 @@ def _lift(captured: Captured, module: torch.nn.Module, is_leaf: Any) -> torch.fx
     _check_same(lifted, captured)
     lifted.meta[NOTES_KEY] = notes
     return lifted
+
+
+def _where(node: torch.fx.Node) -> tuple[Location | None, str]:
+    """The user's line Dynamo recorded for ``node`` (its stack trace's innermost frame)."""
+    found = re.findall(r'File "([^"]+)", line (\d+), in (\S+)', str(node.meta.get("stack_trace") or ""))
+    return at_user_line((found[-1][0], int(found[-1][1]), found[-1][2]) if found else None)
 
 
 def _detached_copy(graph: torch.fx.Graph, inputs: list[str]) -> tuple[torch.fx.Graph, dict[str, torch.fx.Node]]:

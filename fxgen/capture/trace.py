@@ -14,6 +14,7 @@ import importlib
 import inspect
 import linecache
 import traceback
+import types
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -23,6 +24,15 @@ import torch
 import torch.fx
 
 from fxgen._errors import ExportError, Location
+from fxgen.capture.effects import (
+    NOTES_KEY,
+    global_state_notes,
+    hook_mark,
+    in_autograd_function,
+    refuse_grad_regions,
+    refuse_new_hooks,
+    refuse_root_hooks,
+)
 from fxgen.capture.preserve import Snapshot
 from fxgen.construct.modules import set_attr_path
 from fxgen.describe.to_spec import Submodules
@@ -60,8 +70,17 @@ def trace(
 
     Its Python code is generated when first used (``code``, ``forward``, printing): export
     itself only reads the graph. ``preserve=False``: the caller restores the model itself (one
-    snapshot around many traces of its parts: ``fxgen.capture.hierarchy``).
+    snapshot around many traces of its parts: ``fxgen.capture.hierarchy``) and has checked the
+    model's hooks and grad-mode regions.
+
+    What the graph cannot record is refused (``fxgen.capture.effects``): hooks on the model
+    itself or global ones, hooks the forward registers, and grad-mode regions that change a
+    gradient (the trace runs with gradients enabled, and each node records whether it was
+    created with them disabled). Module-global state the forward reads is noted in
+    ``gm.meta[NOTES_KEY]``.
     """
+    if preserve and isinstance(module, torch.nn.Module):
+        refuse_root_hooks(module)
     if isinstance(module, torch.fx.GraphModule):
         return module
     if not isinstance(module, torch.nn.Module):
@@ -76,6 +95,8 @@ def trace(
         importlib.import_module("torch._dynamo")
 
     calls = ModuleCalls()
+    tracer_methods = _methods(base)  # a custom tracer's own frames are not the model's lines
+    disabled: dict[torch.fx.Node, tuple[str, int, str] | None] = {}  # node -> the user's line it was made at
 
     class _Tracer(base):  # type: ignore[valid-type, misc]
         def is_leaf_module(self, m: torch.nn.Module, qualname: str) -> bool:
@@ -90,6 +111,12 @@ def trace(
             calls.record(path if count == 0 else f"{path}@{count}", args, kwargs, result)
             return result
 
+        def create_node(self, *args: Any, **kwargs: Any) -> torch.fx.Node:
+            node = super().create_node(*args, **kwargs)
+            if not torch.is_grad_enabled() and not in_autograd_function():  # a region (the trace enables them)
+                disabled[node] = _innermost_user(traceback.extract_stack(), skip=tracer_methods)
+            return node
+
     snapshot = Snapshot(module) if preserve else None
     if snapshot is not None and snapshot.proxies:
         raise ExportError(
@@ -98,15 +125,22 @@ def trace(
             "model again, or clear them, before export"
         )
     tracer: torch.fx.Tracer | None = None
+    mark = hook_mark()
     try:
         tracer = _Tracer(autowrap_functions=tuple(autowrap_functions)) if autowrap_functions else _Tracer()
-        graph = tracer.trace(module, concrete_args)
+        with torch.enable_grad():
+            graph = tracer.trace(module, concrete_args)
         _lint(graph)
+        if preserve:  # (the traces of a model's parts: their regions were judged in the whole model's)
+            refuse_new_hooks(module, mark)
+            refuse_grad_regions(graph, tracer.root, set(disabled), lambda node: at_user_line(disabled[node]))
         resolve_annotations(graph, module)
         gm = TracedGraphModule(tracer.root, graph, class_name=type(module).__name__)
         fix_buffers(gm, module)
         declare_unread_state(gm, module)
         gm.meta[CALLS_KEY] = calls
+        if preserve:
+            gm.meta[NOTES_KEY] = global_state_notes(module)
         return gm
     except ExportError:
         raise
@@ -429,12 +463,28 @@ def _in_parametrization(exc: BaseException) -> bool:
     return any("parametriz" in Path(frame.filename).name for frame in traceback.extract_tb(exc.__traceback__))
 
 
+def _methods(tracer_class: type) -> frozenset[tuple[str, str]]:
+    """(file, name) of each function a tracer class outside torch defines (Hugging Face's
+    ``HFTracer.create_proxy``)."""
+    return frozenset((code.co_filename, code.co_name) for cls in tracer_class.__mro__
+                     if not cls.__module__.startswith("torch.") for value in vars(cls).values()
+                     if isinstance(code := getattr(value, "__code__", None), types.CodeType))  # fmt: skip
+
+
 def _user_frame(exc: BaseException) -> tuple[str, int, str] | None:
     """The innermost traceback frame outside torch and fxgen: where the user's code failed."""
+    return _innermost_user(traceback.extract_tb(exc.__traceback__))
+
+
+def _innermost_user(frames: Iterable[traceback.FrameSummary],
+                    skip: frozenset[tuple[str, str]] = frozenset()) -> tuple[str, int, str] | None:  # fmt: skip
+    """The innermost of ``frames`` outside torch and fxgen and not a function ``skip`` names (by
+    file and name)."""
     torch_dir = str(Path(torch.__file__).parent)
     here = str(Path(__file__).parent)
     found = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if not frame.filename.startswith((torch_dir, here)) and frame.lineno is not None:
+    for frame in frames:
+        if (not frame.filename.startswith((torch_dir, here)) and frame.lineno is not None
+                and (frame.filename, frame.name) not in skip):  # fmt: skip
             found = (frame.filename, frame.lineno, frame.name)
     return found
