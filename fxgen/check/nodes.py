@@ -24,7 +24,7 @@ __all__ = ["NodeChecks"]
 
 
 class NodeChecks(CheckerBase):
-    """The checks of ``nodes``, on top of the shared state; ``_validate._Checker`` adds the declarations."""
+    """The checks of ``nodes``, on top of the shared state; ``fxgen.check.declarations.Checker`` adds the declarations."""
 
     def check_nodes(self) -> None:
         nodes: list[dict[str, Any]] = self.data["nodes"]

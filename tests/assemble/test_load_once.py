@@ -21,7 +21,9 @@ from hypothesis import strategies as st
 import fxgen
 from fxgen.assemble import load as loading
 from fxgen.assemble import module as building
+from fxgen.check import declarations
 from fxgen.check import validate as validation
+from fxgen.construct.draws import draw_plan
 from fxgen.construct.graph import build_graph
 from fxgen.construct.modules import construct_call, set_attr_path
 from fxgen.policy.policy import DEFAULT_POLICY
@@ -170,14 +172,14 @@ def test_an_unvalidated_spec_object_still_builds_as_before() -> None:
 
 def _spy(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     calls: dict[str, list[Any]] = {"real": [], "meta": [], "build": []}
-    real_call, meta_build, build_call = loading.construct_call, validation._meta_build, building.construct_call
+    real_call, meta_build, build_call = loading.construct_call, declarations._meta_build, building.construct_call
 
     def counted(cls: type, args: Any, kwargs: Any, device: Any) -> Any:
         calls["real" if device is None else "meta"].append(cls)
         return real_call(cls, args, kwargs, device)
 
     monkeypatch.setattr(loading, "construct_call", counted)
-    monkeypatch.setattr(validation, "_meta_build", lambda entry, cls: calls["meta"].append(cls) or meta_build(entry, cls))
+    monkeypatch.setattr(declarations, "_meta_build", lambda entry, cls: calls["meta"].append(cls) or meta_build(entry, cls))
     monkeypatch.setattr(building, "construct_call", lambda *a, **k: calls["build"].append(a) or build_call(*a, **k))
     return calls
 
@@ -187,7 +189,7 @@ def test_loading_a_path_constructs_each_module_once(monkeypatch: pytest.MonkeyPa
     fxgen.load(copy.deepcopy(TREE))
     assert len(calls["real"]) == len(TREE["modules"]) and not calls["meta"] and not calls["build"]
     # TREE's generated __init__ draws enc.extra between enc.1 and unused: validation made it there
-    assert validation._draw_plan(TREE) is not None
+    assert draw_plan(TREE) is not None
 
 
 def test_construction_order_follows_the_generated_init() -> None:
@@ -208,8 +210,8 @@ def test_a_spec_whose_draws_keep_their_order_is_made_as_declared() -> None:
     already (zeros and literal values do not draw)."""
     data = copy.deepcopy(TREE)
     data["parameters"]["enc.extra"]["init"] = "zeros"
-    assert validation._draw_plan(data) is None
-    assert all(validation._draw_plan(reader.read_document(path).data) is None for path in EXAMPLES)
+    assert draw_plan(data) is None
+    assert all(draw_plan(reader.read_document(path).data) is None for path in EXAMPLES)
 
 
 def test_validating_alone_still_builds_on_meta_once_per_call(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -339,10 +339,11 @@ def test_an_explicit_name_may_not_take_torch_fx_s_name_for_an_earlier_unnamed_no
 def test_identical_constructor_calls_are_tried_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Models repeat blocks: each distinct constructor call is tried on the meta device once,
     and a failing call is still reported at every module that makes it."""
+    from fxgen.check import declarations
     from fxgen.check import validate as validation
     calls: list[Any] = []
-    real = validation._meta_build
-    monkeypatch.setattr(validation, "_meta_build", lambda entry, cls: calls.append(entry) or real(entry, cls))
+    real = declarations._meta_build
+    monkeypatch.setattr(declarations, "_meta_build", lambda entry, cls: calls.append(entry) or real(entry, cls))
     good = {"class": "torch.nn.Linear", "args": [4, 4]}
     bad = {"class": "torch.nn.Linear", "args": [4, -5]}
     spec = {"fxgen": 1, "name": "Repeat",

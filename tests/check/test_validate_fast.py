@@ -1,4 +1,4 @@
-"""The one-walk check of node values (``plain_refs``, ``_Checker.clean_values``) against the
+"""The one-walk check of node values (``plain_refs``, ``Checker.clean_values``) against the
 full checks it lets validation skip: the same diagnostics, in the same order, for any values."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from fxgen._errors import SpecError
 from fxgen.check.checker import _tagged
+from fxgen.check.declarations import Checker
 from fxgen.check.nodes import _size_paths
-from fxgen.check.validate import _Checker, validate_data
+from fxgen.check.validate import validate_data
 from fxgen.policy.policy import DEFAULT_POLICY
 from fxgen.read.reader import parse_text
 from fxgen.spec.values import DTYPES, decode, iter_refs, plain_refs
@@ -108,12 +109,12 @@ def _outcome(data: dict[str, Any]) -> Any:
 def test_same_diagnostics_with_and_without_the_one_walk_check(nodes: list[dict[str, Any]]) -> None:
     data = _spec([{**node, "name": f"n{i}"} if node["op"] != "placeholder" else node for i, node in enumerate(nodes)])
     fast = _outcome(data)
-    original = _Checker.clean_values
-    _Checker.clean_values = lambda self, node, op, defined: False  # type: ignore[method-assign]
+    original = Checker.clean_values
+    Checker.clean_values = lambda self, node, op, defined: False  # type: ignore[method-assign]
     try:
         full = _outcome(data)
     finally:
-        _Checker.clean_values = original  # type: ignore[method-assign]
+        Checker.clean_values = original  # type: ignore[method-assign]
     assert fast == full
 
 
@@ -146,7 +147,7 @@ def test_repeated_constructor_calls_are_bound_once_and_each_reported() -> None:
     assert "torch.nn.modules.linear.Linear" in together[1]
     calls: list[tuple[Any, ...]] = []
 
-    class Counting(_Checker):
+    class Counting(Checker):
         def bind_problem(self, cls: type, entry: dict[str, Any], args: list[Any], kwargs: dict[str, Any]) -> str | None:
             calls.append((cls, repr(entry)))
             return super().bind_problem(cls, entry, args, kwargs)

@@ -1,0 +1,729 @@
+"""The declaration checks of one graph body (modules, parameters, buffers, arguments, named values,
+inputs) and the run of every check over a document: ``Checker`` extends the node checks
+(``fxgen.check.nodes``), which extend what both share (``fxgen.check.checker``).
+
+Nothing a spec names is called here except the allowed nn.Module classes' signatures and their
+construction: on the meta device (for the constructor and get_attr checks), or, when validating for
+a load, by the constructor the load will use, so that each module is constructed once and the build
+keeps it. In format 2 one Checker checks the top class and one more each block, once per distinct
+set of argument values the model constructs it with.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import functools
+import inspect
+import keyword
+import re
+from typing import Any
+
+import torch
+import torch.fx
+
+from fxgen._errors import SpecError, Suggestions
+from fxgen.check.blocks import (
+    bind_written,
+    block_names,
+    class_cycles,
+    class_depth,
+    declaration_problems,
+    float_for_int,
+    format_problems,
+    is_arg,
+    module_values,
+    uses,
+    value_name_problems,
+    value_problems,
+)
+from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES, Construct, MakeTensor
+from fxgen.check.documents import BodyDocument
+from fxgen.check.nodes import NodeChecks
+from fxgen.check.passes import check_passes
+from fxgen.check.schema import check_schema
+from fxgen.check.upgrade import check_version
+from fxgen.construct.draws import draw_plan
+from fxgen.construct.modules import construct_call, same_random_state, set_attr_path
+from fxgen.construct.tensors import shape_problem
+from fxgen.policy.policy import Policy, TargetError
+from fxgen.read.reader import Document
+from fxgen.read.yaml_events import JsonPath
+from fxgen.spec.expr import ExprError
+from fxgen.spec.init import check_init
+from fxgen.spec.literals import literal_problem
+from fxgen.spec.model import ArgSpec, ClassSpec, Spec
+from fxgen.spec.packed import PACKED_TOTAL_LIMIT, PackedError, check_packed, packed_size
+from fxgen.spec.resolve import (
+    BindError,
+    bind,
+    has_arguments,
+    substitute,
+    substitute_declaration,
+    substitute_init,
+    with_values,
+)
+from fxgen.spec.values import DTYPES
+
+__all__ = ["WEIGHTS_DIGEST", "Checker", "run_checks", "validate_body"]
+
+
+WEIGHTS_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")  # what fxgen.write.weights records
+
+
+def run_checks(
+    doc: Document, policy: Policy, construct: Construct | None, make_tensor: MakeTensor | None = None
+) -> tuple[Spec, dict[str, Any] | None]:
+    """Every check of ``doc``: its Spec, and what was constructed for a load (``construct``), by
+    path; a SpecError lists every problem."""
+    check_version(doc)
+    errors = check_schema(doc)
+    if errors:
+        raise SpecError(errors)
+    if doc.data["fxgen"] >= 2:
+        construct = make_tensor = None  # blocks are built by the build itself, from the validated Spec
+    checker = Checker(doc, policy, construct, make_tensor)
+    for where, message in format_problems(doc.data) + class_cycles(doc.data) + class_depth(doc.data):
+        checker.error(where, message)
+    if checker.errors:  # the other checks assume the format's shape and acyclic blocks
+        raise SpecError(checker.errors)
+    if construct is not None and make_tensor is not None:
+        checker.plan = draw_plan(doc.data)
+    state = torch.random.get_rng_state() if make_tensor is not None else None
+    checker.run()
+    checker.check_unused_blocks()
+    if checker.errors:
+        raise SpecError(checker.errors)
+    made: dict[str, Any] | None = checker.constructed
+    if checker.unfinished:  # a module builds on meta only: the build makes everything, and says why
+        if state is not None:
+            torch.random.set_rng_state(state)
+        made = None
+    spec = Spec.from_dict(doc.data, document=doc)
+    bodies: list[tuple[Spec | ClassSpec, list[str | None]]] = [(spec, checker.canonical_types)]
+    bodies += [(spec.classes[name], types) for name, types in checker.block_types.items()]
+    for body, types in bodies:
+        for node, canonical in zip(body.nodes, types, strict=True):
+            node.type = canonical
+            if node.op == "output" and node.name == "output":
+                node.name = None  # torch.fx's own name for it; to_spec leaves it out too
+    for graph in (spec, *(spec.block(name) for name in spec.classes)):
+        if any(node.name is None and node.op != "output" for node in graph.nodes):
+            # torch.fx names unnamed nodes itself ("relu"); a later explicit name may collide with
+            # one of those. Building the bare graph (no modules, no tensors) is the exact check.
+            from fxgen.construct.graph import build_graph
+
+            build_graph(graph, policy)
+    return spec, made
+
+
+def validate_body(outer: Document, prefix: JsonPath, body: dict[str, Any], policy: Policy) -> Spec:
+    """The small spec ``body`` (``{nodes: [...]}``) at ``prefix`` in ``outer``, validated."""
+    return run_checks(BodyDocument(outer, prefix, body), policy, None)[0]
+
+
+def _item(value: Any, path: tuple[Any, ...]) -> Any:
+    """The part of a (schema-valid) declaration value at ``path``."""
+    for key in path:
+        value = value[key]
+    return value
+
+
+_SIMPLE_TYPES: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def _is_a(value: Any, expected: type) -> bool:
+    """``value`` as an argument of ``expected`` type, as a type checker reads it (an int is a
+    float; a bool is not an int)."""
+    if isinstance(value, bool):
+        return expected is bool
+    return isinstance(value, (int, float) if expected is float else expected)
+
+
+class Checker(NodeChecks):
+    """Every check of a graph body: the declarations here, the nodes in ``NodeChecks``. One
+    checks the top class; in format 2, one more checks each block, once per distinct set of
+    argument values the model constructs it with (``instantiate``), or once without values for a
+    block nothing uses."""
+
+    # What a load makes during validation, in order, when that is not the declarations' order.
+    plan: list[tuple[str, str]] | None = None
+
+    def __init__(self, *args: Any, env: dict[str, Any] | None = None, top: Checker | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs, parent=top)
+        self.top = top or self
+        self.blocks = block_names(self.doc.data)
+        self.arguments = list(self.data.get("args", {}))
+        self.value_names = list(self.data.get("values", {}))
+        self.label = f"block {self.scope[1]!r}" if self.scope else f"class {self.doc.data['name']!r}"
+        if top is None:
+            self.block_types: dict[str, list[str | None]] = {}  # block -> its nodes' canonical types
+            self.instantiated: dict[tuple[str, str], Any] = {}  # (block, its values) -> a stand-in module
+            self.active: set[str] = set()  # blocks being checked now (a cycle is reported, not followed)
+            env = self.top_values()
+        self.env = env  # the values of this body's arguments, when known
+
+    def top_values(self) -> dict[str, Any] | None:
+        """The top class's arguments at their defaults (what ``fxgen.load`` builds), or None."""
+        try:
+            return bind({n: ArgSpec.from_data(a) for n, a in self.data.get("args", {}).items()}, [], {})
+        except BindError:
+            return None  # check_arguments reports the missing default
+
+    def run(self) -> None:
+        if not self.scope:
+            self.check_class_name()
+        self.check_arguments()
+        self.check_named_values()
+        self.check_paths()
+        self.check_tensors("parameters")  # before the modules: a plan may create tensors among them
+        self.check_tensors("buffers")
+        self.check_modules()
+        self.check_nodes()
+        if not self.scope:
+            self.check_inputs()
+            check_passes(self, self.data.get("passes", []))
+            self.check_weights_digest()
+
+    def check_body(self, where: JsonPath, body: dict[str, Any]) -> None:
+        """A pass's small spec (``{nodes: [...]}``), validated as a spec of its own, located here."""
+        try:
+            validate_body(self.doc, (*self.scope, *where), body, self.policy)
+        except SpecError as exc:
+            self.errors.extend(exc.diagnostics)
+
+    def check_weights_digest(self) -> None:
+        """``weights_digest`` exactly as fxgen writes it (the schema's pattern, read by Python,
+        lets a trailing newline through)."""
+        digest = self.data.get("weights_digest")
+        if isinstance(digest, str) and not WEIGHTS_DIGEST.fullmatch(digest):
+            self.error(("weights_digest",), f"weights_digest {digest!r} is not 'sha256:' and 64 lowercase hex digits; "
+                       "`fxgen export --weights` writes it: export again, or delete the line to load any weights "
+                       "that fit")  # fmt: skip
+
+    def check_inputs(self) -> None:
+        """``inputs`` names placeholders, and every placeholder without a default (or none)."""
+        inputs = self.data.get("inputs")
+        if inputs is None:
+            if self.data.get("shapes"):
+                self.error(("shapes",), "`shapes: true` needs example inputs: declare them under `inputs:` "
+                           "(`inputs: {x: {shape: [1, 3, 224, 224]}}`)")  # fmt: skip
+            return
+        placeholders = {n.get("name"): n for n in self.data["nodes"] if n["op"] == "placeholder"}
+        for name, entry in inputs.items():
+            if name not in placeholders:
+                known = ", ".join(repr(p) for p in placeholders if p) or "none"
+                self.error(("inputs", name), f"input {name!r} is not a placeholder of the graph (its placeholders: "
+                           f"{known}); name a placeholder", key=True)  # fmt: skip
+            for i, dim in enumerate(entry["shape"]):
+                if isinstance(dim, str) and not IDENTIFIER.fullmatch(dim):
+                    self.error(("inputs", name, "shape", i), f"symbolic dimension {dim!r} is not an identifier; "
+                               "use only letters, digits and _")  # fmt: skip
+                elif isinstance(dim, str) and (keyword.iskeyword(dim) or dim in placeholders):
+                    self.error(("inputs", name, "shape", i), f"symbolic dimension {dim!r} is a keyword or a "
+                               "placeholder's name; choose another name")  # fmt: skip
+        missing = [p for p, n in placeholders.items() if p and p not in inputs and "default" not in n]
+        if missing:
+            self.error(("inputs",), f"inputs: no example for placeholder{'s' * (len(missing) > 1)} "
+                       f"{', '.join(map(repr, missing))}, which {'have' if len(missing) > 1 else 'has'} no default; "
+                       "declare every input without a default", key=True)  # fmt: skip
+
+    # -- format 2: arguments and blocks ------------------------------------------------------
+    def check_arguments(self) -> None:
+        for name, decl in self.data.get("args", {}).items():
+            where: JsonPath = ("args", name)
+            if not IDENTIFIER.fullmatch(name):
+                self.error(where, f"argument name {name!r} is not an identifier; use only letters, digits and _",
+                           key=True)  # fmt: skip
+            elif keyword.iskeyword(name) or keyword.issoftkeyword(name):
+                self.error(where, f"argument name {name!r} is a Python keyword; choose another name", key=True)
+            elif name in ("self", *RESERVED_NAMES) or hasattr(builtins, name) or name in self.top.class_names:
+                self.error(where, f"argument name {name!r} would shadow a name the generated code uses", key=True)
+            arg = ArgSpec.from_data(decl)
+            try:
+                self.policy.resolve_type(arg.type)
+            except TargetError as exc:
+                self.error((*where, "type") if isinstance(decl, dict) else where, f"argument {name!r}: {exc}")
+            if isinstance(decl, dict) and "default" in decl:
+                default = decl["default"]
+                if has_arguments(default):
+                    self.error((*where, "default"), f"argument {name!r}: a default is a constant, not an "
+                               "expression or a module")  # fmt: skip
+                else:
+                    value = self.decode_constant(default, (*where, "default"))
+                    expected = _SIMPLE_TYPES.get(arg.type)
+                    if expected is not None and value is not None and not _is_a(value, expected):
+                        self.error((*where, "default"), f"argument {name!r}: the default {value!r} is not "
+                                   f"{arg.type}; write a default of the declared type")  # fmt: skip
+            elif not self.scope:
+                self.error(where, f"argument {name!r} of the top class needs a default: fxgen.load builds the "
+                           f"model with it (`{name}: {{type: {arg.type}, default: ...}}`)", key=True)  # fmt: skip
+
+    def check_named_values(self) -> None:
+        """The class's named values: their names and expressions (``value_problems``), then,
+        with argument values, what they compute, added to ``env`` for the declarations."""
+        if "values" not in self.data:
+            return
+        for where, message in value_name_problems(self.data, self.top.class_names | RESERVED_NAMES, self.label):
+            self.error(where, message, key=True)
+        problems = value_problems(self.data, self.label)
+        for where, message in problems:
+            self.error(where, message)
+        if problems or self.env is None:
+            self.env = None  # the declarations' structure is still checked, without values
+            return
+        env = self.env
+        for name, text in self.data["values"].items():
+            try:
+                env = with_values(env, {name: text})
+            except ExprError as exc:
+                self.error(("values", name), f"{exc} (with {_shown(self.env)})")
+                self.env = None
+                return
+        self.env = env
+
+    @functools.cached_property
+    def class_names(self) -> frozenset[str]:
+        """The names an ``__init__`` may call: the blocks, the spec's class, and the top-level
+        package of every class the spec declares (an argument must not hide them)."""
+        bodies = [self.doc.data, *self.doc.data.get("classes", {}).values()]
+        roots = {name.split(".")[0] for body in bodies for entry in body.get("modules", {}).values()
+                 for _, name in uses(entry)}  # fmt: skip
+        return frozenset(roots | self.blocks | {self.doc.data["name"]})
+
+    def check_declaration(self, value: Any, where: JsonPath) -> bool:
+        """The expressions in a declaration value name this body's arguments; module values
+        name classes that exist. Reported here, at their own place; True if all is well."""
+        problems = declaration_problems(value, where, self.arguments, self.label, self.value_names)
+        names_ok = True
+        for rel, used in module_values(value):
+            decl = _item(value, rel[:-1])  # the module value's {class, args, kwargs}
+            names_ok = self.check_kwargs(decl.get("kwargs", {}), (*where, *rel[:-1], "kwargs")) and names_ok
+            if used not in self.blocks:
+                try:
+                    self.policy.resolve_module_class(used)
+                except TargetError as exc:
+                    problems.append(((*where, *rel), f"module value: {self.unknown_class(used, exc)}"))
+        for at, message in problems:
+            self.error(at, message)
+        return names_ok and not problems
+
+    def unknown_class(self, name: str, exc: TargetError) -> str:
+        """Why ``name`` is no class: in format 2 a bare name is a block of this spec."""
+        if "." in name or self.doc.data["fxgen"] < 2:
+            return str(exc)
+        close = Suggestions(self.blocks).closest(name)
+        if close:
+            return f"no block {name!r} in this spec; did you mean {close!r}?"
+        known = f" (its blocks: {', '.join(sorted(self.blocks))})" if self.blocks else ""
+        return (f"no block {name!r} in this spec{known}; declare it under `classes`, or write a qualified "
+                "class such as torch.nn.Linear")  # fmt: skip
+
+    def instantiate(self, name: str, values: dict[str, Any]) -> Any:
+        """Check block ``name`` built with ``values`` (once per distinct set of values) and return a
+        stand-in module holding what it declares (for attribute checks), or None if it fails."""
+        top = self.top
+        key = (name, repr(sorted(values.items())))
+        if key in top.instantiated:
+            return top.instantiated[key]
+        if name in top.active:
+            return None  # a cycle, reported by class_cycles
+        top.active.add(name)
+        try:
+            checker = Checker(self.doc, self.policy, scope=("classes", name), env=values, top=top)
+            reported = len(self.errors)
+            checker.run()
+            top.block_types.setdefault(name, checker.canonical_types)
+            top.instantiated[key] = None if len(self.errors) > reported else checker.stand_in(name)
+        finally:
+            top.active.discard(name)
+        return top.instantiated[key]
+
+    def check_unused_blocks(self) -> None:
+        """A block no declaration uses is still checked, without argument values."""
+        for name in sorted(self.blocks - set(self.block_types)):
+            checker = Checker(self.doc, self.policy, scope=("classes", name), env=None, top=self)
+            checker.run()
+            self.block_types[name] = checker.canonical_types
+
+    def stand_in(self, name: str) -> torch.nn.Module:
+        """A module named after the block, holding the modules, parameters and buffers it
+        declares (meta tensors): what get_attr checks and container constructors see of it."""
+        module: torch.nn.Module = type(name, (torch.nn.Module,), {})()
+        for path, instance in self.instances.items():
+            set_attr_path(module, path, instance)
+        for table in ("parameters", "buffers"):
+            for path, entry in self.data.get(table, {}).items():
+                shape = substitute(entry.get("shape", []), self.env or {}) if "value" not in entry else []
+                with contextlib.suppress(Exception):  # reported by check_tensor
+                    tensor = torch.empty(shape, dtype=DTYPES[entry.get("dtype", "float32")], device="meta")
+                    if table == "parameters":
+                        tensor = torch.nn.Parameter(tensor, requires_grad=False)
+                    set_attr_path(module, path, tensor)
+        return module
+
+    def make_value(self, decl: dict[str, Any]) -> torch.nn.Module:
+        """A module value (its arguments substituted) as validation builds it: a block as its
+        stand-in, any other class on the meta device."""
+        name = decl["class"]
+        if name in self.blocks:
+            return self.instantiate(name, self.bind_block(name, decl)) or torch.nn.Module()
+        cls = self.policy.resolve_module_class(name)
+        return construct_call(cls, decl.get("args", []), decl.get("kwargs", {}), "meta", make_module=self.make_value)
+
+    # -- declarations ------------------------------------------------------------------------
+    def check_class_name(self) -> None:
+        name: str = self.data["name"]
+        if not IDENTIFIER.fullmatch(name):
+            self.error(("name",), f"class name {name!r} is not an identifier; use only letters, digits and _")
+        elif keyword.iskeyword(name) or keyword.issoftkeyword(name):
+            self.error(("name",), f"class name {name!r} is a Python keyword; choose another name")
+        elif hasattr(builtins, name) or name in RESERVED_NAMES or name in self.imported_roots:
+            self.error(("name",), f"class name {name!r} would shadow a name the generated code uses; "
+                       "choose another name")  # fmt: skip
+
+    def check_paths(self) -> None:
+        seen: dict[str, str] = {}
+        for table in ("modules", "parameters", "buffers"):
+            for path in self.data.get(table, {}):
+                where = (table, path)
+                problem = _path_problem(path)
+                if problem:
+                    self.error(where, f"path {path!r}: {problem}", key=True)
+                elif path in seen:
+                    self.error(where, f"{path!r} is already declared in `{seen[path]}`; "
+                               "declare each path once", key=True)  # fmt: skip
+                    continue
+                seen[path] = table
+        modules = self.data.get("modules", {})
+        kinds = {"modules": "module", "parameters": "parameter", "buffers": "buffer"}
+        for path, table in seen.items():
+            for i in range(path.count(".")):
+                prefix = path.rsplit(".", i + 1)[0]
+                if prefix in modules:
+                    self.error(
+                        (table, path),
+                        f"{path!r} is inside module {prefix!r}, which owns its own attributes; "
+                        "declare it on a container path instead",
+                        key=True,
+                    )
+                    break
+                if prefix in seen:
+                    self.error((table, path), f"{path!r} is inside {kinds[seen[prefix]]} {prefix!r}, which "
+                               "cannot hold attributes; declare it on another path", key=True)  # fmt: skip
+                    break
+
+    def check_modules(self) -> None:
+        modules = self.data.get("modules", {})
+        for table, path in self.plan or [("modules", path) for path in modules]:
+            if table == "modules":
+                self.check_module(path, modules[path])
+            elif self.make_tensor is not None and path not in self.refused:
+                # A checked tensor whose initialisation comes between module constructions;
+                # one that fails here is left to the build, which reports it.
+                with contextlib.suppress(Exception):
+                    self.constructed[path] = self.make_tensor(table, self.data[table][path])
+
+    def check_module(self, path: str, entry: dict[str, Any]) -> None:
+        where: JsonPath = ("modules", path)
+        written = entry
+        if self.doc.data["fxgen"] >= 2:
+            concrete = self.concrete_module(path, entry, where)
+            if concrete is None:
+                return
+            entry = concrete
+        try:
+            cls = self.policy.resolve_module_class(entry["class"])
+        except TargetError as exc:
+            hint = "; call functions with a call_function node" if "not an nn.Module" in str(exc) else ""
+            self.error((*where, "class"), f"module {path!r}: {self.unknown_class(entry['class'], exc)}{hint}")
+            return
+        args = self.decode_constant(entry.get("args", []), (*where, "args"))
+        kwargs = self.decode_constant(entry.get("kwargs", {}), (*where, "kwargs"), mapping=True)
+        if args is None or kwargs is None:
+            return
+        unfit = self.bind_problem(cls, entry, args, kwargs)
+        if unfit is not None:
+            self.error(where, f"module {path!r}: arguments do not fit {entry['class']}: {unfit}; "
+                       f"its signature is {cls.__name__}{_plain_signature(_signature(cls))}")  # fmt: skip
+            return
+        wrong = float_for_int(_signature(cls), written, args, kwargs) if written is not entry else None
+        if wrong:
+            self.error(where, f"module {path!r}: {wrong} (with {_shown(self.env)}); make it an int: int(...), "
+                       "round(...) or ceil(...)")  # fmt: skip
+            return
+        module, problem = self.build(path, entry, cls)
+        if problem:  # the constructor itself refuses them (types, ranges, devices): say so now, not at load
+            self.error(where, f"module {path!r}: {entry['class']} cannot be built with these arguments: {problem}")
+            return
+        self.module_classes[path] = cls
+        self.instances[path] = module
+
+    def concrete_module(self, path: str, entry: dict[str, Any], where: JsonPath) -> dict[str, Any] | None:
+        """A format-2 declaration with its arguments substituted, for the checks of a format-1
+        one; None when it is checked here already (a block, a module value) or cannot be yet."""
+        ok = self.check_declaration(entry.get("args", []), (*where, "args"))
+        ok = self.check_declaration(entry.get("kwargs", {}), (*where, "kwargs")) and ok
+        local = entry["class"] in self.blocks
+        if not ok or (self.env is None and (local or has_arguments(entry))):
+            return None  # without argument values, the structure is all that can be checked
+        try:
+            concrete = substitute_declaration(entry, self.env or {})
+        except ExprError as exc:
+            self.error(where, f"module {path!r}: {exc} (with {_shown(self.env)})")
+            return None
+        if not self.block_values_bind(entry, where):
+            return None
+        if local:
+            try:
+                values = self.bind_block(entry["class"], concrete, entry)
+            except BindError as exc:
+                self.error(where, f"module {path!r}: {self.unfit_block(entry['class'], exc)}")
+                return None
+            stand_in = self.instantiate(entry["class"], values)
+            if stand_in is not None:
+                self.module_classes[path], self.instances[path] = type(stand_in), stand_in
+            return None
+        if not has_arguments(concrete):
+            return concrete
+        try:  # module values: built now, with the class's constructor, to check the whole call
+            cls = self.policy.resolve_module_class(concrete["class"])
+            module = construct_call(cls, concrete.get("args", []), concrete.get("kwargs", {}), "meta",
+                                    make_module=self.make_value)  # fmt: skip
+        except TargetError as exc:
+            self.error((*where, "class"), f"module {path!r}: {exc}")
+            return None
+        except Exception as exc:
+            text = str(exc).strip().splitlines()
+            self.error(where, f"module {path!r}: {entry['class']} cannot be built with these arguments: "
+                       f"{type(exc).__name__}: {text[0] if text else ''}"[:400])  # fmt: skip
+            return None
+        self.module_classes[path], self.instances[path] = cls, module
+        return None
+
+    def block_values_bind(self, entry: dict[str, Any], where: JsonPath) -> bool:
+        """Each block used as a module value gets arguments that fit it: reported at that
+        value, as the constructor of the enclosing module would only say that it failed."""
+        ok = True
+        for field in ("args", "kwargs"):
+            for rel, used in module_values(entry.get(field)):
+                if used not in self.blocks:
+                    continue
+                at = (field, *rel[:-1])  # the {class, args, kwargs} of the module value
+                try:
+                    raw = _item(entry, at)
+                    self.bind_block(used, substitute_declaration(raw, self.env or {}), raw)
+                except (BindError, ExprError) as exc:
+                    self.error((*where, *at), f"module value: {self.unfit_block(used, exc)}")
+                    ok = False
+        return ok
+
+    def bind_block(self, name: str, decl: dict[str, Any], raw: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Block ``name``'s argument values for a (concrete) declaration of it; BindError if
+        they do not fit, or one is not of its declared type (``raw``: the declaration as
+        written, whose expressions the message quotes)."""
+        params = {n: ArgSpec.from_data(a) for n, a in self.doc.data["classes"][name].get("args", {}).items()}
+        values = bind(params, decl.get("args", []), decl.get("kwargs", {}))
+        written = bind_written(list(params), raw) if raw is not None else {}
+        given = {*list(params)[: len(decl.get("args", []))], *decl.get("kwargs", {})}  # a default is checked itself
+        for arg, param in params.items():
+            expected, value = _SIMPLE_TYPES.get(param.type), values[arg]
+            if arg not in given or expected is None or isinstance(value, dict | list) or _is_a(value, expected):
+                continue
+            source = written.get(arg)
+            got = f"{{arg: {source['arg']}}} gives {value!r} (with {_shown(self.env)})" if is_arg(source) else (
+                f"it is given {value!r}")  # fmt: skip
+            fix = "; make it an int: int(...), round(...) or ceil(...)" if expected is int and isinstance(value, float) \
+                else "; give a value of that type"  # fmt: skip
+            raise BindError(f"argument {arg!r} is {param.type}, but {got}{fix}")
+        return values
+
+    def unfit_block(self, name: str, exc: Exception) -> str:
+        arguments = ", ".join(self.doc.data["classes"][name].get("args", {}))
+        return f"arguments do not fit block {name!r}: {exc}; its arguments are ({arguments})"
+
+    def bind_problem(self, cls: type, entry: dict[str, Any], args: list[Any], kwargs: dict[str, Any]) -> str | None:
+        """Why ``cls``'s signature refuses the (decoded) arguments, or None: bound once per
+        distinct call, as models repeat the same block (binding costs about 10 us)."""
+        call = _call_key(cls, entry)
+        if call not in self.bindings:
+            signature = _signature(cls)
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                self.bindings[call] = _unknown_keyword(signature, kwargs) or str(exc)
+            else:
+                self.bindings[call] = None
+        return self.bindings[call]
+
+    def build(self, path: str, entry: dict[str, Any], cls: type) -> tuple[Any, str | None]:
+        """The module (for attribute checks) and why its constructor refuses the call, or None.
+
+        On the meta device each distinct call is built once. Validating for a load, the load's
+        constructor builds every module; when it fails, the meta build decides whether the spec
+        is wrong (reported here, as always) or only the real build is (left to the build).
+        """
+        if self.construct is not None:
+            try:
+                module = self.construct(path, entry, cls)
+            except Exception:
+                # Only the real build fails (memory, devices): make nothing more here; the load
+                # starts over from the same random state, as for a validated Spec (_validate).
+                self.construct = self.make_tensor = None
+                self.unfinished = True
+            else:
+                self.constructed[path] = module
+                return module, None
+        call = _call_key(cls, entry)
+        if call not in self.meta_builds:
+            self.meta_builds[call] = _meta_build(entry, cls)
+        return self.meta_builds[call]
+
+    def check_tensors(self, table: str) -> None:
+        for path, entry in self.data.get(table, {}).items():
+            reported = len(self.errors)
+            self.check_tensor(table, path, entry)
+            if len(self.errors) > reported:
+                self.refused.add(path)
+
+    def check_tensor(self, table: str, path: str, entry: dict[str, Any]) -> None:
+        where: JsonPath = (table, path)
+        if has_arguments(entry.get("shape")) or has_arguments(entry.get("init")):
+            ok = self.check_declaration(entry.get("shape", []), (*where, "shape"))
+            ok = self.check_declaration(entry.get("init"), (*where, "init")) and ok
+            if not ok or self.env is None:
+                return
+            try:
+                entry = {**entry, "shape": substitute(entry["shape"], self.env)}
+                if "init" in entry:
+                    entry["init"] = substitute_init(entry["init"], self.env)
+            except ExprError as exc:
+                self.error(where, f"{path!r}: {exc} (with {_shown(self.env)})", key=True)
+                return
+        dtype = entry.get("dtype", "float32")
+        if "value" in entry:
+            unfit = literal_problem(entry["value"], dtype)
+            if unfit:
+                self.error((*where, "value", *unfit[0]), f"{path!r}: {unfit[1]}")
+                return
+            try:
+                torch.tensor(entry["value"], dtype=getattr(torch, dtype))
+            except (TypeError, ValueError, RuntimeError) as exc:
+                self.error((*where, "value"), f"{path!r}: value is not a valid {dtype} tensor ({exc}); "
+                           "nested lists must be rectangular: every row the same length")  # fmt: skip
+            return
+        shape = entry["shape"]
+        floats = [i for i, d in enumerate(shape) if not isinstance(d, int)]
+        for i in floats:
+            self.error((*where, "shape", i), f"{path!r}: shape entries are integers; write {int(shape[i])}, "
+                       f"not {shape[i]}")  # fmt: skip
+        if "data" in entry:
+            if not floats:
+                self.check_packed(where, path, entry["data"], shape, dtype)
+            return
+        problem = None if floats else shape_problem(shape, dtype)
+        if problem:
+            self.error((*where, "shape"), f"{path!r}: {problem}")
+            return
+        init = entry.get("init", "zeros")
+        groups = init.get("dirac", {}).get("groups") if isinstance(init, dict) else None
+        if groups is not None and not isinstance(groups, int):
+            self.error((*where, "init", "dirac", "groups"), f"{path!r}: groups is an integer; write {int(groups)}")
+            return
+        problem = None if floats else check_init(init, shape, dtype)
+        if problem:
+            self.error((*where, "init") if "init" in entry else where, f"{path!r}: {problem}")
+        if table == "parameters" and entry.get("requires_grad", True) and not _differentiable(dtype):
+            self.error(where, f"parameter {path!r} has dtype {dtype}, which cannot require gradients; "
+                       "add `requires_grad: false` or declare it as a buffer", key=True)  # fmt: skip
+
+
+    def check_packed(self, where: JsonPath, path: str, data: str, shape: list[int], dtype: str) -> None:
+        """Packed data decodes to exactly its shape and dtype, within the limits (bounded memory)."""
+        self.totals["packed_bytes"] += packed_size(shape, dtype)
+        if self.totals["packed_bytes"] > PACKED_TOTAL_LIMIT:
+            self.error((*where, "data"), f"{path!r}: the spec's packed tensors take more than {PACKED_TOTAL_LIMIT} "
+                       "bytes together; keep large tensors in the weights file as persistent buffers")  # fmt: skip
+            return
+        try:
+            check_packed(data, shape, dtype)
+        except PackedError as exc:
+            self.error((*where, "data"), f"{path!r}: {exc}")
+
+
+def _shown(env: dict[str, Any] | None) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in (env or {}).items()) or "no arguments"
+
+
+@functools.cache
+def _module_attributes() -> frozenset[str]:
+    """Names an nn.Module instance already has (class and instance attributes)."""
+    return frozenset(dir(torch.nn.Module()))
+
+
+@functools.cache
+def _graph_module_attributes() -> frozenset[str]:
+    """Names the root GraphModule has on top of an nn.Module's (``graph``, ``code``, ``meta``...)."""
+    import torch.fx
+
+    return frozenset(dir(torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph()))) - _module_attributes()
+
+
+def _path_problem(path: str) -> str | None:
+    """Why a dotted declaration path cannot be an attribute path, or None. A segment may be any
+    name ``nn.Module.add_module`` accepts (generated code quotes those that are not identifiers):
+    not empty (the schema), and not an attribute every module already has."""
+    for i, segment in enumerate(path.split(".")):
+        if segment in _module_attributes():
+            return f"segment {segment!r} is an nn.Module attribute (nn.Module.{segment}); rename it"
+        if i == 0 and segment in _graph_module_attributes():
+            return f"{segment!r} is an attribute of torch.fx.GraphModule; rename it"
+    return None
+
+
+def _differentiable(dtype: str) -> bool:
+    return DTYPES[dtype].is_floating_point or DTYPES[dtype].is_complex
+
+
+def _plain_signature(signature: inspect.Signature) -> str:
+    return str(signature.replace(return_annotation=inspect.Signature.empty))
+
+
+def _call_key(cls: type, entry: dict[str, Any]) -> tuple[type, str]:
+    """What makes two declarations the same constructor call (its arguments as the spec encodes them)."""
+    return cls, repr((entry.get("args", []), entry.get("kwargs", {})))
+
+
+@functools.cache
+def _signature(cls: type) -> inspect.Signature:
+    return inspect.signature(cls)
+
+
+def _unknown_keyword(signature: inspect.Signature, kwargs: dict[str, Any]) -> str | None:
+    """A keyword the signature has no parameter for, named first: inspect reports a missing
+    argument before it, though the misspelt keyword (``kernel`` for ``kernel_size``) is the cause."""
+    params = signature.parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return None
+    names = [name for name, p in params.items() if p.kind is not inspect.Parameter.POSITIONAL_ONLY]
+    for key in kwargs:
+        if key not in names:
+            close = Suggestions(names).closest(key)
+            return f"got an unexpected keyword argument {key!r}" + (f" (did you mean {close!r}?)" if close else "")
+    return None
+
+
+def _meta_build(entry: dict[str, Any], cls: type) -> tuple[Any, str | None]:
+    """``cls(*args, **kwargs)`` on the meta device (no memory, no initialisation), as load builds
+    it with weights: the module, or None and why the constructor refuses the call.
+
+    It draws nothing from the global generator: a module given an explicit ``device`` builds
+    real tensors even here, and their initialisation must not shift what a load draws.
+    """
+
+    with same_random_state():
+        try:
+            return construct_call(cls, entry.get("args", []), entry.get("kwargs", {}), "meta"), None
+        except Exception as exc:
+            text = str(exc).strip().splitlines()
+            return None, f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
