@@ -173,8 +173,9 @@ def _both_failed(failed: ExportError, traced: ExportError) -> ExportError:
 
 def traced_concrete_args(module: torch.nn.Module, concrete_args: dict[str, Any] | None, example_inputs: Any,
                          example_kwargs: dict[str, Any] | None) -> dict[str, Any] | None:  # fmt: skip
-    """The concrete args ``module`` is traced with: the caller's, and every optional argument (default
-    None) the example inputs do not give, bound to None (``fxgen.capture.frozen.none_defaults``)."""
+    """The concrete args ``module`` is traced with: the caller's, or without them every optional
+    argument (default None) the example inputs do not give, bound to None
+    (``fxgen.capture.frozen.none_defaults``)."""
     given = set(example_kwargs or ())
     if isinstance(example_inputs, Mapping):
         given.update(example_inputs)

@@ -13,7 +13,8 @@ model computes, silently:
   turns a string holding markers into nodes that build it at run time (``str(node)`` pieces
   joined with ``+``);
 - an optional argument left out (``mask=None``) is traced as a Proxy, so the graph computes the
-  branch taken for a tensor: ``none_defaults`` binds it to its default as a concrete argument.
+  branch taken for a tensor: ``none_defaults`` binds it to its default as a concrete argument
+  when the caller fixed none (``concrete_args``) and no example input gives it.
 """
 
 from __future__ import annotations
@@ -202,19 +203,20 @@ def _string_nodes(graph: torch.fx.Graph, text: str, formatted: list[tuple[torch.
 def none_defaults(
     module: torch.nn.Module, concrete_args: dict[str, Any] | None, given: Iterable[str] = ()
 ) -> dict[str, Any] | None:
-    """``concrete_args`` with every ``forward`` parameter whose default is None bound to None,
-    unless it is already bound or ``given`` (an example input names it): traced as a Proxy, such
-    an argument takes the branch of a value (``x + mask``) the model is called without."""
-    if isinstance(module, torch.fx.GraphModule):
+    """Without ``concrete_args``, every ``forward`` parameter whose default is None bound to None
+    unless ``given`` (an example input names it): traced as a Proxy, such an argument takes the
+    branch of a value (``x + mask``) the model is called without. ``concrete_args`` given as they
+    are: they say which arguments are fixed, and every other one is an input (torch.fx's and
+    Hugging Face's ``get_concrete_args``' convention: ``input_ids=None`` is an input there)."""
+    if isinstance(module, torch.fx.GraphModule) or concrete_args is not None:
         return concrete_args
     try:
         parameters = inspect.signature(module.forward).parameters.values()
     except (TypeError, ValueError):
         return concrete_args
-    bound = dict(concrete_args or {})
+    bound: dict[str, Any] = {}
     taken = set(given)
     for p in parameters:
-        if (p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is None and p.name not in bound
-                and p.name not in taken):  # fmt: skip
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is None and p.name not in taken:
             bound[p.name] = None
-    return bound or concrete_args
+    return bound or None

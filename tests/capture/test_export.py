@@ -147,8 +147,7 @@ def test_concrete_args_ahead_of_other_inputs(tmp_path: Path) -> None:
     the placeholders first, and the checks torch.fx writes need no --allow."""
     x, bias = torch.randn(2, 3), torch.randn(3)
     concrete = {"flag": True, "mask": None}
-    example = {"x": x, "bias": bias}  # bias has an example value: traced as an input, not bound to None
-    spec = _round_trip(OptionalInputs(), (x, True, None, bias), tmp_path, concrete_args=concrete, example_inputs=example)
+    spec = _round_trip(OptionalInputs(), (x, True, None, bias), tmp_path, concrete_args=concrete)
     ops = [n.op for n in spec.nodes]
     assert ops[:4] == ["placeholder"] * 4 and "placeholder" not in ops[4:]
     assert {"torch._assert", "torch.fx._symbolic_trace._assert_is_none"} <= {n.target for n in spec.nodes}

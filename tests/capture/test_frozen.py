@@ -56,6 +56,8 @@ def test_an_optional_argument_left_out_is_traced_as_its_default() -> None:
         fxgen.export(_Masked(), example_inputs={"x": x, "mask": x})
     )  # an example gives it a value
     assert torch.equal(given(x, x), x + x)
+    fixed = fxgen.load(fxgen.export(_Masked(), concrete_args={}))  # the caller fixed what is fixed: mask is an input
+    assert torch.equal(fixed(x, x), x + x)
 
 
 class _Checked(nn.Module):
