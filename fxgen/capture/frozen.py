@@ -34,7 +34,7 @@ import torch.fx
 from torch.fx.node import map_aggregate
 from torch.overrides import TorchFunctionMode
 
-__all__ = ["RandomDraws", "none_defaults", "rebuild_strings", "traced_strings"]
+__all__ = ["RandomDraws", "none_defaults", "readable", "rebuild_strings", "traced_strings"]
 
 
 # Random functions whose randomness depends on an argument (dropout's ``train``, an attention's
@@ -150,6 +150,11 @@ def traced_strings() -> Iterator[list[tuple[torch.fx.Proxy, str]]]:
                 delattr(torch.fx.Proxy, name)
             else:
                 setattr(torch.fx.Proxy, name, value)
+
+
+def readable(text: str) -> str:
+    """``text`` with each marker written ``<traced value>`` (an error message tracing formatted)."""
+    return _MARK.sub("<traced value>", text)
 
 
 def rebuild_strings(graph: torch.fx.Graph, formatted: list[tuple[torch.fx.Proxy, str]]) -> str | None:

@@ -23,7 +23,7 @@ import torch
 import torch.fx
 
 from fxgen._errors import ExportError, Location
-from fxgen.capture.frozen import RandomDraws, rebuild_strings, traced_strings
+from fxgen.capture.frozen import RandomDraws, readable, rebuild_strings, traced_strings
 from fxgen.capture.preserve import Snapshot
 from fxgen.construct.modules import set_attr_path
 from fxgen.describe.to_spec import Submodules
@@ -430,7 +430,7 @@ _FIXES = (
 def _trace_error(exc: BaseException, tracer: torch.fx.Tracer | None = None) -> ExportError:
     """One clear message: what failed, the user's line, and the torch.fx guide's fix."""
     frame = _user_frame(exc)
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = readable(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
     fix = next((f for key, f in _FIXES if key in str(exc)), None)
     stack = getattr(tracer, "module_stack", None)
     if fix == _FOREIGN and stack:

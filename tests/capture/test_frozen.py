@@ -32,6 +32,16 @@ def test_a_random_draw_tracing_would_freeze_is_refused_naming_the_line() -> None
     assert info.value.location is not None and info.value.location.line == _Noise.forward.__code__.co_firstlineno + 1
 
 
+def test_with_example_inputs_auto_captures_the_draw_with_dynamo() -> None:
+    with pytest.warns(UserWarning, match="draws random numbers with torch.rand"):
+        loaded = fxgen.load(fxgen.export(_Noise(), example_inputs=torch.zeros(3, 4)))
+    with torch.random.fork_rng():
+        torch.manual_seed(1)
+        expected = _Noise()(torch.zeros(3, 4))
+        torch.manual_seed(1)
+        assert torch.equal(loaded(torch.zeros(3, 4)), expected)
+
+
 def test_a_random_draw_from_traced_values_draws_at_run_time() -> None:
     loaded = fxgen.load(fxgen.export(_TracedNoise(), capture="trace"))
     x = torch.zeros(3, 4)
@@ -81,3 +91,13 @@ def test_a_string_formatted_from_traced_values_is_built_at_run_time(tmp_path: Pa
             AssertionError, match=r"^Input height \(3\) doesn't match model \(2\),   4\.$"
         ):
             model(torch.zeros(3, 4))
+
+
+class _Refuses(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise ValueError(f"cannot take {x.shape[0]} rows")
+
+
+def test_an_error_message_formatted_from_a_traced_value_reads_plainly() -> None:
+    with pytest.raises(fxgen.ExportError, match=r"ValueError: cannot take <traced value> rows"):
+        fxgen.export(_Refuses())
