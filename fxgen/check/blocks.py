@@ -21,7 +21,7 @@ from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.expr import ExprError, names, parse
 from fxgen.spec.values import DECLARATION_TAGS
 
-__all__ = ["block_names", "class_cycles", "declaration_problems", "format_problems", "module_values", "uses"]
+__all__ = ["MAX_BLOCK_DEPTH", "block_names", "class_cycles", "class_depth", "declaration_problems", "format_problems", "module_values", "uses"]
 
 Problem = tuple[JsonPath, str]
 
@@ -104,34 +104,85 @@ def module_values(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tupl
             yield from module_values(item, (*path, key))
 
 
+MAX_BLOCK_DEPTH = 32
+"""Blocks nest at most this deep (a block in a block ... in the model's class): exported models
+nest a few levels, and checking, building and running a block each take Python stack frames."""
+
+
+def _block_graph(data: dict[str, Any]) -> dict[str, list[tuple[JsonPath, str]]]:
+    """Each block -> the blocks its declarations use, with where (``""``: the model's class)."""
+    blocks = block_names(data)
+    bodies: dict[str, tuple[JsonPath, dict[str, Any]]] = {"": ((), data)}
+    bodies.update({name: (("classes", name), data["classes"][name]) for name in blocks})
+    return {name: [((*prefix, "modules", path, *rel), used)
+                   for path, entry in body.get("modules", {}).items()
+                   for rel, used in uses(entry) if used in blocks]
+            for name, (prefix, body) in bodies.items()}  # fmt: skip
+
+
 def class_cycles(data: dict[str, Any]) -> list[Problem]:
     """Blocks that contain themselves, through their own modules or others' (located at the
-    declaration that closes the cycle)."""
-    blocks = block_names(data)
-    graph: dict[str, list[tuple[JsonPath, str]]] = {}
-    for name in blocks:
-        body = data["classes"][name]
-        graph[name] = [(("classes", name, "modules", path, *rel), used)
-                       for path, entry in body.get("modules", {}).items()
-                       for rel, used in uses(entry) if used in blocks]  # fmt: skip
+    declaration that closes the cycle). A walk with its own stack: a chain of blocks may be
+    longer than Python's recursion limit."""
+    graph = _block_graph(data)
     problems: list[Problem] = []
     state: dict[str, int] = {}  # 1: on the current path, 2: done
-
-    def visit(name: str, trail: list[str]) -> None:
-        state[name] = 1
-        for where, used in graph[name]:
-            if state.get(used) == 1:
-                cycle = " -> ".join([*trail[trail.index(used):], name, used]) if used in trail else f"{name} -> {used}"
-                problems.append((where, f"block {used!r} contains itself ({cycle}); a block cannot be built "
-                                        "from itself"))  # fmt: skip
-            elif used not in state:
-                visit(used, [*trail, name])
-        state[name] = 2
-
-    for name in sorted(blocks):
-        if name not in state:
-            visit(name, [])
+    for root in sorted(block_names(data)):
+        if root in state:
+            continue
+        state[root] = 1
+        stack = [(root, iter(graph[root]))]
+        while stack:
+            name, todo = stack[-1]
+            for where, used in todo:
+                if state.get(used) == 1:
+                    trail = [n for n, _ in stack[:-1]]
+                    cycle = " -> ".join([*trail[trail.index(used):], name, used]) if used in trail else f"{name} -> {used}"
+                    problems.append((where, f"block {used!r} contains itself ({cycle}); a block cannot be built "
+                                            "from itself"))  # fmt: skip
+                elif used not in state:
+                    state[used] = 1
+                    stack.append((used, iter(graph[used])))
+                    break
+            else:
+                state[name] = 2
+                stack.pop()
     return problems
+
+
+def class_depth(data: dict[str, Any]) -> list[Problem]:
+    """Blocks nested deeper than ``MAX_BLOCK_DEPTH``, reported once, at the declaration that
+    goes one level too deep on the deepest chain (from the model's class, or else from a block
+    nothing uses). Nothing for blocks in a cycle (``class_cycles`` reports those)."""
+    graph = _block_graph(data)
+    heights: dict[str, int] = {}  # block -> the blocks on its longest chain, itself included
+    for root in sorted(graph):
+        stack, on_path = [(root, iter(graph[root]))], {root}
+        while stack:
+            name, todo = stack[-1]
+            for _, used in todo:
+                if used in on_path:
+                    return []
+                if used not in heights:
+                    stack.append((used, iter(graph[used])))
+                    on_path.add(used)
+                    break
+            else:
+                stack.pop()
+                on_path.discard(name)
+                heights[name] = (name != "") + max((heights[u] for _, u in graph[name]), default=0)
+    start = max(sorted(graph), key=lambda name: (heights[name], name == ""))
+    if heights[start] <= MAX_BLOCK_DEPTH:
+        return []
+    chain, level, name = [start or data.get("name", "")], int(start != ""), start
+    while True:
+        where, name = max(graph[name], key=lambda use: heights[use[1]])  # the first of the deepest
+        chain.append(name)
+        level += 1
+        if level > MAX_BLOCK_DEPTH:
+            shown = " -> ".join(chain if len(chain) <= 6 else [*chain[:3], "...", *chain[-2:]])
+            return [(where, f"block {name!r} nests blocks {level} deep here ({shown}); blocks nest at most "
+                            f"{MAX_BLOCK_DEPTH} deep: declare some of them in the blocks that use them instead")]  # fmt: skip
 
 
 def declaration_problems(value: Any, where: JsonPath, arguments: list[str], scope: str) -> list[Problem]:

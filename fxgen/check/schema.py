@@ -197,6 +197,10 @@ def check_schema(doc: Document) -> list[Diagnostic]:
 
 def _diagnostic(doc: Document, error: ValidationError) -> Diagnostic:
     if error.validator in ("anyOf", "oneOf") and error.context:
+        non_finite = _non_finite(error)
+        if non_finite:
+            path = tuple(error.absolute_path)
+            return Diagnostic(doc.locate(path), f"{_describe(path)}{non_finite}")
         error = _deepest(error)
     path = tuple(error.absolute_path)
     where = _describe(path)
@@ -212,6 +216,25 @@ def _diagnostic(doc: Document, error: ValidationError) -> Diagnostic:
     if "propertyNames" in error.relative_schema_path and isinstance(error.instance, str):
         return Diagnostic(doc.key_location((*path, error.instance)), f"{where}{_key_message(error)}")
     return Diagnostic(doc.locate(path), f"{where}{_message(error, path)}")
+
+
+_NON_FINITE = {"nan": "NaN", "inf": "an infinity", "-inf": "an infinity"}
+
+
+def _non_finite(error: ValidationError) -> str | None:
+    """A NaN or an infinity (``{float: nan}``, what YAML's ``.nan`` reads as) where only a number
+    fits: said so, where the deepest alternative is the ``{arg: ...}`` mapping it is not."""
+    value = error.instance
+    if not (isinstance(value, dict) and list(value) == ["float"] and value["float"] in _NON_FINITE):
+        return None
+    numbers = [e.schema for e in error.context or [] if e.validator == "type" and isinstance(e.schema, dict)
+               and e.validator_value in ("number", "integer")]  # fmt: skip
+    if not numbers:
+        return None
+    wanted = "an integer" if numbers[0]["type"] == "integer" else "a finite number"
+    if "minimum" in numbers[0]:
+        wanted += f" of at least {numbers[0]['minimum']}"
+    return f"{{float: {value['float']}}} ({_NON_FINITE[value['float']]}) is not allowed here; write {wanted}"
 
 
 def _deepest(error: ValidationError) -> ValidationError:

@@ -29,6 +29,7 @@ from fxgen._errors import Location, SpecError, Suggestions
 from fxgen.check.blocks import (
     block_names,
     class_cycles,
+    class_depth,
     declaration_problems,
     format_problems,
     module_values,
@@ -39,11 +40,13 @@ from fxgen.check.nodes import NodeChecks
 from fxgen.check.passes import check_passes
 from fxgen.check.schema import check_schema
 from fxgen.construct.modules import construct_call, same_random_state, set_attr_path
+from fxgen.construct.tensors import shape_problem
 from fxgen.policy.policy import DEFAULT_POLICY, Policy, TargetError
 from fxgen.read.reader import Document, parse_text, read_document
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.expr import ExprError
 from fxgen.spec.init import check_init, init_call
+from fxgen.spec.literals import literal_problem
 from fxgen.spec.model import FORMAT_VERSION, ArgSpec, ClassSpec, Spec
 from fxgen.spec.packed import PACKED_TOTAL_LIMIT, PackedError, check_packed, packed_size
 from fxgen.spec.resolve import (
@@ -104,7 +107,7 @@ def _validate(
     if doc.data["fxgen"] >= 2:
         construct = make_tensor = None  # blocks are built by the build itself, from the validated Spec
     checker = _Checker(doc, policy, construct, make_tensor)
-    for where, message in format_problems(doc.data) + class_cycles(doc.data):
+    for where, message in format_problems(doc.data) + class_cycles(doc.data) + class_depth(doc.data):
         checker.error(where, message)
     if checker.errors:  # the other checks assume the format's shape and acyclic blocks
         raise SpecError(checker.errors)
@@ -618,6 +621,10 @@ class _Checker(NodeChecks):
                 return
         dtype = entry.get("dtype", "float32")
         if "value" in entry:
+            unfit = literal_problem(entry["value"], dtype)
+            if unfit:
+                self.error((*where, "value", *unfit[0]), f"{path!r}: {unfit[1]}")
+                return
             try:
                 torch.tensor(entry["value"], dtype=getattr(torch, dtype))
             except (TypeError, ValueError, RuntimeError) as exc:
@@ -632,6 +639,10 @@ class _Checker(NodeChecks):
         if "data" in entry:
             if not floats:
                 self.check_packed(where, path, entry["data"], shape, dtype)
+            return
+        problem = None if floats else shape_problem(shape, dtype)
+        if problem:
+            self.error((*where, "shape"), f"{path!r}: {problem}")
             return
         init = entry.get("init", "zeros")
         groups = init.get("dirac", {}).get("groups") if isinstance(init, dict) else None

@@ -9,6 +9,7 @@ refused after a bounded amount of work and memory). Scalars are resolved by :mod
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,17 @@ JsonPath = tuple[str | int, ...]
 
 
 MAX_DEPTH = 64  # values nest a few levels; anything deeper is an attack or a mistake
+
+
+_TOO_DEEP = f"spec nests deeper than {MAX_DEPTH} levels; flatten it"
+
+
+# libyaml's own nesting limit (1000 levels, in the libyaml that PyYAML 6.0.4's wheels bundle): its
+# scanner looks ahead past a flow collection's start, so it can fire before ``MAX_DEPTH`` is seen
+_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
+
+
+_LINE_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")  # what libyaml counts as a new line
 
 
 MAX_VALUES = 1_600_000  # values after alias expansion (a 100,000-node spec has ~700,000); caps memory near 1 GiB
@@ -107,6 +119,8 @@ class Builder:
                 loader.dispose()
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
+            if exc.problem == _LIBYAML_TOO_DEEP and mark is not None:
+                self._too_deep(text, mark)
             loc = Location(self.path, mark.line + 1, mark.column + 1) if mark else Location(self.path, 1, 1)
             problem = exc.problem or exc.context or "invalid YAML"
             if exc.problem and exc.context and exc.context_mark and exc.context_mark is not mark:
@@ -117,6 +131,21 @@ class Builder:
             raise SpecError.at(loc, "YAML syntax error: " + problem.replace("\n", " ")) from None
         except yaml.YAMLError as exc:
             raise SpecError.at(Location(self.path, 1, 1), f"YAML syntax error: {exc}") from None
+
+    def _too_deep(self, text: str, mark: yaml.Mark) -> None:
+        """Refuse text that libyaml found nested too deeply as any deeper than ``MAX_DEPTH``:
+        with fxgen's message, at the value that passes ``MAX_DEPTH`` (the text before libyaml's
+        mark, read again, gets that far: its end lets the scanner hand on every token it holds),
+        whichever release of PyYAML a fresh install picked."""
+        start = 0
+        for _, found in zip(range(mark.line), _LINE_BREAK.finditer(text), strict=False):
+            start = found.end()
+        try:
+            Builder(self.path, construct=False).build(text[: start + mark.column])
+        except SpecError as exc:
+            if exc.diagnostics[0].message == _TOO_DEEP:
+                raise
+        raise SpecError.at(Location(self.path, mark.line + 1, mark.column + 1), _TOO_DEEP) from None
 
     def _loc(self, event: yaml.Event) -> Location:
         return Location(self.path, *_position(event))
@@ -144,7 +173,7 @@ class Builder:
                         self._key(stack, event)
                     continue
                 if parent.depth >= MAX_DEPTH:
-                    raise SpecError.at(self._loc(event), f"spec nests deeper than {MAX_DEPTH} levels; flatten it")
+                    raise SpecError.at(self._loc(event), _TOO_DEEP)
                 self.count += 1
                 if self.count > MAX_VALUES:
                     raise SpecError.at(self._loc(event), f"spec has more than {MAX_VALUES} values; split the model")
@@ -211,7 +240,7 @@ class Builder:
                     path = (*parent.path, step)
                 depth = parent.depth + 1
                 if depth > MAX_DEPTH:
-                    raise SpecError.at(self._loc(event), f"spec nests deeper than {MAX_DEPTH} levels; flatten it")
+                    raise SpecError.at(self._loc(event), _TOO_DEEP)
             else:
                 depth = 0
             if kind is _Alias:
@@ -262,7 +291,7 @@ class Builder:
             frame = _Frame([] if is_list else {}, (*parent.path, _REFUSED), parent.depth + 1, None, self.count,
                            _IN_LIST if is_list else _NO_KEY, is_key=True)  # fmt: skip
             if frame.depth > MAX_DEPTH:
-                raise SpecError.at(self._loc(event), f"spec nests deeper than {MAX_DEPTH} levels; flatten it")
+                raise SpecError.at(self._loc(event), _TOO_DEEP)
             stack.append(frame)
             return
         parent.key = _BAD_KEY

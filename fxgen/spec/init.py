@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fxgen.spec.literals import literal_problem
 from fxgen.spec.values import DTYPES
 
 __all__ = ["INIT_SCHEMES", "check_init", "init_call"]
@@ -49,6 +50,9 @@ def check_init(init: Any, shape: list[int], dtype: str) -> str | None:
         return f"init {name!r} takes no argument {unknown[0]!r} (allowed: {', '.join(sorted(allowed)) or 'none'})"
     if name == "constant" and "val" not in kwargs:
         return "init 'constant' needs a value: {constant: {val: ...}}"
+    unfit = literal_problem(kwargs["val"], dtype) if name == "constant" else None
+    if unfit:
+        return f"init 'constant': val {unfit[1]}"
     if len(shape) < lo or (hi is not None and len(shape) > hi):
         span = f"{lo}" if hi == lo else f"at least {lo}" if hi is None else f"{lo} to {hi}"
         return f"init {name!r} needs a tensor with {span} dimensions, not shape {shape}"

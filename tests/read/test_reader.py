@@ -256,6 +256,15 @@ def test_deep_flow_nesting_is_refused_without_recursion(depth: int) -> None:
     assert time.perf_counter() - start < 1
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r", "\u2028"])
+def test_a_nesting_bomb_gets_fxgens_message_whatever_pyyaml_release(newline: str) -> None:
+    """The libyaml of PyYAML 6.0.4's wheels refuses 1000 levels itself, and its scanner reads that
+    far ahead of the events: the value past MAX_DEPTH is still the one reported, with the same
+    message as under PyYAML 6.0.3 (after lines ending in any YAML line break)."""
+    text = newline.join(["x: 1", "y: é", "z: " + "[" * 2000 + "]" * 2000])
+    assert one_error(text) == (3, 4 + MAX_DEPTH, f"spec nests deeper than {MAX_DEPTH} levels; flatten it")
+
+
 def test_deep_block_nesting_is_refused() -> None:
     text = "".join(" " * i + "- \n" for i in range(200))
     assert "deeper than" in one_error(text)[2]
