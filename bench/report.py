@@ -169,6 +169,7 @@ def render(records: list[dict[str, Any]], check: dict[str, Any] | None, meta: di
     examples = sorted(k for k in t.stages if k.startswith("example/"))
     zoo = sorted(k for k in t.stages if k.startswith("zoo/"))
     heavy = sorted((k for k in t.info if k.startswith("heavy/")), key=_heavy_order)
+    weights = sorted((k for k in t.info if k.startswith("weights/")), key=lambda k: float(k.split("/")[1]))
     out: list[str] = []
     w = out.append
     w("# fxgen benchmarks\n")
@@ -262,6 +263,8 @@ def render(records: list[dict[str, Any]], check: dict[str, Any] | None, meta: di
         w(parts)
     if heavy:
         w(heavy_tables(t, heavy))
+    if weights:
+        w(weights_io_table(t, weights))
     w(_check_section(check))
     w(_problems(t))
     return "\n".join(out).rstrip() + "\n"
@@ -791,6 +794,52 @@ def heavy_tables(t: Table, keys: list[str]) -> str:
             peaks = [_factor(_peak(t, hi, s), _peak(t, lo, s)) for s, _ in methods]
             rows.append(f"| {dtype} | {_mib(t.info[lo]['weights_bytes'])} → {_mib(t.info[hi]['weights_bytes'])} "
                         f"| {file:.1f}x | " + " | ".join(times + peaks) + " |")  # fmt: skip
+    return "\n".join(rows) + "\n"
+
+
+WEIGHTS_SPEED = 2.0  # GB/s: fxgen.load of a file safetensors.torch.save_file wrote, from a warm page cache
+WEIGHTS_LOAD_PEAK = 1.1  # its peak memory above the start, as a multiple of the file
+WEIGHTS_SAVE_PEAK = 1.2  # save_weights's peak memory above the model, as a multiple of the weights
+_WEIGHTS_IO = (("load_save_file", "fxgen.load, save_file's file"), ("ref_one_read", "bound: one allocation, one read"),
+               ("load_fxgen_file", "fxgen.load, fxgen's file"), ("save_weights", "fxgen.save_weights"))  # fmt: skip
+
+
+def weights_io_table(t: Table, keys: list[str]) -> str:
+    """Weights files in and out (``bench/weights_io.py``): speed and peak memory."""
+    methods = [(s + alt, label + (" (--alt)" if alt else "")) for s, label in _WEIGHTS_IO for alt in ("", ":alt")
+               if any(s + alt in t.stages.get(k, {}) for k in keys)]  # fmt: skip
+    rounds = max((r.get("reps") or 0 for k in keys for r in t.stages.get(k, {}).values()), default=0)
+    rows = ["## Weights files in and out (issue 34)\n",
+            "`bench/weights_io.py`: the float32 transformer stack of `bench/heavy.py`, its weights written by fxgen "
+            "(tensors at 64-byte offsets) and by `safetensors.torch.save_file` (as Hugging Face's `save_pretrained`: "
+            "the data at an 8-byte offset, so here every tensor is off a 64-byte boundary). Loads are "
+            "`fxgen.load(spec, weights=path)` from a warm page cache; `fxgen.save_weights(model, path)` writes the "
+            "generated class's model, whose tensors are in memory. Each figure is one call in a fresh process after a "
+            f"warm-up on a tiny model, the median of {rounds} round(s); speed is the file's bytes over the time; peak "
+            "is the resident set's high-water mark above the start (above the model for save_weights) as a multiple "
+            f"of the weights. Targets: a save_file file loads at ≥ {WEIGHTS_SPEED:g} GB/s with a peak ≤ "
+            f"{WEIGHTS_LOAD_PEAK:g}x; save_weights peaks ≤ {WEIGHTS_SAVE_PEAK:g}x.\n",
+            "| spec | weights | " + " | ".join(f"{label}: time, speed, peak" for _, label in methods) + " |",
+            "| --- | ---: |" + " ---: |" * len(methods)]  # fmt: skip
+    for k in keys:
+        info = t.info[k]
+        cells = []
+        for s, _ in methods:
+            rec = t.stages.get(k, {}).get(s)
+            if not rec or rec.get("status") != "ok":
+                cells.append(rec.get("status", "-") if rec else "-")
+                continue
+            x = rec["extra"]
+            speed, peak = f"{x['gb_per_s']:.2f} GB/s", f"{x['peak_ratio']:.2f}x"
+            if s.startswith("load_save_file") and x["gb_per_s"] < WEIGHTS_SPEED:
+                speed = f"**{speed}**"
+            limit = WEIGHTS_SAVE_PEAK if s.startswith("save_weights") else WEIGHTS_LOAD_PEAK
+            if x["peak_ratio"] > limit:
+                peak = f"**{peak}**"
+            cells.append(f"{fmt_time(rec['median'])}, {speed}, {peak}" + ("" if x.get("exact", True) else
+                         " (**not exact**)") + (f", {x['misaligned']} off 64 B" if x.get("misaligned") else ""))  # fmt: skip
+        rows.append(f"| {info.get('blocks')} blocks, d={info.get('width')}, float32 | {_mib(info['weights_bytes'])} | "
+                    + " | ".join(cells) + " |")  # fmt: skip
     return "\n".join(rows) + "\n"
 
 

@@ -7,7 +7,9 @@ Workloads: synthetic specs (``bench/workloads.py``: chain, fan, residual) of eac
 example specs in ``model_specs/``, a sample of the traceable models of ``bench/zoo_models.py``
 (``ZOO_SAMPLE`` per library) exported by ``fxgen.export``, and weight-heavy specs of up to 2 GiB
 (``bench/heavy.py``: load with weights, time and peak memory, a fresh process per measurement;
-``--heavy-sizes``). Every other workload runs in a worker subprocess (``--worker``) under a hard
+``--heavy-sizes``), and weights files in and out (``bench/weights_io.py``: load of a file
+``safetensors.torch.save_file`` wrote, GB/s and peak memory; ``save_weights``'s peak memory;
+``--weights-sizes``). Every other workload runs in a worker subprocess (``--worker``) under a hard
 timeout, with a soft per-stage limit inside it; a stage that runs out of time is reported as
 "timeout" and the worker is restarted for the rest. ``fxgen generate --check`` is timed as a
 CLI subprocess over 100 unchanged specs, with ``python -X importtime`` evidence of what it
@@ -20,7 +22,7 @@ the heap the earlier stages leave behind: chain 10k read 1.92x and 2.53x in two 
 same code).
 
 ``--quick`` (CI smoke test): the smallest size, few repeats, examples, one small zoo model and
-one 4 MiB weight-heavy spec measured once per method, no torch.compile; finishes in about 20 s.
+one 4 MiB weight-heavy spec and one 4 MiB weights file measured once per method, no torch.compile.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(ROOT))  # this checkout's fxgen first
 
 import heavy  # noqa: E402
-from sections import DYNAMO_CAPTURE, keep_sections  # noqa: E402
+import weights_io  # noqa: E402
+from sections import CLI_STARTUP, DYNAMO_CAPTURE, keep_sections  # noqa: E402
 from workloads import SHAPES, write_spec  # noqa: E402
 
 QUICK_ZOO = ("rtdl.MLP",)
@@ -248,9 +251,9 @@ def _parse_importtime(stderr: str) -> dict[str, int]:
 
 # -- the run ---------------------------------------------------------------------------------
 def write_report(out: Path, text: str) -> None:
-    """Write the report, keeping the section ``bench/dynamo_capture.py`` wrote into the old one
-    (this suite does not measure it)."""
-    keep_sections(out, text, DYNAMO_CAPTURE)
+    """Write the report, keeping the sections ``bench/dynamo_capture.py`` and
+    ``bench/cli_startup.py`` wrote into the old one (this suite does not measure them)."""
+    keep_sections(out, text, DYNAMO_CAPTURE, CLI_STARTUP)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -268,6 +271,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heavy-sizes", default=None,
                         help="MiB of weights of the weight-heavy specs, comma-separated ('none' to skip; default "
                              f"{','.join(map(str, HEAVY_SIZES))}, --quick {','.join(map(str, QUICK_HEAVY))})")
+    parser.add_argument("--weights-sizes", default=None,
+                        help="MiB of weights for the weights-file section (bench/weights_io.py), comma-separated ('none' "
+                             f"to skip; default {','.join(map(str, weights_io.DEFAULT_SIZES))}, --quick "
+                             f"{','.join(map(str, weights_io.QUICK_SIZES))})")  # fmt: skip
     parser.add_argument("--heavy-rounds", type=int, default=None,
                         help=f"fresh-process measurements per method and weight-heavy spec (default {HEAVY_ROUNDS}, --quick 1)")
     parser.add_argument("--from-json", type=Path, default=None, metavar="JSON",
@@ -319,6 +326,21 @@ def main(argv: list[str] | None = None) -> int:
                                 "median": None})  # fmt: skip
             shutil.rmtree(tmp / "heavy", ignore_errors=True)  # up to 4 GiB of weights
             print(f"bench: weight-heavy specs done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+            _write(args, records, check, sizes, started, partial=True)
+        weights_sizes = _weights_sizes(args)
+        if weights_sizes:
+            t0 = time.perf_counter()
+            rounds = args.heavy_rounds or (1 if args.quick else HEAVY_ROUNDS)
+            print(f"bench: weights files in and out {weights_sizes} MiB, {rounds} round(s) ...", file=sys.stderr,
+                  flush=True)  # fmt: skip
+            (tmp / "weights").mkdir()
+            try:
+                records += weights_io.run(tmp / "weights", weights_sizes, rounds)
+            except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+                records.append({"workload": "weights", "stage": "workload", "status": "error", "note": str(exc)[:300],
+                                "median": None})  # fmt: skip
+            shutil.rmtree(tmp / "weights", ignore_errors=True)
+            print(f"bench: weights files done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
             _write(args, records, check, sizes, started, partial=True)
         if not args.no_check:
             print("bench: generate --check over 100 specs ...", file=sys.stderr, flush=True)
@@ -398,6 +420,15 @@ def _plan(tmp: Path, sizes: list[int], shapes: list[str], args: argparse.Namespa
 HEAVY_SIZES = heavy.DEFAULT_SIZES  # MiB of weights
 QUICK_HEAVY = heavy.QUICK_SIZES
 HEAVY_ROUNDS = 3
+
+
+def _weights_sizes(args: argparse.Namespace) -> list[float]:
+    """The weights-file section's sizes in MiB: ``--weights-sizes``, else the defaults."""
+    if args.weights_sizes == "none":
+        return []
+    if args.weights_sizes:
+        return [float(s) for s in args.weights_sizes.split(",") if s.strip()]
+    return [float(s) for s in (weights_io.QUICK_SIZES if args.quick else weights_io.DEFAULT_SIZES)]
 
 
 def _heavy_sizes(args: argparse.Namespace) -> list[float]:

@@ -85,8 +85,10 @@ def load(
         resolved = as_spec(spec, policy)
     state = None
     if weights is not None:
+        from fxgen.assemble.weights import check_digest
         from fxgen.read.weights import read_weights
 
+        check_digest(resolved, weights)  # the pair exported together, or a clear refusal
         state = read_weights(weights)
     result = transformed(resolved, policy, state)
     assert result is not None
@@ -145,8 +147,10 @@ def transform(
     check_pass_list(doc, ("passes",), policy, allowed=registered())
     state: dict[str, torch.Tensor] | None = None
     if isinstance(weights, (str, Path)):
+        from fxgen.assemble.weights import check_digest
         from fxgen.read.weights import read_weights
 
+        check_digest(resolved, weights)  # the pair exported together, or a clear refusal
         state = read_weights(weights)
     elif weights is not None:
         state = dict(weights)

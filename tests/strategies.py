@@ -108,8 +108,10 @@ BINARY: list[tuple[str, str, dict[str, Any]]] = [
 
 
 @st.composite
-def spec_dicts(draw: st.DrawFn, *, max_nodes: int = 12) -> dict[str, Any]:
-    """A random valid spec dict (names unique, refs backwards, every tensor [2, 4] float32)."""
+def spec_dicts(draw: st.DrawFn, *, max_nodes: int = 12, weights_digest: bool = False) -> dict[str, Any]:
+    """A random valid spec dict (names unique, refs backwards, every tensor [2, 4] float32);
+    with ``weights_digest``, sometimes the digest of a weights file exported with it (which the
+    model itself does not carry: ``to_spec`` and ``export`` of it give none)."""
     used: set[str] = set()
 
     def fresh() -> str:
@@ -215,6 +217,8 @@ def spec_dicts(draw: st.DrawFn, *, max_nodes: int = 12) -> dict[str, Any]:
     for key, table in (("modules", modules), ("parameters", parameters), ("buffers", buffers)):
         if table:
             spec[key] = table
+    if weights_digest and draw(st.booleans()):
+        spec["weights_digest"] = "sha256:" + draw(st.text("0123456789abcdef", min_size=64, max_size=64))
     return spec
 
 

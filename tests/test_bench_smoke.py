@@ -44,6 +44,11 @@ def test_quick_benchmark_writes_a_table(tmp_path: Path) -> None:
     mlp = next(line for line in text.splitlines() if line.startswith("| mlp |"))
     assert f"{rec['extra']['median_ratio']:.2f}x" in mlp and "(seq " in mlp, mlp
     assert "**Ratios to a reference are paired**" in text and "paired, on " in text
+    # weights files in and out (bench/weights_io.py): each method measured, the loads exact
+    weights = {r["stage"]: r for r in records if r["workload"] == "weights/4" and "stage" in r}
+    assert set(weights) == {"load_save_file", "ref_one_read", "load_fxgen_file", "save_weights"}, weights
+    assert all(r["status"] == "ok" and r["extra"]["exact"] for r in weights.values()), weights
+    assert weights["load_save_file"]["extra"]["misaligned"] == 0 and "## Weights files in and out (issue 34)" in text
 
 
 def test_pair_times_a_stage_against_its_reference() -> None:
@@ -87,3 +92,13 @@ def test_load_parts_splits_a_load_into_its_steps() -> None:
         if line.startswith("  "):
             on, off = (float(x) for x in line.split()[-4::2])
             assert on > 0 and off > 0, line
+
+
+def test_cli_startup_writes_its_section(tmp_path: Path) -> None:
+    """``bench/cli_startup.py`` (fxgen validate against ``import torch``, whole processes) writes
+    its table into the report, where ``bench/run.py`` keeps it."""
+    out = tmp_path / "benchmarks.md"
+    out.write_text("# fxgen benchmarks\n", encoding="utf-8")
+    _bench("cli_startup.py", "--specs", "mlp", "--runs", "1", "--out", str(out))
+    text = out.read_text(encoding="utf-8")
+    assert "<!-- bench/cli_startup.py -->" in text and "| mlp | yes |" in text and "| mlp | no |" in text

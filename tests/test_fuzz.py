@@ -62,6 +62,8 @@ VOCABULARY = [
     "inputs", "shapes", "passes", "batch", "seq", "replace", "rewrite", "decompose", "fuse_conv_bn",
     "eliminate_dead_code", "fold_constants", "rules", "targets", "pattern", "replacement", "by", "relu",
     "silu", "torch.nn.BatchNorm2d", "torch.nn.Conv2d",
+    # the weights file's digest
+    "weights_digest", "sha256:" + "0" * 64, "sha256:" + "f" * 63,
 ]  # fmt: skip
 _text = st.text(st.characters(codec="utf-8"), max_size=8)
 _scalars = st.one_of(
@@ -154,7 +156,8 @@ def _move(draw: st.DrawFn, nodes: list[Any]) -> list[Any]:
 _PASSES = ["eliminate_dead_code", {"replace": {"target": "torch.relu", "by": "torch.sigmoid"}},
            {"decompose": {"rules": ["relu", "silu"]}}, "fuse_conv_bn", "fold_constants"]  # fmt: skip
 WITH_PASSES = [{**d, "passes": copy.deepcopy(_PASSES)} for d in EXAMPLE_DICTS if d["fxgen"] == 1]
-bases = st.one_of(spec_dicts(max_nodes=6), st.sampled_from(EXAMPLE_DICTS), st.sampled_from(WITH_PASSES))
+bases = st.one_of(spec_dicts(max_nodes=6, weights_digest=True), st.sampled_from(EXAMPLE_DICTS),
+                  st.sampled_from(WITH_PASSES))  # fmt: skip
 mutants = mutated(bases)
 
 

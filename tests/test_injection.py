@@ -236,6 +236,7 @@ SLOTS: dict[str, Callable[[dict[str, Any], str], None]] = {
     "dict key": _set_output_key,
     "literal string": _set_output_literal,
     "output type": _set_output_type,
+    "weights digest": lambda d, s: d.__setitem__("weights_digest", s),
 }
 # Slots whose text must come out as a string literal, unchanged: values (after %% unescaping; a
 # "%name" value is a reference, not a literal) and plain strings (as they are).

@@ -1,10 +1,14 @@
 """Checkpoint parity on the CI subset of the real-model zoo (bench/zoo_report.py runs all of it),
-its TorchDynamo captures included."""
+its TorchDynamo captures included. CI installs the dev extras, which hold every library the subset
+needs: there a missing one fails the test; elsewhere it skips it."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import re
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -17,11 +21,22 @@ from zoo_report import LIMITATIONS, round_trip
 FAST = [z for z in ZOO if z.fast]
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def require(packages: tuple[str, ...]) -> None:
+    """Skip when one of ``packages`` is not installed, or fail under CI, which installs them all."""
+    missing = [p for p in packages if importlib.util.find_spec(p) is None]
+    if missing:
+        message = f"{', '.join(missing)} not installed (pip install -c constraints.txt -e '.[dev]')"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}: CI installs the dev extras, so they must hold every zoo library the tests use")
+        pytest.skip(message)
+
+
 @pytest.mark.parametrize("zm", FAST, ids=[z.name for z in FAST])
 def test_zoo_model_round_trips_exactly(zm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    for package in zm.requires:
-        if importlib.util.find_spec(package) is None:
-            pytest.skip(f"{package} is not installed (pip install -c constraints.txt -e '.[dev]')")
+    require(zm.requires)
     result = round_trip(zm, tmp_path)
     assert result.passed, result.problem
     assert result.capture == ("trace" if zm.traceable else "dynamo")
@@ -36,3 +51,20 @@ def test_ci_subset_is_representative() -> None:
     assert len({z.library for z in FAST}) >= 3
     only_dynamo = {z.library for z in FAST if not z.traceable}  # captured with TorchDynamo (capture="auto")
     assert {"monai", "hf_decoders"} <= only_dynamo, only_dynamo
+
+
+def test_a_missing_zoo_library_fails_under_ci_and_skips_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="no_such_zoo_library not installed"):
+        require(("no_such_zoo_library",))
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="no_such_zoo_library not installed"):
+        require(("no_such_zoo_library",))
+
+
+def test_the_dev_extras_hold_every_zoo_library_the_tests_use() -> None:
+    """CI installs `.[dev]`: each module the subset imports is a distribution named there."""
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]["dev"]
+    named = {re.split(r"[<>=!~\[; ]", entry, maxsplit=1)[0].lower().replace("-", "_") for entry in dev}
+    needed = {package for zm in FAST for package in zm.requires}
+    assert needed <= named, needed - named

@@ -19,7 +19,7 @@ import torch.fx
 
 from fxgen._errors import Location, SpecError, WeightsError
 from fxgen.assemble.module import META_KEY, Builder, build_module
-from fxgen.assemble.weights import assign_weights, has_meta_tensors
+from fxgen.assemble.weights import assign_weights, check_digest, has_meta_tensors
 from fxgen.check.checker import Construct, MakeTensor
 from fxgen.check.validate import SpecLike, parse_data, validate_for_load
 from fxgen.construct.modules import construct_call, same_random_state, set_attr_path
@@ -60,7 +60,8 @@ def load(
 
     With ``weights`` (a safetensors file) the model is built on the meta device and the loaded
     tensors are assigned, so no time is spent on random initialisation that would be
-    overwritten; the file must match the spec exactly (keys, shapes, dtypes). Only what the
+    overwritten; the file must match the spec exactly (keys, shapes, dtypes), and be the file
+    the spec was exported with if it records one (``weights_digest``). Only what the
     file cannot provide is built for real: non-persistent buffers (and the few modules that
     hold them or plain tensor attributes). The global random generator is left as it was.
 
@@ -88,6 +89,7 @@ def load(
     with same_random_state():
         spec, made = _validated(spec, policy, builder.construct_validated)
     values = _top_values(spec, args)
+    check_digest(spec, weights)  # the header only, before any tensor is read
     state = read_weights(weights)
     with same_random_state():  # loading weights leaves the global generator as it was
         gm = build_module(spec, policy, builder=builder, made=made, values=values)

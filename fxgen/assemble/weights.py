@@ -1,4 +1,5 @@
-"""Weights into a built model: strictly checked against the spec, assigned without copies.
+"""Weights into a built model: checked to belong to the spec (its recorded digest), strictly
+checked against its declarations, assigned without copies.
 """
 
 from __future__ import annotations
@@ -13,8 +14,31 @@ from torch import nn
 
 from fxgen._errors import Location, WeightsError
 from fxgen.construct.modules import NO_TENSORS, tensors_in
+from fxgen.spec.model import Spec
 
-__all__ = ["assign_weights", "has_meta_tensors"]
+__all__ = ["assign_weights", "check_digest", "has_meta_tensors"]
+
+
+def check_digest(spec: Spec, path: str | Path) -> None:
+    """Refuse a weights file other than the one ``spec`` was exported with: a spec that records
+    a ``weights_digest`` loads only with a file whose header holds the same digest (the file is
+    not hashed again: its header is read). A spec without one takes any file that fits it."""
+    from fxgen.read.weights import weights_digest
+
+    if spec.weights_digest is None:
+        return
+    found = weights_digest(path)
+    if found == spec.weights_digest:
+        return
+    label = spec.document.path if spec.document is not None else f"<spec {spec.name}>"
+    held = f"holds weights {found[:19]}..." if found else "records no digest (it was not written by fxgen export)"
+    raise WeightsError(
+        f"these weights do not belong to the spec {label}: the spec was exported with weights "
+        f"{spec.weights_digest[:19]}..., this file {held}. Pass the weights file exported with the spec, or export both "
+        "again (`fxgen export ... --out SPEC --weights WEIGHTS`); to load other weights that fit the spec, "
+        "delete its `weights_digest` line",
+        Location(str(path)),
+    )
 
 
 def check_weights(

@@ -242,9 +242,11 @@ def tied_notes(module: torch.nn.Module) -> list[str]:
     return notes
 
 
-def save_weights(module: torch.nn.Module, path: str | Path, **capture_options: Any) -> None:
+def save_weights(module: torch.nn.Module, path: str | Path, **capture_options: Any) -> str:
     """Write the tensors of ``module``'s spec as safetensors, keys equal to the spec's paths
-    (``capture_options`` as for ``export``: the same capture gives the same paths)."""
+    (``capture_options`` as for ``export``: the same capture gives the same paths), streamed
+    from the module's tensors. Returns the file's digest: set it as the spec's
+    ``weights_digest`` (before writing the spec) and the spec loads only with this file."""
     from fxgen.write.weights import write_weights
 
     capture_options.pop("name", None)
@@ -252,7 +254,7 @@ def save_weights(module: torch.nn.Module, path: str | Path, **capture_options: A
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # export said which capture it used
         gm, _ = capture_graph(module, **capture_options)
-    write_weights(path, spec_state(gm))
+    return write_weights(path, spec_state(gm))
 
 
 def _class_name(module: torch.nn.Module) -> str:

@@ -23,21 +23,26 @@ tests/test_schema_fast.py checks that the two engines agree.
 from __future__ import annotations
 
 import functools
-from typing import Any
-
-import jsonschema
-from jsonschema.exceptions import ValidationError, best_match
+from typing import TYPE_CHECKING, Any
 
 from fxgen._errors import Diagnostic
 from fxgen.read.reader import Document
 from fxgen.read.schema import SCHEMA_PATH, load_schema
 from fxgen.spec.values import DECLARATION_TAGS, TAGS
 
+if TYPE_CHECKING:  # jsonschema is imported only to explain a document the fast path rejects
+    import jsonschema
+    from jsonschema.exceptions import ValidationError
+
 __all__ = ["SCHEMA_PATH", "check_schema", "load_schema"]
+
+_DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 
 
 @functools.cache
 def _validator() -> jsonschema.protocols.Validator:
+    import jsonschema
+
     schema = load_schema()
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
@@ -52,7 +57,7 @@ def _fast_validator() -> Any:
     except ImportError:
         return None
     schema = load_schema()
-    if jsonschema.validators.validator_for(schema) is not jsonschema.Draft202012Validator:
+    if not (isinstance(schema, dict) and schema.get("$schema") == _DRAFT_2020_12):
         return None  # both engines must apply the same draft: the class below is 2020-12
     try:
         return jsonschema_rs.Draft202012Validator(
@@ -239,6 +244,8 @@ def _non_finite(error: ValidationError) -> str | None:
 
 def _deepest(error: ValidationError) -> ValidationError:
     """For anyOf/oneOf, the alternative that got furthest says what is actually wrong."""
+    from jsonschema.exceptions import best_match
+
     best = best_match(_fitting(error.context or []))
     while best.validator in ("anyOf", "oneOf") and best.context:
         best = best_match(_fitting(best.context))

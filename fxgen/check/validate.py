@@ -19,6 +19,7 @@ import contextlib
 import functools
 import inspect
 import keyword
+import re
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,9 @@ __all__ = [
     "validate_document",
     "validate_for_load",
 ]
+
+
+WEIGHTS_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")  # what fxgen.write.weights records
 
 
 def validate_document(doc: Document, policy: Policy = DEFAULT_POLICY) -> Spec:
@@ -256,6 +260,7 @@ class _Checker(NodeChecks):
         if not self.scope:
             self.check_inputs()
             check_passes(self, self.data.get("passes", []))
+            self.check_weights_digest()
 
     def check_body(self, where: JsonPath, body: dict[str, Any]) -> None:
         """A pass's small spec (``{nodes: [...]}``), validated as a spec of its own, located here."""
@@ -263,6 +268,15 @@ class _Checker(NodeChecks):
             validate_body(self.doc, (*self.scope, *where), body, self.policy)
         except SpecError as exc:
             self.errors.extend(exc.diagnostics)
+
+    def check_weights_digest(self) -> None:
+        """``weights_digest`` exactly as fxgen writes it (the schema's pattern, read by Python,
+        lets a trailing newline through)."""
+        digest = self.data.get("weights_digest")
+        if isinstance(digest, str) and not WEIGHTS_DIGEST.fullmatch(digest):
+            self.error(("weights_digest",), f"weights_digest {digest!r} is not 'sha256:' and 64 lowercase hex digits; "
+                       "`fxgen export --weights` writes it: export again, or delete the line to load any weights "
+                       "that fit")  # fmt: skip
 
     def check_inputs(self) -> None:
         """``inputs`` names placeholders, and every placeholder without a default (or none)."""

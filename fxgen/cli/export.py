@@ -1,5 +1,6 @@
 """``fxgen export PKG.MODULE:ATTR``: import the user's code, build the module, export it, and write
-the spec and weights only once both are computed.
+the spec and weights once the spec is computed: the weights first, then the spec recording their
+digest, so that an interrupted run never leaves a spec that loads with weights of another export.
 """
 
 from __future__ import annotations
@@ -115,11 +116,11 @@ def _no_ref(name: str) -> Any:
 
 
 def export_command(ns: argparse.Namespace) -> None:
-    """``fxgen export``: compute the spec and weights in memory, then write both."""
+    """``fxgen export``: compute the spec, then write the weights and the spec that records them."""
     from fxgen.cli.progress import Progress
     from fxgen.spec.values import decode_kwargs
     from fxgen.write.atomic import write_atomic
-    from fxgen.write.weights import weights_bytes
+    from fxgen.write.weights import write_weights
 
     module = build_target(ns.target, _json(ns.args, "--args", list), _json(ns.kwargs, "--kwargs", dict))
     module.eval()  # the exported graph is the inference graph
@@ -158,11 +159,11 @@ def export_command(ns: argparse.Namespace) -> None:
     for note in found:
         print(f"fxgen: note: {note}", file=sys.stderr)
     out: Path = ns.out
-    text = spec.to_json() if out.suffix == ".json" else spec.to_yaml(schema_ref=_schema_ref(out))
-    payload = weights_bytes(spec_state(gm)) if ns.weights is not None else None
-    write_atomic(out, text)
-    if payload is not None:
-        write_atomic(ns.weights, payload)
+    if ns.weights is not None:
+        # The weights first, streamed, then the spec that records their digest: a run stopped in
+        # between leaves the old spec, which refuses the new weights (fxgen.assemble.weights).
+        spec.weights_digest = write_weights(ns.weights, spec_state(gm))
+    write_atomic(out, spec.to_json() if out.suffix == ".json" else spec.to_yaml(schema_ref=_schema_ref(out)))
     for note in (*capture_notes(gm), *tied_notes(gm)):
         print(f"fxgen: note: {note}", file=sys.stderr)
     outside = outside_default_policy(spec)
@@ -171,7 +172,7 @@ def export_command(ns: argparse.Namespace) -> None:
         print(f"fxgen: note: this spec uses {', '.join(outside)}; load or generate it with {names} "
               "or list them in [tool.fxgen] allow", file=sys.stderr)  # fmt: skip
     if not quiet:
-        written = f"{out} and {ns.weights}" if payload is not None else str(out)
+        written = f"{out} and {ns.weights}" if ns.weights is not None else str(out)
         tensors = len(spec.parameters) + len(spec.buffers)
         blocks = f", {len(spec.classes)} block classes" if spec.classes else ""
         print(f"fxgen: exported {spec.name} to {written}: {len(spec.nodes)} nodes, {len(spec.modules)} modules, "

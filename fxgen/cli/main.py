@@ -251,7 +251,7 @@ def cmd_validate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
             try:
                 spec = load_spec(path, allow=allow)
                 if spec.inputs or spec.passes:  # passes run and are checked; inputs must flow
-                    _prepared(spec, allow)
+                    _prepared(spec, allow, analyse=False)
             except SpecError as exc:
                 failed += 1
                 _report(exc.diagnostics)
@@ -270,9 +270,10 @@ def _summary(args: argparse.Namespace, text: str) -> None:
         print(f"fxgen: {text}", file=sys.stderr)
 
 
-def _prepared(spec: Any, allow: tuple[str, ...], *, notes: bool = False) -> tuple[Any, Any]:
+def _prepared(spec: Any, allow: tuple[str, ...], *, notes: bool = False, analyse: bool = True) -> tuple[Any, Any]:
     """The spec after its passes (with ``notes``, printing what they reported), and its analysis
-    when it declares inputs (a located error when they do not flow)."""
+    when it declares inputs (a located error when they do not flow). Without ``analyse`` (for
+    ``fxgen validate``), only whether they flow is checked, and the analysis is None."""
     from fxgen.policy.policy import policy_for
 
     policy = policy_for(allow)
@@ -287,9 +288,12 @@ def _prepared(spec: Any, allow: tuple[str, ...], *, notes: bool = False) -> tupl
             print(note, file=sys.stderr)
     analysis = None
     if spec.inputs:
-        from fxgen.analysis.shapes import analyse
+        from fxgen.analysis import shapes
 
-        analysis = analyse(spec, policy, origin=origin)
+        if analyse:
+            analysis = shapes.analyse(spec, policy, origin=origin)
+        else:
+            shapes.check_flow(spec, policy, origin=origin)
     return spec, analysis
 
 

@@ -89,8 +89,10 @@ def transform_command(args: argparse.Namespace, allow: tuple[str, ...], register
 
     state = None
     if args.weights is not None:
+        from fxgen.assemble.weights import check_digest
         from fxgen.read.weights import read_weights
 
+        check_digest(spec, args.weights)
         state = read_weights(args.weights)
     result = apply_passes(spec, every, policy, state=state, locate=locate)
     for note in result.notes:
@@ -98,7 +100,8 @@ def transform_command(args: argparse.Namespace, allow: tuple[str, ...], register
     if args.out_weights is not None:
         from fxgen.write.weights import write_weights
 
-        write_weights(args.out_weights, result.tensors)
+        # the weights first: a run stopped before the spec is written leaves a spec that refuses them
+        result.spec.weights_digest = write_weights(args.out_weights, result.tensors)
     result.spec.to_file(args.out)
     if not args.quiet:
         print(f"fxgen: wrote {args.out} ({', '.join(pass_names(every))})"

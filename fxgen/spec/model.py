@@ -254,6 +254,7 @@ class Spec:
     inputs: dict[str, InputSpec] = field(default_factory=dict)
     shapes: bool = False
     passes: list[Any] = field(default_factory=list)
+    weights_digest: str | None = None  # the digest of the weights file exported with the spec
     document: Document | None = field(default=None, compare=False, repr=False)
     scope: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
@@ -284,6 +285,7 @@ class Spec:
             inputs={name: InputSpec(**i) for name, i in data.get("inputs", {}).items()},
             shapes=data.get("shapes", False),
             passes=list(data.get("passes", [])),
+            weights_digest=data.get("weights_digest"),
             document=document,
             **_body(data),
         )
@@ -305,6 +307,8 @@ class Spec:
             out["shapes"] = True
         if self.passes:
             out["passes"] = self.passes
+        if self.weights_digest is not None:
+            out["weights_digest"] = self.weights_digest
         return out
 
     # -- text forms --------------------------------------------------------------------------

@@ -1,7 +1,17 @@
-"""Weights out: a model's tensors -> a safetensors file, written atomically."""
+"""Weights out: a model's tensors -> a safetensors file, streamed and written atomically, with a
+digest that the spec exported with it records.
+
+The file is streamed: the header is computed from the tensors' names, dtypes and shapes alone,
+then each tensor's bytes are written in turn straight from the tensor, into a temporary file
+renamed over the target once complete, so no copy of the weights is made (a non-contiguous
+tensor is copied on its own while it is written). The digest (SHA-256 of the tensor table and
+the data) is computed as the bytes go out and recorded in the header's ``__metadata__``: a spec
+that records it loads only with this file (``fxgen.assemble.weights.check_digest``).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import deque
 from pathlib import Path
@@ -9,56 +19,90 @@ from typing import Any
 
 import torch
 
-__all__ = ["weights_bytes", "write_weights"]
+from fxgen._errors import WeightsError
+from fxgen.read.weights import DIGEST_KEY
+from fxgen.write.atomic import remove_stale, replacing
+
+__all__ = ["DIGEST_PREFIX", "write_weights"]
 
 
-def weights_bytes(state: dict[str, torch.Tensor]) -> bytes:
-    """The safetensors file for ``state``, in memory (tied tensors are stored once each): the
-    export command computes it before writing anything, so a failure leaves no file behind."""
-    from safetensors.torch import save
+DIGEST_PREFIX = "sha256:"
+_METADATA = {"format": "pt", "producer": "fxgen"}
+_PLACEHOLDER = DIGEST_PREFIX + "0" * 64  # written first, replaced by the digest once the data is out
 
-    tensors = {k: v.detach().to("cpu").clone().contiguous() for k, v in sorted(state.items())}
-    return _aligned(save(tensors, metadata={"format": "pt", "producer": "fxgen"}))
+
+def write_weights(path: str | Path, state: dict[str, torch.Tensor]) -> str:
+    """Write ``state`` as safetensors, atomically, each key's tensor stored on its own (tied
+    tensors too); returns the file's digest (``sha256:<hex>``). The bytes depend on the tensors
+    only, not on the order of ``state``."""
+    entries = {name: _entry(name, tensor) for name, tensor in state.items()}
+    layout: dict[str, Any] = {}
+    offset = 0
+    for name in _order(entries):
+        size = entries[name]["data_offsets"][1]
+        layout[name] = {**entries[name], "data_offsets": [offset, offset + size]}
+        offset += size
+    table = _json(layout)
+    metadata = dict(sorted({**_METADATA, DIGEST_KEY: _PLACEHOLDER}.items()))
+    text = _json({"__metadata__": metadata, **layout})
+    text += b" " * (-(8 + len(text)) % _ALIGNMENT)  # as safetensors pads it: the data starts at a boundary
+    digest = hashlib.sha256(table)
+    remove_stale(Path(path).parent, Path(path).name)  # what a killed earlier write of it left
+    with replacing(path) as f:
+        f.write(len(text).to_bytes(8, "little"))
+        f.write(text)
+        for name in layout:
+            data = _bytes(state[name])
+            digest.update(data)
+            f.write(data)
+            del data  # (a copy of a non-contiguous tensor goes before the next one is made)
+        value = DIGEST_PREFIX + digest.hexdigest()
+        f.seek(8 + text.index(_PLACEHOLDER.encode()))
+        f.write(value.encode())
+    return value
+
+
+def _json(value: dict[str, Any]) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+_DTYPES = {
+    torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.complex64: "C64",
+    torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8", torch.bool: "BOOL",
+}  # fmt: skip  # what safetensors stores of the dtypes a spec declares
+
+
+def _entry(name: str, tensor: torch.Tensor) -> dict[str, Any]:
+    """``name``'s header entry, as safetensors writes it; ``data_offsets`` is ``[0, size]``."""
+    code = _DTYPES.get(tensor.dtype)
+    if code is None or tensor.layout != torch.strided:
+        what = tensor.dtype if code is None else tensor.layout
+        raise WeightsError(f"cannot write weights: {name!r} is a {what} tensor, which safetensors does not store "
+                           f"(it stores {', '.join(str(d).removeprefix('torch.') for d in _DTYPES)}, strided)")  # fmt: skip
+    return {"dtype": code, "shape": list(tensor.shape), "data_offsets": [0, tensor.numel() * tensor.element_size()]}
+
+
+def _bytes(tensor: torch.Tensor) -> memoryview:
+    """The tensor's bytes as safetensors stores them (C order, little-endian), without a copy if
+    it is a contiguous CPU tensor."""
+    tensor = tensor.detach().to("cpu").resolve_conj().resolve_neg().contiguous()
+    return tensor.reshape(-1).view(torch.uint8).numpy().data
 
 
 _ALIGNMENT = 64  # torch's CPU allocator aligns every tensor so; fxgen.read.weights copies any that is not
 
 
-def _aligned(data: bytes) -> bytes:
-    """The same file with its tensors laid out so that as many as possible are used straight
+def _order(header: dict[str, Any]) -> list[str]:
+    """The tensors' order in the data, laid out so that as many as possible are used straight
     from the mapped file, not copied: those whose offset is a multiple of 64 bytes.
 
-    The header is padded with spaces (as safetensors pads it itself) so that the data starts at
-    a multiple of 64 bytes. safetensors orders the data by dtype and name, so one tensor whose
-    size is not a multiple of 64 bytes (a BatchNorm's 8-byte ``num_batches_tracked``, a bias of
-    10 floats) moves every later tensor off the boundary. The data is laid out again (``_order``),
-    as the format allows (any order, no gaps). Keys, dtypes, shapes, bytes and the metadata are
-    safetensors' own; only the offsets (and the order of the metadata's keys) change.
-    """
-    size = int.from_bytes(data[:8], "little")
-    header = json.loads(data[8 : 8 + size])
-    body = memoryview(data)[8 + size :]
-    layout: dict[str, Any] = {}
-    if "__metadata__" in header:  # in hash order from safetensors; sorted, the bytes repeat
-        layout["__metadata__"] = dict(sorted(header.pop("__metadata__").items()))
-    parts, offset = [], 0
-    for name in _order(header):
-        start, end = header[name]["data_offsets"]
-        layout[name] = {**header[name], "data_offsets": [offset, offset + end - start]}
-        parts.append(body[start:end])
-        offset += end - start
-    text = json.dumps(layout, separators=(",", ":"), ensure_ascii=False).encode()
-    text += b" " * (-(8 + len(text)) % _ALIGNMENT)
-    return b"".join([len(text).to_bytes(8, "little"), text, *parts])
-
-
-def _order(header: dict[str, Any]) -> list[str]:
-    """The tensors' order in the data: first, in name order, those whose size is a multiple of
-    64 bytes (each then at such an offset); then the others, by element size, largest first, so
-    that each still starts at a multiple of its own element size, as safetensors keeps it. Within
-    an element size, whenever the offset is at a 64-byte boundary the largest tensor left goes
-    there; otherwise the smallest one that brings it back to a boundary, or failing that the
-    smallest one left. So the tensors off a boundary, copied when read, are mostly small ones."""
+    First, in name order, those whose size is a multiple of 64 bytes (each then at such an
+    offset); then the others, by element size, largest first, so that each still starts at a
+    multiple of its own element size, as safetensors keeps it. Within an element size, whenever
+    the offset is at a 64-byte boundary the largest tensor left goes there; otherwise the
+    smallest one that brings it back to a boundary, or failing that the smallest one left. So
+    the tensors off a boundary, copied when read, are mostly small ones (a BatchNorm's 8-byte
+    ``num_batches_tracked``, a bias of 10 floats)."""
     sizes = {name: entry["data_offsets"][1] - entry["data_offsets"][0] for name, entry in header.items()}
     order = sorted(name for name, n in sizes.items() if n % _ALIGNMENT == 0)
     groups: dict[int, list[str]] = {}
@@ -98,10 +142,3 @@ def _itemsize(dtype: str) -> int:
     1 for a name that does not say (sub-byte types, which go last)."""
     digits = "".join(c for c in dtype.split("_")[0] if c.isdigit())
     return max(1, int(digits) // 8) if digits else 1
-
-
-def write_weights(path: str | Path, state: dict[str, torch.Tensor]) -> None:
-    """Write ``state`` as safetensors, atomically."""
-    from fxgen.write.atomic import write_atomic
-
-    write_atomic(path, weights_bytes(state))

@@ -18,7 +18,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import fxgen
 from fxgen._errors import SpecError
-from fxgen.analysis.shapes import _value_text, analyse
+from fxgen.analysis.shapes import _value_text, analyse, stand_in_sizes
 from fxgen.check.validate import validate_data
 from fxgen.policy.policy import DEFAULT_POLICY
 from fxgen.spec.model import InputSpec
@@ -185,3 +185,66 @@ def test_a_flow_error_after_passes_is_located_in_the_spec(tmp_path: Path, capsys
     path.write_text(SMALL.replace("args: [8, 4]", "args: [10, 4]") + "passes: [{decompose: {rules: [relu]}}]\n")
     assert main(["validate", str(path)]) == 1
     assert capsys.readouterr().err.startswith(f"{path}:10:5: error: the declared inputs do not flow through node 'y'")
+
+
+def test_a_named_dimension_never_takes_a_size_the_spec_writes() -> None:
+    """torch guards a symbol on its hint and goes on: were ``width`` propagated as 19, a
+    ``Linear(19, 4)`` would pass for every width. Hints skip every integer the spec writes."""
+    data = {"fxgen": 1, "name": "M", "modules": {"fc": {"class": "torch.nn.Linear", "args": [19, 4]}},
+            "nodes": [{"op": "placeholder", "name": "x"}, {"op": "call_module", "name": "y", "target": "fc",
+                                                            "args": ["%x"]}, {"op": "output", "args": ["%y"]}],
+            "inputs": {"x": {"shape": ["batch", "width"]}}}  # fmt: skip
+    with pytest.raises(SpecError, match=r"it was given \(x: float32\[batch, width\]\)"):
+        analyse(validate_data(data), DEFAULT_POLICY)
+    spec = validate_data(data)
+    assert stand_in_sizes(spec) == {"batch": 17, "width": 23}
+    spec.inputs["x"].shape = ["batch", 19]
+    assert analyse(spec, DEFAULT_POLICY).nodes[2].value == "float32[batch, 4]"
+
+
+def test_the_flow_check_passes_every_example_without_symbols(example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``fxgen validate``'s check: named dimensions at their sizes, no ShapeEnv made."""
+    from fxgen.analysis import shapes
+
+    def no_symbols() -> None:
+        raise AssertionError("the flow check made a ShapeEnv")
+
+    monkeypatch.setattr(shapes, "_shape_env", no_symbols)
+    shapes.check_flow(fxgen.load_spec(example), DEFAULT_POLICY)
+
+
+_TWO_DIMS = {"fxgen": 1, "name": "M", "nodes": [
+    {"op": "placeholder", "name": "a"}, {"op": "placeholder", "name": "b"},
+    {"op": "call_function", "name": "p", "target": "torch.add", "args": ["%a", "%b"]},
+    {"op": "output", "args": ["%p"]}],
+    "inputs": {"a": {"shape": ["batch", 8]}, "b": {"shape": ["seq", 8]}}}  # fmt: skip
+_LITERAL = {"fxgen": 1, "name": "M", "modules": {"fc": {"class": "torch.nn.Linear", "args": [19, 4]}},
+            "nodes": [{"op": "placeholder", "name": "x"}, {"op": "call_module", "name": "y", "target": "fc",
+                                                            "args": ["%x"]}, {"op": "output", "args": ["%y"]}],
+            "inputs": {"x": {"shape": ["batch", "width"]}}}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", ["module", "two_names", "literal"])
+def test_the_flow_check_reports_what_the_analysis_reports(tmp_path: Path, case: str) -> None:
+    """Every failure: the same located error, dimensions named as the spec names them."""
+    from fxgen.analysis.shapes import check_flow
+
+    if case == "module":
+        spec = _spec(tmp_path, SMALL.replace("args: [8, 4]", "args: [10, 4]"))
+    else:
+        spec = validate_data(_TWO_DIMS if case == "two_names" else _LITERAL)
+    with pytest.raises(SpecError) as analysed:
+        analyse(spec, DEFAULT_POLICY)
+    with pytest.raises(SpecError) as checked:
+        check_flow(spec, DEFAULT_POLICY)
+    assert str(checked.value) == str(analysed.value)
+    assert "batch" in str(checked.value)
+
+
+def test_a_flow_failure_stands_where_the_analysis_would_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The analysis only names the failure; were it to pass, the failure at the sizes is reported."""
+    from fxgen.analysis import shapes
+
+    monkeypatch.setattr(shapes, "analyse", lambda *args, **kwargs: None)
+    with pytest.raises(SpecError, match=r"node 'p'.*a: float32\[17, 8\], b: float32\[19, 8\]"):
+        shapes.check_flow(validate_data(_TWO_DIMS), DEFAULT_POLICY)

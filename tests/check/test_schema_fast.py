@@ -64,6 +64,10 @@ def slow_check(doc: Document) -> list[Any]:
 def test_the_fast_validator_is_built_with_the_schemas_draft() -> None:
     assert load_schema()["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert isinstance(fast(), jsonschema_rs.Draft202012Validator)
+    # the draft is read from `$schema` without importing jsonschema: it must be jsonschema's reading
+    import jsonschema
+
+    assert jsonschema.validators.validator_for(load_schema()) is jsonschema.Draft202012Validator
 
 
 # -- (a) the examples and the bad-spec catalogue ---------------------------------------------------

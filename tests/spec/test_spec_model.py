@@ -4,6 +4,7 @@ spec -> GraphModule -> spec, on every example and on random specs (tests/strateg
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import keyword
 import tempfile
 from pathlib import Path
@@ -44,7 +45,7 @@ def _usable_class_name(data: dict[str, Any]) -> bool:
 def texty_spec_dicts(draw: st.DrawFn) -> dict[str, Any]:
     """`spec_dicts` plus arbitrary text where a spec carries text: the docstring and a string
     default (any characters YAML and JSON can hold, including `%`, quotes, newlines, NEL)."""
-    data = draw(spec_dicts(max_nodes=8).filter(_usable_class_name))
+    data = draw(spec_dicts(max_nodes=8, weights_digest=True).filter(_usable_class_name))
     if draw(st.booleans()):
         data["doc"] = draw(st.text(max_size=40) | st.text(st.characters(codec="utf-8"), min_size=100, max_size=300))
     if draw(st.booleans()):
@@ -98,7 +99,7 @@ def assert_graph_round_trip(data: dict[str, Any], spec: Spec) -> None:
     """spec -> fxgen.load -> fxgen.to_spec gives the spec back; the GraphModule holds exactly
     the declared state, and runs."""
     gm = fxgen.load(spec)
-    assert fxgen.to_spec(gm) == spec
+    assert fxgen.to_spec(gm) == dataclasses.replace(spec, weights_digest=None)  # the model does not carry it
     assert set(gm.state_dict()) == declared_state_keys(data)
     gm.eval()
     with torch.no_grad():

@@ -1,13 +1,19 @@
-"""``weights_bytes``: a safetensors file every reader accepts, with safetensors' own keys, dtypes,
+"""``write_weights``: a safetensors file every reader accepts, with safetensors' own keys, dtypes,
 shapes, values and metadata, laid out so that tensors sit at 64-byte offsets of the file (read
-without a copy) wherever their sizes allow, each at a multiple of its own element size."""
+without a copy) wherever their sizes allow, each at a multiple of its own element size; streamed
+from the tensors, byte for byte the file the former in-memory writer made (safetensors' ``save``,
+laid out again), with the digest of its tensor table and data in its metadata."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,8 +21,10 @@ from safetensors import safe_open
 from safetensors.numpy import load as numpy_load
 from safetensors.torch import load, load_file, save
 
+import fxgen.write.weights as writer
+from fxgen._errors import GenerateError, WeightsError
 from fxgen.read.weights import read_weights
-from fxgen.write.weights import _itemsize, weights_bytes, write_weights
+from fxgen.write.weights import _itemsize, _order, write_weights
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int32, torch.uint8,
           torch.bool, torch.float64, torch.int8]  # fmt: skip
@@ -29,6 +37,33 @@ def _layout(data: bytes) -> tuple[int, dict[str, object], dict[str, tuple[int, i
     return 8 + n, metadata, {k: tuple(v["data_offsets"]) for k, v in header.items()}
 
 
+def weights_bytes(state: dict[str, torch.Tensor]) -> bytes:
+    """The file ``write_weights`` writes for ``state``."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "w.safetensors"
+        write_weights(path, state)
+        return path.read_bytes()
+
+
+def _former_writer(state: dict[str, torch.Tensor], metadata: dict[str, str]) -> bytes:
+    """The writer before streaming: safetensors' ``save`` of copies of the tensors, all in memory,
+    then laid out again in ``_order`` with the header padded to 64 bytes."""
+    data = save({k: v.detach().clone().contiguous() for k, v in sorted(state.items())}, metadata=metadata)
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + size])
+    body = data[8 + size :]
+    layout: dict[str, Any] = {"__metadata__": dict(sorted(header.pop("__metadata__").items()))}
+    parts, offset = [], 0
+    for name in _order(header):
+        start, end = header[name]["data_offsets"]
+        layout[name] = {**header[name], "data_offsets": [offset, offset + end - start]}
+        parts.append(body[start:end])
+        offset += end - start
+    text = json.dumps(layout, separators=(",", ":"), ensure_ascii=False).encode()
+    text += b" " * (-(8 + len(text)) % 64)
+    return b"".join([len(text).to_bytes(8, "little"), text, *parts])
+
+
 def _check(state: dict[str, torch.Tensor], data: bytes) -> None:
     got = load(data)  # safetensors' Rust reader validates the header: contiguous, no gaps, in bounds
     assert got.keys() == state.keys()
@@ -36,7 +71,13 @@ def _check(state: dict[str, torch.Tensor], data: bytes) -> None:
         assert got[key].dtype == want.dtype and got[key].shape == want.shape, key
         assert torch.equal(got[key], want), key
     start, metadata, spans = _layout(data)
-    assert metadata == {"format": "pt", "producer": "fxgen"} and start % 64 == 0
+    assert isinstance(metadata, dict) and start % 64 == 0
+    assert metadata == {"digest": metadata["digest"], "format": "pt", "producer": "fxgen"}
+    assert data == _former_writer(state, metadata)
+    table = json.loads(data[8:start])
+    del table["__metadata__"]
+    digest = hashlib.sha256(json.dumps(table, separators=(",", ":"), ensure_ascii=False).encode() + data[start:])
+    assert metadata["digest"] == "sha256:" + digest.hexdigest()
     assert sorted(spans.values())[-1][1] == len(data) - start if spans else len(data) == start
     _, _, ref_spans = _layout(save({k: v.contiguous() for k, v in state.items()}))
     for key, (lo, hi) in spans.items():
@@ -81,7 +122,7 @@ def test_every_reader_takes_it(tmp_path: Path) -> None:
     arrays = numpy_load(path.read_bytes())
     assert all(np.array_equal(arrays[k], v.numpy()) for k, v in state.items())
     with safe_open(str(path), framework="pt") as f:
-        assert f.metadata() == {"format": "pt", "producer": "fxgen"}
+        assert f.metadata() == {"digest": f.metadata()["digest"], "format": "pt", "producer": "fxgen"}
         assert set(f.keys()) == set(state)
         assert torch.equal(f.get_slice("conv1.weight")[2:4], state["conv1.weight"][2:4])
 
@@ -113,3 +154,54 @@ def test_any_state_round_trips(specs: list[tuple[torch.dtype, list[int]]]) -> No
         values = torch.randint(0, 2 if dtype == torch.bool else 100, shape, generator=gen)
         state[f"t{i}"] = values.to(dtype)
     _check(state, weights_bytes(state))
+
+
+def test_tensors_as_a_model_holds_them() -> None:
+    """Parameters that require grad, tied and non-contiguous tensors, views into a larger one."""
+    gen = torch.Generator().manual_seed(1)
+    weight = torch.nn.Parameter(torch.randn(6, 5, generator=gen))
+    base = torch.randn(8, 9, generator=gen)
+    state = {"weight": weight, "tied": weight, "transposed": base.t(), "columns": base[:, 2:5],
+             "row": base[3], "conj": torch.randn(3, dtype=torch.complex64, generator=gen).conj()}  # fmt: skip
+    data = weights_bytes(state)
+    _check({k: v.detach().resolve_conj().clone(memory_format=torch.contiguous_format) for k, v in state.items()}, data)
+
+
+def test_the_digest_follows_every_byte() -> None:
+    state = _bn_like_state()
+    first = _layout(weights_bytes(state))[1]
+    state["bn2.weight"] = state["bn2.weight"].clone()
+    state["bn2.weight"][3] = torch.nextafter(state["bn2.weight"][3], torch.tensor(10.0))
+    assert _layout(weights_bytes(state))[1] != first
+    state = _bn_like_state()
+    state["renamed"] = state.pop("bn2.weight")  # the same bytes under another name
+    assert _layout(weights_bytes(state))[1] != first
+
+
+@pytest.mark.parametrize("fail", [OSError(28, "No space left on device"), KeyboardInterrupt()])
+def test_a_failed_write_leaves_the_old_file_and_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail: BaseException
+) -> None:
+    path = tmp_path / "w.safetensors"
+    write_weights(path, {"old": torch.ones(3)})
+    before = path.read_bytes()
+    real = writer._bytes
+    calls = iter(range(3))
+
+    def failing(tensor: torch.Tensor) -> memoryview:
+        if next(calls) == 2:
+            raise fail
+        return real(tensor)
+
+    monkeypatch.setattr(writer, "_bytes", failing)
+    with pytest.raises(GenerateError if isinstance(fail, OSError) else KeyboardInterrupt) as info:
+        write_weights(path, _bn_like_state())
+    if isinstance(fail, OSError):
+        assert str(path) in str(info.value) and "No space left" in str(info.value)
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["w.safetensors"]
+
+
+def test_a_dtype_safetensors_cannot_store_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    with pytest.raises(WeightsError, match=r"'z' is a torch\.complex128 tensor"):
+        write_weights(tmp_path / "w.safetensors", {"a": torch.ones(2), "z": torch.ones(2, dtype=torch.complex128)})
+    assert not list(tmp_path.iterdir())
