@@ -32,7 +32,7 @@ import torch.fx
 from fxgen._errors import ExportError
 from fxgen.capture.effects import hook_mark, refuse_new_hooks, refuse_root_hooks
 from fxgen.capture.preserve import Snapshot
-from fxgen.capture.trace import at_user_line
+from fxgen.capture.trace import HIDDEN_PARAMETERS, at_user_line
 
 __all__ = ["Captured", "capture_dynamo", "example_arguments", "kept_state"]
 
@@ -71,6 +71,8 @@ def example_arguments(
                           "capture with TorchDynamo needs its parameter names") from None  # fmt: skip
     named = [p.name for p in signature.parameters.values()
              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]  # fmt: skip
+    if not named and signature.parameters:
+        raise ExportError(f"cannot name the example inputs of {type(module).__name__}: {HIDDEN_PARAMETERS}")
     positional = [p.name for p in signature.parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]  # fmt: skip
     if isinstance(example_inputs, torch.Tensor):

@@ -4,8 +4,10 @@ write the tensors its checkpoint carries.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +17,20 @@ import torch.fx
 from fxgen._errors import ExportError
 from fxgen.capture.blocks import keep_blocks
 from fxgen.capture.effects import NotRecorded
+from fxgen.capture.frozen import none_defaults
 from fxgen.capture.hierarchy import TraceOptions
 from fxgen.capture.keywords import torch_keywords
-from fxgen.capture.trace import LeafSpec, trace
-from fxgen.describe.to_spec import avoid_reserved_names, graph_module_to_spec, spec_state
+from fxgen.capture.trace import HIDDEN_PARAMETERS, LeafSpec, forward_signature, trace
+from fxgen.describe.to_spec import (
+    avoid_reserved_names,
+    graph_module_to_spec,
+    loadable_class_name,
+    spec_state,
+)
 from fxgen.spec.model import Spec
 
 __all__ = ["CAPTURES", "capture_graph", "capture_notes", "captured_spec", "dynamo_graph", "export", "save_weights",
-           "specialised_doc", "tied_notes"]  # fmt: skip
+           "specialised_doc", "tied_notes", "traced_concrete_args"]  # fmt: skip
 
 
 CAPTURES = ("auto", "trace", "dynamo")
@@ -61,6 +69,7 @@ def export(
     weights themselves go to ``save_weights``.
     """
     leaf_modules, autowrap_functions = tuple(leaf_modules), tuple(autowrap_functions)
+    concrete_args = traced_concrete_args(module, concrete_args, example_inputs, example_kwargs)
     gm, doc = capture_graph(module, example_inputs=example_inputs, example_kwargs=example_kwargs, capture=capture,
                             concrete_args=concrete_args, leaf_modules=leaf_modules,
                             autowrap_functions=autowrap_functions, tracer_class=tracer_class)  # fmt: skip
@@ -87,15 +96,22 @@ def captured_spec(
     progress: Callable[[int, int, str], None] | None = None,
 ) -> Spec:
     """The spec of a captured graph (``capture_graph``): the model's classes kept as blocks
-    unless ``flat`` (each class inlined is ``notify``-ed, with why), else one graph."""
+    unless ``flat`` (each class inlined is ``notify``-ed, with why), else one graph. A class name
+    ``load_spec`` would refuse (``F``, ``nn``, ``str``) is made one it takes, and ``notify``-ed."""
+    spec = None
     if not flat and not isinstance(module, torch.fx.GraphModule):
         spec, notes = keep_blocks(module, gm, options, name, captured=doc is not None, doc=doc)
         for message in notes:
             notify(message)
-        if spec is not None:
-            return spec
-    torch_keywords(gm.graph)  # (after the blocks were tried: their graphs are compared with this one)
-    return graph_module_to_spec(gm, name=name, doc=doc, progress=progress)
+    if spec is None:
+        torch_keywords(gm.graph)  # (after the blocks were tried: their graphs are compared with this one)
+        spec = graph_module_to_spec(gm, name=name, doc=doc, progress=progress)
+    loadable = loadable_class_name(spec)
+    if loadable != spec.name:
+        notify(f"class name {spec.name!r} would shadow a name the generated code uses or is no identifier: the "
+               f"spec names the class {loadable!r} (pass name= / --name to choose another)")  # fmt: skip
+        spec = dataclasses.replace(spec, name=loadable)
+    return spec
 
 
 def capture_graph(
@@ -117,6 +133,7 @@ def capture_graph(
         raise ExportError(f"capture={capture!r}: expected one of {', '.join(CAPTURES)}")
     leaves = tuple(leaf_modules)
     if capture != "dynamo":
+        concrete_args = traced_concrete_args(module, concrete_args, example_inputs, example_kwargs)
         try:
             return trace(module, concrete_args=concrete_args, leaf_modules=leaves,
                          autowrap_functions=autowrap_functions, tracer_class=tracer_class), None  # fmt: skip
@@ -124,15 +141,51 @@ def capture_graph(
             if capture == "trace" or isinstance(exc, NotRecorded):
                 raise
             if example_inputs is None:
+                if HIDDEN_PARAMETERS in exc.message:  # (Dynamo needs the parameter names too)
+                    raise
                 raise ExportError(f"{exc.message}; or pass example_inputs (--example-input) to capture it with "
                                   "TorchDynamo", exc.location) from None  # fmt: skip
+            traced = exc
             note = (f"symbolic tracing failed ({_short(exc.message)}): captured with TorchDynamo on the example "
                     "inputs instead")  # fmt: skip
+            try:
+                captured = dynamo_graph(module, example_inputs, example_kwargs, leaves)
+            except ExportError as failed:
+                raise _both_failed(failed, traced) from None
             if notify is not None:
                 notify(note)
             else:
                 warnings.warn(note, UserWarning, stacklevel=3)
+            return captured
     return dynamo_graph(module, example_inputs, example_kwargs, leaves)
+
+
+# What Dynamo's refusals suggest (fxgen.capture.lift, .fold, .dynamo): "; export it with capture='trace'",
+# ", or export with capture='trace'".
+_TRACE_INSTEAD = re.compile(r"(; |,? or )export (it )?with capture='trace'")
+
+
+def _both_failed(failed: ExportError, traced: ExportError) -> ExportError:
+    """Auto capture's error when TorchDynamo fails after symbolic tracing did: Dynamo's reason, its
+    advice to trace instead dropped (that failed), and why tracing failed, with its fix."""
+    message = _TRACE_INSTEAD.sub("", failed.message)
+    return ExportError(f"{message}; symbolic tracing failed first: {traced.message}", failed.location or traced.location)
+
+
+def traced_concrete_args(module: torch.nn.Module, concrete_args: dict[str, Any] | None, example_inputs: Any,
+                         example_kwargs: dict[str, Any] | None) -> dict[str, Any] | None:  # fmt: skip
+    """The concrete args ``module`` is traced with: the caller's, or without them every optional
+    argument (default None) the example inputs do not give, bound to None
+    (``fxgen.capture.frozen.none_defaults``)."""
+    given = set(example_kwargs or ())
+    if isinstance(example_inputs, Mapping):
+        given.update(example_inputs)
+    elif example_inputs is not None and not isinstance(module, torch.fx.GraphModule):
+        count = 1 if isinstance(example_inputs, torch.Tensor) else len(example_inputs)
+        signature = forward_signature(module)
+        names = [p.name for p in signature.parameters.values()] if signature is not None else []
+        given.update(names[:count])
+    return none_defaults(module, concrete_args, given)
 
 
 def dynamo_graph(

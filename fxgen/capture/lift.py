@@ -122,6 +122,12 @@ def _lift(captured: Captured, module: torch.nn.Module, is_leaf: Any) -> torch.fx
     for node in list(graph.nodes):  # tensors Dynamo put on its own GraphModule
         if node.op == "get_attr" and node not in values:
             value = attribute_at(gm, str(node.target))
+            if isinstance(value, torch.fx.GraphModule):
+                users = ", ".join(sorted({str(getattr(u.target, "__name__", u.target)) for u in node.users}))
+                raise ExportError(f"TorchDynamo's graph runs the nested graph {node.target!r} through {users}, as it "
+                                  "records torch.utils.checkpoint, torch.compiler.nested_compile_region and torch.cond; "
+                                  "a spec cannot write a nested graph: remove that wrapper for export, or export it "
+                                  "with capture='trace'")  # fmt: skip
             if not isinstance(value, torch.Tensor):
                 raise ExportError(f"TorchDynamo's graph reads {node.target!r}, a {type(value).__name__}; "
                                   "export it with capture='trace'")  # fmt: skip

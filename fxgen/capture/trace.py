@@ -33,12 +33,14 @@ from fxgen.capture.effects import (
     refuse_new_hooks,
     refuse_root_hooks,
 )
+from fxgen.capture.frozen import RandomDraws, readable, rebuild_strings, traced_strings
 from fxgen.capture.preserve import Snapshot
 from fxgen.construct.modules import set_attr_path
 from fxgen.describe.to_spec import Submodules
 
 __all__ = [
     "CALLS_KEY",
+    "HIDDEN_PARAMETERS",
     "LeafSpec",
     "ModuleCalls",
     "TracedGraphModule",
@@ -128,9 +130,11 @@ def trace(
     mark = hook_mark()
     try:
         tracer = _Tracer(autowrap_functions=tuple(autowrap_functions)) if autowrap_functions else _Tracer()
-        with torch.enable_grad():
+        draws = RandomDraws()
+        with torch.enable_grad(), draws, traced_strings() as formatted:
             graph = tracer.trace(module, concrete_args)
         _lint(graph)
+        _refuse_frozen(graph, tracer.root, draws, formatted)
         if preserve:  # (the traces of a model's parts: their regions were judged in the whole model's)
             refuse_new_hooks(module, mark)
             refuse_grad_regions(graph, tracer.root, set(disabled), lambda node: at_user_line(disabled[node]))
@@ -152,6 +156,25 @@ def trace(
         # copies. Leave the user's module as it was: a second export then traces the same graph.
         if snapshot is not None:
             snapshot.restore()
+
+
+def _refuse_frozen(graph: torch.fx.Graph, root: torch.nn.Module, draws: RandomDraws,
+                   formatted: list[tuple[torch.fx.Proxy, str]]) -> None:  # fmt: skip
+    """Refuse a graph that reads a random draw tracing froze; rebuild the strings formatted from
+    traced values (``fxgen.capture.frozen``)."""
+    frozen = draws.frozen_draw(graph, root)
+    if frozen is not None:
+        target, function, frame = frozen
+        where, detail = at_user_line(frame)
+        raise ExportError(
+            f"the forward draws random numbers with {function} from values that are not traced{detail}: tracing "
+            f"ran it once and the graph would read that one draw as the constant {target!r}, the same numbers on "
+            "every call; draw them from a traced value (torch.rand_like(x), torch.rand(x.shape[0], 4)) so the "
+            "graph draws at run time", where)  # fmt: skip
+    failed = rebuild_strings(graph, formatted)
+    if failed is not None:
+        raise ExportError(f"node {failed!r} reads a string formatted from a value of another trace; build the "
+                          "string inside the forward that uses it")  # fmt: skip
 
 
 def forward_signature(module: torch.nn.Module) -> inspect.Signature | None:
@@ -413,7 +436,15 @@ _FOREIGN = ("the forward uses a value from outside the traced graph: it reads a 
             "again, or clear the cache, before export")  # fmt: skip
 
 
+# A forward whose signature is only (*args, **kwargs): both captures need its parameters by name.
+HIDDEN_PARAMETERS = ("its forward takes only (*args, **kwargs): a decorator that does not keep the signature "
+                     "(torch.compiler.nested_compile_region, or one without functools.wraps) hides its parameters, "
+                     "and export needs them by name; remove the decorator from forward for export, or decorate "
+                     "a function forward calls instead")  # fmt: skip
+
+
 _FIXES = (
+    ("cannot be part of *args expansion", HIDDEN_PARAMETERS),
     ("cannot be used as inputs to control flow",
      "the code branches on a traced value (dynamic control flow): pass the deciding argument "
      "with concrete_args / --concrete-args, make the submodule a leaf (leaf_modules / --leaf-module), "
@@ -432,7 +463,7 @@ _FIXES = (
 def _trace_error(exc: BaseException, tracer: torch.fx.Tracer | None = None) -> ExportError:
     """One clear message: what failed, the user's line, and the torch.fx guide's fix."""
     frame = _user_frame(exc)
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = readable(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
     fix = next((f for key, f in _FIXES if key in str(exc)), None)
     stack = getattr(tracer, "module_stack", None)
     if fix == _FOREIGN and stack:

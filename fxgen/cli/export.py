@@ -17,7 +17,13 @@ import torch
 import torch.fx
 
 from fxgen._errors import ExportError
-from fxgen.capture.export import capture_graph, capture_notes, captured_spec, tied_notes
+from fxgen.capture.export import (
+    capture_graph,
+    capture_notes,
+    captured_spec,
+    tied_notes,
+    traced_concrete_args,
+)
 from fxgen.capture.hierarchy import TraceOptions
 from fxgen.describe.to_spec import avoid_reserved_names, spec_state
 from fxgen.spec.model import ClassSpec, Spec
@@ -133,6 +139,8 @@ def export_command(ns: argparse.Namespace) -> None:
     if capture == "dynamo" and not example_inputs:
         raise ExportError("--capture dynamo needs example inputs: --example-input NAME=DTYPE[SHAPE] (for example "
                           "x=float32[1,3,224,224]), one per input")  # fmt: skip
+    if capture != "dynamo":
+        concrete = traced_concrete_args(module, concrete, example_inputs or None, example_kwargs)
     notes: list[str] = []
     with Progress("capturing", 2, quiet=quiet) as progress:
         progress.step(1, type(module).__name__)

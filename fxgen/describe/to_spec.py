@@ -14,6 +14,7 @@ import dataclasses
 import keyword
 import math
 import operator
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -35,7 +36,8 @@ from fxgen.spec.packed import pack, unpack
 from fxgen.spec.resolve import has_arguments
 from fxgen.spec.values import UnencodableValue, dtype_name, encode
 
-__all__ = ["Submodules", "avoid_reserved_names", "graph_module_to_spec", "recover_declaration", "spec_state"]
+__all__ = ["Submodules", "avoid_reserved_names", "graph_module_to_spec", "loadable_class_name", "recover_declaration",
+           "spec_state"]
 
 
 LITERAL_LIMIT = 64  # tensors up to this many elements are written as readable literals, larger ones packed
@@ -113,6 +115,30 @@ def avoid_reserved_names(graph: torch.fx.Graph) -> None:
     last = next(iter(reversed(graph.nodes)))
     if last.op == "output" and last.name != "output":
         last._rename("output")
+
+
+def loadable_class_name(spec: Spec) -> str:
+    """``spec.name`` if ``load_spec`` takes it as the class name, else that name made one: only ASCII
+    letters, digits and _ kept (``Model`` put before a name that would start with a digit or be
+    empty), and ``Model`` added while it is a keyword, a builtin, a name the generated code uses
+    (``F``, ``nn``, ``torch``, a package it imports) or one of the spec's blocks."""
+    taken = set(RESERVED_NAMES) | set(spec.classes)
+    roots = [m.cls for m in spec.modules.values()]
+    roots += [n.target for n in spec.nodes if n.op == "call_function" and isinstance(n.target, str)]
+    taken |= {root.split(".")[0] for root in roots if "." in root}
+    name = spec.name
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and not _unusable(name, taken):
+        return name
+    name = re.sub(r"[^A-Za-z0-9_]", "", name)
+    if not name or name[0].isdigit():
+        name = "Model" + name
+    while _unusable(name, taken):
+        name += "Model"
+    return name
+
+
+def _unusable(name: str, taken: set[str]) -> bool:
+    return keyword.iskeyword(name) or keyword.issoftkeyword(name) or hasattr(builtins, name) or name in taken
 
 
 def _format2_spec(gm: torch.fx.GraphModule, spec: Spec, name: str | None) -> Spec:
@@ -292,9 +318,21 @@ def _tensors(
             continue
         value = _get_attr(gm, node.target)
         if not isinstance(value, torch.Tensor):
-            raise ExportError(f"get_attr {node.target!r} reads a {type(value).__name__}, not a tensor or module")
+            raise ExportError(_not_a_tensor(node, value))
         buffers[node.target] = valued_buffer(node.target, value)
     return parameters, buffers
+
+
+def _not_a_tensor(node: torch.fx.Node, value: Any) -> str:
+    """Why a get_attr that reads no tensor cannot be written, and what to do."""
+    users = ", ".join(sorted({str(getattr(u.target, "__name__", u.target)) for u in node.users})) or "nothing"
+    if isinstance(value, torch.nn.Module):
+        return (f"the graph passes module {node.target!r} ({type(value).__name__}) itself as a value to {users}: a spec "
+                f"calls modules but cannot hand one to a function; call the module in the forward "
+                f"(self.{node.target}(x)), or make the code that takes it a leaf module (leaf_modules / --leaf-module)")
+    return (f"the graph reads attribute {node.target!r}, a {type(value).__name__} (used by {users}), as a value: a spec "
+            "can read only tensors and call modules; compute it from a tensor, or make the code that reads it a leaf "
+            "module (leaf_modules / --leaf-module)")
 
 
 def _named_tensors(
@@ -466,7 +504,7 @@ def _function_name(fn: Any) -> str:
         return short
     for home, namespace in _PUBLIC_HOMES:
         for candidate in (short, short.split("_", 1)[-1]):
-            if getattr(namespace, candidate, None) is fn:
+            if not candidate.startswith("_") and getattr(namespace, candidate, None) is fn:
                 return f"{home}.{candidate}"
     from torch.fx.node import _get_qualified_name
 
@@ -474,10 +512,50 @@ def _function_name(fn: Any) -> str:
         name = _get_qualified_name(fn)
     except Exception as exc:
         raise ExportError(f"cannot name call target {fn!r}: {exc}") from None
+    if _is_private(name):
+        name = _public_alias(fn, name) or name
     if _lookup(name) is not fn:
-        raise ExportError(f"call target {name!r} does not resolve back to the traced function; "
-                          "define it at module level (and torch.fx.wrap it)")  # fmt: skip
+        raise ExportError(f"call target {name!r} does not resolve back to the traced function: "
+                          f"{_unreachable(fn, name)}")  # fmt: skip
     return name
+
+
+def _is_private(dotted: str) -> bool:
+    return any(part.startswith("_") for part in dotted.split("."))
+
+
+def _public_alias(fn: Any, name: str) -> str | None:
+    """The shortest public dotted name (then the first in order) of the same object as ``fn``,
+    which ``name`` reaches through a private module (``torch.masked._ops.sum`` is
+    ``torch.masked.sum``): looked up in the public modules above ``name``'s and in the
+    namespaces the default policy reads, as already imported. None when there is none."""
+    import sys
+
+    from fxgen.policy.tables import DEFAULT_NAMESPACES
+
+    parts = name.split(".")[:-1]
+    homes = [".".join(parts[:i]) for i in range(1, len(parts) + 1) if not _is_private(".".join(parts[:i]))]
+    found = []
+    for home in dict.fromkeys((*homes, *DEFAULT_NAMESPACES)):
+        module = sys.modules.get(home)
+        if home and not _is_private(home) and module is not None:
+            found += [f"{home}.{key}" for key, value in vars(module).items() if value is fn and not key.startswith("_")]
+    return min(found, key=lambda dotted: (len(dotted), dotted)) if found else None
+
+
+def _unreachable(fn: Any, name: str) -> str:
+    """Why ``name`` does not give ``fn`` back, as the user can act on it."""
+    qualname = getattr(fn, "__qualname__", "")
+    short = getattr(fn, "__name__", "")
+    wrapper = getattr(torch, short, None)
+    if qualname.startswith("_VariableFunctionsClass.") and wrapper is not None and wrapper is not fn:
+        return (f"it is torch's internal builtin behind the Python function torch.{short}, which torch.fx records "
+                f"when torch.{short} is given the traced values inside a list or tuple it does not look into: "
+                f"pass them as separate arguments (torch.{short}(a, b)), so torch.fx records torch.{short} itself")
+    if "<locals>" in qualname:
+        return f"{qualname!r} is defined inside a function; define it at module level (and torch.fx.wrap it)"
+    return (f"it is a {type(fn).__name__} that its module does not hold under that name (a wrapper or a "
+            "patched function); call the function it wraps, or mark the code calling it a leaf (leaf_modules)")
 
 
 def spec_state(gm: torch.fx.GraphModule) -> dict[str, torch.Tensor]:

@@ -91,6 +91,7 @@ SAFE_BUILTINS: dict[str, Any] = {
         "getattr", "hasattr", "len", "abs", "all", "any", "bool", "complex", "divmod", "float",
         "int", "isinstance", "list", "max", "min", "pow", "range", "round", "slice", "sorted",
         "str", "sum", "tuple", "zip", "enumerate", "reversed", "dict",
+        "format",  # a traced value formatted into a string with a format spec (fxgen.capture.frozen)
     ]
 }  # fmt: skip
 
