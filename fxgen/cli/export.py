@@ -117,6 +117,7 @@ def _no_ref(name: str) -> Any:
 
 def export_command(ns: argparse.Namespace) -> None:
     """``fxgen export``: compute the spec, then write the weights and the spec that records them."""
+    from fxgen.cli.leftovers import sweep
     from fxgen.cli.progress import Progress
     from fxgen.spec.values import decode_kwargs
     from fxgen.write.atomic import write_atomic
@@ -159,6 +160,7 @@ def export_command(ns: argparse.Namespace) -> None:
     for note in found:
         print(f"fxgen: note: {note}", file=sys.stderr)
     out: Path = ns.out
+    sweep((out, ns.weights), quiet=quiet)
     if ns.weights is not None:
         # The weights first, streamed, then the spec that records their digest: a run stopped in
         # between leaves the old spec, which refuses the new weights (fxgen.assemble.weights).

@@ -17,6 +17,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from fxgen._errors import Diagnostic, FxgenError, GenerateError, Location, SpecError
 from fxgen._version import __version__
+from fxgen.cli.leftovers import LEFT_BY
 from fxgen.cli.progress import Progress
 
 __all__ = ["main"]
@@ -454,7 +455,7 @@ def _temporaries(args: argparse.Namespace) -> tuple[int, int]:
         print(exc, file=sys.stderr)
         return 1, 0
     for path in removed if not args.quiet else ():
-        print(f"fxgen: removed {path} (a temporary file left by an interrupted fxgen run)", file=sys.stderr)
+        print(f"fxgen: removed {path} ({LEFT_BY})", file=sys.stderr)
     return 0, len(removed)
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from fxgen._errors import FxgenError, Location, SpecError
+from fxgen.cli.leftovers import sweep
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
 
@@ -97,6 +99,7 @@ def transform_command(args: argparse.Namespace, allow: tuple[str, ...], register
     result = apply_passes(spec, every, policy, state=state, locate=locate)
     for note in result.notes:
         print(note, file=sys.stderr)
+    sweep((Path(args.out), Path(args.out_weights) if args.out_weights is not None else None), quiet=args.quiet)
     if args.out_weights is not None:
         from fxgen.write.weights import write_weights
 

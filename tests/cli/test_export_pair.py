@@ -206,3 +206,19 @@ def test_a_full_disk_during_the_weights_write_leaves_the_old_pair_and_no_tempora
     loaded = fxgen.load("s.yaml", weights="w.safetensors").eval()
     assert torch.equal(loaded(x), big_model.make(1, 8).eval()(x))
     del loaded
+
+
+def test_export_removes_and_names_what_a_killed_export_left(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A killed export leaves its temporary files (unlocked once the process is gone): the next
+    export removes those of its spec and weights and names each, as generate does."""
+    left = [project / ".w.safetensors.fxgen-k2x9a0bq.tmp", project / ".s.yaml.fxgen-0123abcd.tmp"]
+    for path in left:
+        path.write_bytes(b"half a file")
+    other = project / ".other.yaml.fxgen-zzzzzzzz.tmp"  # another file's: not this export's to remove
+    other.write_bytes(b"x")
+    assert main([*_export(1)[:-1]]) == 0
+    err = capsys.readouterr().err
+    for path in left:
+        assert not path.exists()
+        assert f"fxgen: removed {path.name} (a temporary file left by an interrupted fxgen run)" in err, err
+    assert other.exists()
