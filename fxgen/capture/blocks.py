@@ -27,7 +27,7 @@ import torch
 import torch.fx
 
 from fxgen._errors import ExportError
-from fxgen.capture.hierarchy import Hierarchy, NotTheSame, TraceOptions, block_classes, trace_blocks
+from fxgen.capture.hierarchy import Hierarchy, NotTheSame, TraceOptions, block_classes
 from fxgen.capture.keywords import torch_keywords
 from fxgen.capture.rebuild import RebuildCache
 from fxgen.capture.recover import resolve_qualname
@@ -43,21 +43,21 @@ _PENDING = "\0block:"  # the class of a block instance not yet given one, while 
 
 
 def keep_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, options: TraceOptions, name: str, *,
-                captured: bool = False, doc: str | None = None) -> tuple[Spec | None, list[str]]:  # fmt: skip
+                doc: str | None = None) -> tuple[Spec | None, list[str]]:  # fmt: skip
     """The format-2 spec keeping every user class that can be a block, and a note for each
     class inlined (why); None when no class can be kept (export then writes the flat graph).
 
     The graph is split by the module calls each node ran inside (``partition.partition_blocks``:
-    symbolic tracing and TorchDynamo both record them); a trace whose tracer recorded none (a
-    custom tracer that does not call ``Tracer.call_module``) has its blocks traced again one by
-    one instead (``hierarchy.trace_blocks``). All classes are tried together; the class a
-    difference points at (the block whose graph holds the first node that differs, or whose
-    trace failed) is inlined and the rest tried again. A difference that points at no class
-    falls back to trying them one by one."""
-    recorded = captured or any("nn_module_stack" in node.meta for node in flat.graph.nodes)
-    split = _partition if recorded else trace_blocks
-    attempt = _Attempt(module, flat, options, name, doc, split)
-    classes = block_classes(module, options, any_signature=recorded)  # (the re-trace binds calls to forward)
+    symbolic tracing, with any tracer, and TorchDynamo both record them). All classes are tried
+    together; the class a difference points at (the block whose graph holds the first node that
+    differs, or which cannot be split off) is inlined and the rest tried again. A difference
+    that points at no class falls back to trying them one by one."""
+    attempt = _Attempt(module, flat, options, name, doc)
+    classes = block_classes(module, options)
+    if classes and not any("nn_module_stack" in node.meta for node in flat.graph.nodes):
+        return None, ["export: the model's classes are not kept as blocks: no node of the captured graph records "
+                      "the module calls it ran inside (nn_module_stack; a tracer whose create_node drops it), "
+                      "which is what the graph is split by"]  # fmt: skip
     reasons: dict[type, str] = {}
     spec: Spec | None = None
     while classes:
@@ -79,22 +79,17 @@ def keep_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, options: Tr
     return spec, notes
 
 
-def _partition(module: torch.nn.Module, flat: torch.fx.GraphModule, classes: list[type],
-               options: TraceOptions) -> Hierarchy:  # fmt: skip
-    from fxgen.capture.partition import partition_blocks
-
-    return partition_blocks(module, flat, classes, options)
-
-
 class _Attempt:
     """The spec keeping some classes as blocks, or NotTheSame / ExportError saying why not."""
 
     def __init__(self, module: torch.nn.Module, flat: torch.fx.GraphModule, options: TraceOptions, name: str,
-                 doc: str | None, split: Callable[..., Hierarchy]) -> None:  # fmt: skip
-        self.module, self.flat, self.options, self.name, self.doc, self.split = module, flat, options, name, doc, split
+                 doc: str | None) -> None:  # fmt: skip
+        self.module, self.flat, self.options, self.name, self.doc = module, flat, options, name, doc
 
     def __call__(self, classes: list[type]) -> Spec:
-        hierarchy = self.split(self.module, self.flat, classes, self.options)
+        from fxgen.capture.partition import partition_blocks
+
+        hierarchy = partition_blocks(self.module, self.flat, classes, self.options)
         return hierarchical_spec(hierarchy, self.module, self.name, doc=self.doc)
 
 

@@ -88,7 +88,7 @@ def captured_spec(
     """The spec of a captured graph (``capture_graph``): the model's classes kept as blocks
     unless ``flat`` (each class inlined is ``notify``-ed, with why), else one graph."""
     if not flat and not isinstance(module, torch.fx.GraphModule):
-        spec, notes = keep_blocks(module, gm, options, name, captured=doc is not None, doc=doc)
+        spec, notes = keep_blocks(module, gm, options, name, doc=doc)
         for message in notes:
             notify(message)
         if spec is not None:

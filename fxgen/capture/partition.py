@@ -339,7 +339,6 @@ class _Partition:
         before = hierarchy.blocks.get(key)
         if before is None:
             hierarchy.blocks[key] = gm
-            hierarchy.params[key] = hierarchy.read[key] = names
         elif before.graph.python_code("self").src != graph.python_code("self").src:
             raise self._refuse(region.key, "two of its calls compute different graphs")
         return inputs, out
@@ -414,7 +413,6 @@ class _Partition:
                     node._rename(name)  # (``arg1`` itself may be taken: then ``arg1_1``, still right)
                     node.target = node.name
             gm.recompile()
-            hierarchy.params[key] = hierarchy.read[key] = [n.name for n in placeholders]
 
     # -- paths and modules ---------------------------------------------------------------------
     def _module_path(self, region: _Region, sub: torch.nn.Module) -> str:

@@ -41,13 +41,11 @@ def trace(
     leaf_modules: Iterable[LeafSpec] = (),
     autowrap_functions: Iterable[Callable[..., Any]] = (),
     tracer_class: type[torch.fx.Tracer] | None = None,
-    preserve: bool = True,
 ) -> torch.fx.GraphModule:
     """``module`` as a GraphModule (returned as it is if it already is one).
 
     Its Python code is generated when first used (``code``, ``forward``, printing): export
-    itself only reads the graph. ``preserve=False``: the caller restores the model itself (one
-    snapshot around many traces of its parts: ``fxgen.capture.hierarchy``).
+    itself only reads the graph.
     """
     if isinstance(module, torch.fx.GraphModule):
         return module
@@ -70,15 +68,25 @@ def trace(
 
         def call_module(self, m: torch.nn.Module, forward: Callable[..., Any], args: tuple[Any, ...],
                         kwargs: dict[str, Any]) -> Any:  # fmt: skip
-            # the key torch.fx's call_module gives this call in ``nn_module_stack``
+            # The call is pushed on ``module_stack`` under the key torch.fx's own call_module gives
+            # it, so the nodes made inside record it in ``nn_module_stack`` even when the caller's
+            # tracer runs the module without ``Tracer.call_module`` (which then pushes nothing:
+            # ``fxgen.capture.partition`` splits the graph by these records).
             path = self.path_of_module(m)
-            count = getattr(self, "num_calls", {}).get(path, 0)
-            result = super().call_module(m, forward, args, kwargs)
-            calls.record(path if count == 0 else f"{path}@{count}", args, kwargs, result)
+            count = self.num_calls.get(path, 0)
+            key = path if count == 0 else f"{path}@{count}"
+            pushed = key not in self.module_stack
+            if pushed:  # (Tracer.call_module writes the same entry again, in place, and pops it)
+                self.module_stack[key] = (path, type(m))
+            result = super().call_module(m, forward, args, kwargs)  # (a failure leaves the stack: errors name it)
+            if pushed:
+                self.module_stack.pop(key, None)
+            self.num_calls[path] = max(self.num_calls.get(path, 0), count + 1)
+            calls.record(key, args, kwargs, result)
             return result
 
-    snapshot = Snapshot(module) if preserve else None
-    if snapshot is not None and snapshot.proxies:
+    snapshot = Snapshot(module)
+    if snapshot.proxies:
         raise ExportError(
             f"the model holds values of an earlier torch.fx trace ({', '.join(snapshot.proxies[:3])}): its "
             "forward stored traced values on the module (a cache filled on the first call); build the "
@@ -103,8 +111,7 @@ def trace(
         # Tracing may store Proxies on the model (a cache its forward fills), and torch.fx puts
         # the tensor constants it makes (`_tensor_constant0`) on it; the GraphModule has its own
         # copies. Leave the user's module as it was: a second export then traces the same graph.
-        if snapshot is not None:
-            snapshot.restore()
+        snapshot.restore()
 
 
 def forward_signature(module: torch.nn.Module) -> inspect.Signature | None:

@@ -367,15 +367,20 @@ def test_a_trace_is_split_once_with_names_returns_and_annotations_of_the_source(
     assert next(n.target for n in spec.nodes if n.op == "call_module") == "stages"
 
 
-def test_a_trace_is_not_traced_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    from fxgen.capture import hierarchy, trace
-
+@pytest.mark.parametrize("tracer_class", [None, efx.RunsModulesItself])
+def test_a_trace_is_not_traced_again(monkeypatch: pytest.MonkeyPatch, tracer_class: type | None) -> None:
+    """Any tracer's trace is split by the calls it recorded: the model is traced once, no block again."""
     traced: list[type] = []
-    real = trace.trace
-    monkeypatch.setattr(hierarchy, "trace", lambda m, **kw: traced.append(type(m)) or real(m, **kw))
-    monkeypatch.setattr(fxgen.capture.export, "trace", lambda m, **kw: traced.append(type(m)) or real(m, **kw))
-    spec = fxgen.export(Tree().eval())
+    real = torch.fx.Tracer.trace
+
+    def counted(self: torch.fx.Tracer, root: Any, *args: Any, **kwargs: Any) -> Any:
+        traced.append(type(root))
+        return real(self, root, *args, **kwargs)
+
+    monkeypatch.setattr(torch.fx.Tracer, "trace", counted)
+    spec = fxgen.export(Tree().eval(), tracer_class=tracer_class)
     assert spec.fxgen == 2 and traced == [Tree]
+    assert spec == fxgen.export(Tree().eval())  # the same classes as torch.fx's own tracer gives
 
 
 def test_a_traced_graph_module_copies_and_pickles_without_the_recorded_calls() -> None:
