@@ -23,7 +23,7 @@ from torch.fx.node import map_aggregate
 from fxgen.capture.trace import LeafSpec, declare_tensor
 
 __all__ = ["Hierarchy", "NotTheSame", "TraceOptions", "block_classes", "declare_reads", "first_paths",
-           "kept_sequentials", "verify"]
+           "kept_sequentials", "rewrites_state", "verify"]
 
 
 class NotTheSame(Exception):
@@ -39,8 +39,8 @@ class NotTheSame(Exception):
 
 @dataclass
 class Hierarchy:
-    """The top graph and one graph per block instance (by ``id``), each calling its blocks and
-    kept Sequentials as leaves."""
+    """The top graph and one graph module per block instance (by ``id``), each calling its
+    blocks and kept Sequentials as leaves; instances of a class with equal graphs share one."""
 
     root: torch.fx.GraphModule
     blocks: dict[int, torch.fx.GraphModule] = field(default_factory=dict)
@@ -49,6 +49,9 @@ class Hierarchy:
     # registered twice (``self.act`` also inside ``self.final``) is called at that path
     paths: dict[int, str] = field(default_factory=dict)
     flat: torch.fx.GraphModule | None = None  # the one graph it expands to, node for node (``verify``)
+    # block -> the earlier instance of its class whose graph module it shares (an equal graph):
+    # its modules and tensors are its own, read at the same paths
+    shared: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -113,6 +116,17 @@ def declare_reads(gm: torch.fx.GraphModule, blocks: dict[int, torch.fx.GraphModu
                 rest = parts[i + 1:]
                 declare_tensor(block, ".".join(rest), owner.get_submodule(".".join(rest[:-1])))
                 break
+
+
+def rewrites_state(module: torch.nn.Module) -> bool:
+    """Whether ``module`` writes its state dict other than as its parameters and buffers."""
+    cls = type(module)
+    return bool(
+        module._state_dict_hooks
+        or module._state_dict_pre_hooks
+        or cls._save_to_state_dict is not torch.nn.Module._save_to_state_dict
+        or getattr(cls, "get_extra_state", torch.nn.Module.get_extra_state) is not torch.nn.Module.get_extra_state
+    )
 
 
 def first_paths(module: torch.nn.Module) -> dict[int, str]:
@@ -193,36 +207,38 @@ def _expand(hierarchy: Hierarchy) -> _Records:
     records = _Records()
     inputs = [n for n in hierarchy.root.graph.nodes if n.op == "placeholder"]
     env: dict[torch.fx.Node, Any] = {n: _Input(i) for i, n in enumerate(inputs)}
-    records.append(("output", _walk(hierarchy.root, "", env, hierarchy, records)))
+    records.append(("output", _walk(hierarchy.root, hierarchy.root, "", env, hierarchy, records)))
     return records
 
 
-def _walk(gm: torch.fx.GraphModule, prefix: str, env: dict[torch.fx.Node, Any], hierarchy: Hierarchy,
-          records: _Records) -> Any:  # fmt: skip
+def _walk(gm: torch.fx.GraphModule, owner: torch.nn.Module, prefix: str, env: dict[torch.fx.Node, Any],
+          hierarchy: Hierarchy, records: _Records) -> Any:  # fmt: skip
+    """``gm``'s graph expanded, its modules and tensors those of ``owner`` (the block instance
+    whose call it is: instances with equal graphs share one)."""
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             continue
         if node.op == "output":
             return _mapped(node.args[0], env)
         if node.op == "call_module":
-            env[node] = _call(gm, str(node.target), prefix, _mapped(node.args, env), _mapped(node.kwargs, env),
+            env[node] = _call(owner, str(node.target), prefix, _mapped(node.args, env), _mapped(node.kwargs, env),
                               hierarchy, records)  # fmt: skip
         elif node.op == "call_function" and node.target is operator.getitem and _static_item(node, env):
             try:
                 env[node] = _mapped(node.args[0], env)[node.args[1]]
             except (KeyError, IndexError, TypeError):  # (a ModelOutput returned as a plain dict)
                 raise NotTheSame(f"{_producer(gm, node)} returns a value its caller cannot index with "
-                                 f"{node.args[1]!r} once the block is a class of its own", _block_type(gm, node, hierarchy)) from None
+                                 f"{node.args[1]!r} once the block is a class of its own", _block_type(owner, node, hierarchy)) from None
         else:
-            env[node] = _record(records, node, prefix, gm, env, hierarchy.paths)
+            env[node] = _record(records, node, prefix, owner, env, hierarchy.paths)
     return None
 
 
-def _block_type(gm: torch.fx.GraphModule, node: torch.fx.Node, hierarchy: Hierarchy) -> type | None:
+def _block_type(owner: torch.nn.Module, node: torch.fx.Node, hierarchy: Hierarchy) -> type | None:
     """The block class whose call made ``node``'s first argument, if a block's call did."""
     source = node.args[0]
     if isinstance(source, torch.fx.Node) and source.op == "call_module":
-        sub = gm.get_submodule(str(source.target))
+        sub = owner.get_submodule(str(source.target))
         if id(sub) in hierarchy.blocks:
             return type(sub)
     return None
@@ -249,7 +265,7 @@ def _call(gm: torch.nn.Module, target: str, prefix: str, args: Any, kwargs: Any,
         env = dict(zip(inputs, args, strict=True))
         outer, records.owner = records.owner, id(sub)
         try:
-            return _walk(block, path + ".", env, hierarchy, records)
+            return _walk(block, sub, path + ".", env, hierarchy, records)
         finally:
             records.owner = outer
     if id(sub) in hierarchy.kept:
@@ -265,18 +281,18 @@ def _mapped(value: Any, env: dict[torch.fx.Node, Any]) -> Any:
     return map_aggregate(value, lambda v: env[v] if isinstance(v, torch.fx.Node) else v)
 
 
-def _record(records: list[tuple[Any, ...]], node: torch.fx.Node, prefix: str, gm: torch.fx.GraphModule,
+def _record(records: list[tuple[Any, ...]], node: torch.fx.Node, prefix: str, owner: torch.nn.Module,
             env: dict[torch.fx.Node, Any], paths: dict[int, str]) -> _Ref:  # fmt: skip
     target: Any = node.target
     if node.op == "get_attr":
-        target = _attribute_key(gm, str(target), prefix, paths)
+        target = _attribute_key(owner, str(target), prefix, paths)
     elif node.op == "call_module":
-        target = paths.get(id(gm.get_submodule(str(target))), prefix + str(target))
+        target = paths.get(id(owner.get_submodule(str(target))), prefix + str(target))
     records.append((node.op, target, _mapped(node.args, env), _mapped(node.kwargs, env)))
     return _Ref(len(records) - 1)
 
 
-def _attribute_key(gm: torch.fx.GraphModule, target: str, prefix: str, paths: dict[int, str]) -> Any:
+def _attribute_key(gm: torch.nn.Module, target: str, prefix: str, paths: dict[int, str]) -> Any:
     """An attribute of the model by its first path in it; a constant torch.fx made while tracing
     (``_tensor_constant0``), named by the graph it is in, by its value."""
     value: Any = gm
