@@ -343,12 +343,15 @@ class _Partition:
         if done is not None:  # (split off while the shape of its caller was taken)
             return done
         inside = region.inside
-        inputs: list[torch.fx.Node] = []
+        given: dict[torch.fx.Node, None] = {}  # (ordered, each once)
         results: list[torch.fx.Node] = []
         for node in region.nodes():
-            inputs.extend(arg for arg in node.all_input_nodes if arg not in inside and arg not in inputs)
+            for arg in node.all_input_nodes:
+                if arg not in inside:
+                    given[arg] = None
             if any(user not in inside for user in node.users):
                 results.append(node)
+        inputs = list(given)
         names = _input_names(region.module, len(inputs))
         items, defined = self._shape(region, inputs, hierarchy)
         returned = self._returned(region, inside, inputs, results)
