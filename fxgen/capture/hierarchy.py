@@ -99,16 +99,18 @@ def verify(hierarchy: Hierarchy, flat: torch.fx.GraphModule, blocks: dict[int, t
     hierarchy.flat = flat
 
 
-def declare_reads(gm: torch.fx.GraphModule, blocks: dict[int, torch.fx.GraphModule]) -> None:
+def declare_reads(gm: torch.fx.GraphModule, blocks: dict[int, torch.fx.GraphModule],
+                  instance: torch.nn.Module | None = None) -> None:  # fmt: skip
     """A tensor ``gm`` reads through a block it calls (``embed.ids``: Hugging Face's models slice
     their embeddings' buffer) is declared by that block's graph module too, as the original
     holds it, so the block's class has it: a block declares only what it reads and its state
-    dict otherwise, and a non-persistent buffer is in neither."""
+    dict otherwise, and a non-persistent buffer is in neither. ``instance``: the block whose
+    call ``gm`` is (instances with equal graphs share one), its modules read."""
     for node in gm.graph.nodes:
         if node.op != "get_attr":
             continue
         parts = str(node.target).split(".")
-        owner: torch.nn.Module = gm
+        owner: torch.nn.Module = gm if instance is None else instance
         for i, part in enumerate(parts[:-1]):
             owner = getattr(owner, part)
             block = blocks.get(id(owner))

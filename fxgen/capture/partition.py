@@ -146,9 +146,10 @@ class _Partition:
         graph = torch.fx.Graph()
         self._fill(graph, root, {}, hierarchy)
         hierarchy.root = self._graph_module(graph, self.module)
+        declare_reads(hierarchy.root, hierarchy.blocks)
+        for key, gm in hierarchy.blocks.items():  # each instance, through its own blocks
+            declare_reads(gm, hierarchy.blocks, self.submodules[key][1])
         own = {key: gm for key, gm in hierarchy.blocks.items() if key not in hierarchy.shared}  # one per graph
-        for gm in (hierarchy.root, *own.values()):
-            declare_reads(gm, hierarchy.blocks)
         self._name_inputs(prepared, hierarchy)
         if self.traced is not None:
             for key, gm in own.items():

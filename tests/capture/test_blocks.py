@@ -528,3 +528,39 @@ def test_declarations_come_in_the_order_the_model_registers_them() -> None:
     hooked = _NestedReordered()
     hooked.register_state_dict_post_hook(_no_op_hook)
     assert fxgen.export(hooked) == spec
+
+
+class _Ids(nn.Module):
+    def __init__(self, k: float) -> None:
+        super().__init__()
+        self.k = k  # (a constant of the graph: two values, two graphs)
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("ids", torch.arange(4.0), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) * self.k
+
+
+class _ReadsIds(nn.Module):
+    def __init__(self, k: float) -> None:
+        super().__init__()
+        self.emb = _Ids(k)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.emb(x) + self.emb.ids
+
+
+class _TwoReaders(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.p, self.q = _ReadsIds(1.0), _ReadsIds(2.0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.q(self.p(x))
+
+
+def test_a_buffer_read_through_a_block_is_declared_by_each_instance_of_a_shared_graph() -> None:
+    """``p`` and ``q`` have one graph (shared); the blocks they read ``emb.ids`` through have
+    two: each declares the buffer."""
+    spec = check_exact(_TwoReaders(), torch.randn(3, 4))
+    assert [spec.classes[name].buffers["ids"].persistent for name in ("Ids", "Ids2")] == [False, False]
