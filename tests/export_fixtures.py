@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.fx
@@ -172,3 +173,14 @@ class ReadsCount(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.lin(x) + calls["count"]
+
+
+class RunsModulesItself(torch.fx.Tracer):
+    """A tracer that runs a container's forward itself, without ``Tracer.call_module`` (which
+    records the call in ``nn_module_stack``)."""
+
+    def call_module(self, m: nn.Module, forward: Any, args: Any, kwargs: Any) -> Any:
+        path = self.path_of_module(m)
+        if self.is_leaf_module(m, path):
+            return self.create_proxy("call_module", path, args, kwargs)
+        return forward(*args, **kwargs)

@@ -27,13 +27,25 @@ import torch
 import torch.fx
 
 from fxgen._errors import ExportError
-from fxgen.capture.hierarchy import Hierarchy, NotTheSame, TraceOptions, block_classes, trace_blocks
+from fxgen.capture.hierarchy import (
+    Hierarchy,
+    NotTheSame,
+    TraceOptions,
+    block_classes,
+    rewrites_state,
+)
 from fxgen.capture.keywords import torch_keywords
 from fxgen.check.checker import RESERVED_NAMES
 from fxgen.describe.rebuild import RebuildCache
 from fxgen.describe.recover import resolve_qualname
-from fxgen.describe.to_spec import avoid_reserved_names, graph_module_to_spec, recover_declaration
-from fxgen.spec.model import ArgSpec, ClassSpec, ModuleSpec, Spec
+from fxgen.describe.to_spec import (
+    avoid_reserved_names,
+    graph_module_to_spec,
+    recover_declaration,
+    tensor_dtype,
+    valued_buffer,
+)
+from fxgen.spec.model import ArgSpec, BufferSpec, ClassSpec, ModuleSpec, ParameterSpec, Spec
 from fxgen.spec.resolve import substitute, substitute_declaration
 
 __all__ = ["hierarchical_spec", "keep_blocks"]
@@ -43,21 +55,21 @@ _PENDING = "\0block:"  # the class of a block instance not yet given one, while 
 
 
 def keep_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, options: TraceOptions, name: str, *,
-                captured: bool = False, doc: str | None = None) -> tuple[Spec | None, list[str]]:  # fmt: skip
+                doc: str | None = None) -> tuple[Spec | None, list[str]]:  # fmt: skip
     """The format-2 spec keeping every user class that can be a block, and a note for each
     class inlined (why); None when no class can be kept (export then writes the flat graph).
 
     The graph is split by the module calls each node ran inside (``partition.partition_blocks``:
-    symbolic tracing and TorchDynamo both record them); a trace whose tracer recorded none (a
-    custom tracer that does not call ``Tracer.call_module``) has its blocks traced again one by
-    one instead (``hierarchy.trace_blocks``). All classes are tried together; the class a
-    difference points at (the block whose graph holds the first node that differs, or whose
-    trace failed) is inlined and the rest tried again. A difference that points at no class
-    falls back to trying them one by one."""
-    recorded = captured or any("nn_module_stack" in node.meta for node in flat.graph.nodes)
-    split = _partition if recorded else trace_blocks
-    attempt = _Attempt(module, flat, options, name, doc, split)
-    classes = block_classes(module, options, any_signature=recorded)  # (the re-trace binds calls to forward)
+    symbolic tracing, with any tracer, and TorchDynamo both record them). All classes are tried
+    together; the class a difference points at (the block whose graph holds the first node that
+    differs, or which cannot be split off) is inlined and the rest tried again. A difference
+    that points at no class falls back to trying them one by one."""
+    attempt = _Attempt(module, flat, options, name, doc)
+    classes = block_classes(module, options)
+    if classes and not any("nn_module_stack" in node.meta for node in flat.graph.nodes):
+        return None, ["export: the model's classes are not kept as blocks: no node of the captured graph records "
+                      "the module calls it ran inside (nn_module_stack; a tracer whose create_node drops it), "
+                      "which is what the graph is split by"]  # fmt: skip
     reasons: dict[type, str] = {}
     spec: Spec | None = None
     while classes:
@@ -79,22 +91,17 @@ def keep_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, options: Tr
     return spec, notes
 
 
-def _partition(module: torch.nn.Module, flat: torch.fx.GraphModule, classes: list[type],
-               options: TraceOptions) -> Hierarchy:  # fmt: skip
-    from fxgen.capture.partition import partition_blocks
-
-    return partition_blocks(module, flat, classes, options)
-
-
 class _Attempt:
     """The spec keeping some classes as blocks, or NotTheSame / ExportError saying why not."""
 
     def __init__(self, module: torch.nn.Module, flat: torch.fx.GraphModule, options: TraceOptions, name: str,
-                 doc: str | None, split: Callable[..., Hierarchy]) -> None:  # fmt: skip
-        self.module, self.flat, self.options, self.name, self.doc, self.split = module, flat, options, name, doc, split
+                 doc: str | None) -> None:  # fmt: skip
+        self.module, self.flat, self.options, self.name, self.doc = module, flat, options, name, doc
 
     def __call__(self, classes: list[type]) -> Spec:
-        hierarchy = self.split(self.module, self.flat, classes, self.options)
+        from fxgen.capture.partition import partition_blocks
+
+        hierarchy = partition_blocks(self.module, self.flat, classes, self.options)
         return hierarchical_spec(hierarchy, self.module, self.name, doc=self.doc)
 
 
@@ -148,37 +155,67 @@ class _Writer:
 
     def spec(self, name: str, doc: str | None) -> Spec:
         for key, gm in self.hierarchy.blocks.items():
-            self.raw[key], self.inside[key] = self._body(gm, type(self.instances[key]).__name__, self.instances[key])
+            block, first = self.instances[key], self.hierarchy.shared.get(key)
+            if first is None:
+                self.raw[key], self.inside[key] = self._body(gm, type(block).__name__, block)
+            else:
+                self.raw[key], self.inside[key] = self._shared_body(gm, self.raw[first], block)
         top, _ = self._body(self.hierarchy.root, name, self.module)
         self._name_classes(taken={name})
-        body = self._resolved(top)
+        body = self._resolved_body(top)
         return Spec(fxgen=2, name=name, doc=doc, classes=self.classes, **_fields(body))
 
     # -- one graph's body, nested blocks pending -------------------------------------------
     def _body(self, gm: torch.fx.GraphModule, name: str, original: torch.nn.Module) -> tuple[dict[str, Any], set[int]]:
-        given: dict[str, ModuleSpec] = {}
-        inside: set[int] = set()
-        for node in gm.graph.nodes:
-            if node.op != "call_module":
-                continue
-            path = str(node.target)
-            owner = self._kept_owner(gm, path)
-            if owner is not None and owner not in given:
-                given[owner] = self._sequential(gm.get_submodule(owner), owner, inside)
-            elif owner is None and id(gm.get_submodule(path)) in self.hierarchy.blocks:
-                given[path] = self._pending(gm.get_submodule(path), inside)
+        given, inside = self._given(gm, gm)
         avoid_reserved_names(gm.graph)
         torch_keywords(gm.graph)
         spec = graph_module_to_spec(gm, name=name, given=given, cache=self.cache)
         body = {key: value for key, value in spec.to_dict().items() if key not in ("fxgen", "name", "doc")}
         return self.order.sorted(body, original), inside
 
-    def _kept_owner(self, gm: torch.fx.GraphModule, path: str) -> str | None:
+    def _shared_body(self, gm: torch.fx.GraphModule, first: dict[str, Any],
+                     block: torch.nn.Module) -> tuple[dict[str, Any], set[int]]:  # fmt: skip
+        """The body of an instance whose graph module is an earlier instance's (equal graphs):
+        that body's nodes, and the instance's own modules (recovered and verified as any
+        module is) and tensors at the same paths, declared as ``graph_module_to_spec`` does."""
+        given, inside = self._given(gm, block)
+        body = dict(first)
+        try:
+            if "modules" in first:
+                body["modules"] = {path: (given.get(path) or recover_declaration(path, block.get_submodule(path), self.cache,
+                                                                                 self.names)).to_dict()
+                                   for path in first["modules"]}  # fmt: skip
+            for table in ("parameters", "buffers"):
+                if table in first:
+                    body[table] = {path: _tensor_entry(block, path, table) for path in first[table]}
+        except (AttributeError, TypeError) as exc:
+            raise NotTheSame(f"two instances of {type(block).__name__} with one graph hold different tensors "
+                             f"or modules ({exc})", type(block)) from None  # fmt: skip
+        return self.order.sorted(body, block), inside
+
+    def _given(self, gm: torch.fx.GraphModule, owner: torch.nn.Module) -> tuple[dict[str, ModuleSpec], set[int]]:
+        """The declarations of the blocks and kept Sequentials ``gm`` calls, ``owner``'s (the
+        instance whose body is written), and the block instances among them."""
+        given: dict[str, ModuleSpec] = {}
+        inside: set[int] = set()
+        for node in gm.graph.nodes:
+            if node.op != "call_module":
+                continue
+            path = str(node.target)
+            kept = self._kept_owner(owner, path)
+            if kept is not None and kept not in given:
+                given[kept] = self._sequential(owner.get_submodule(kept), kept, inside)
+            elif kept is None and id(owner.get_submodule(path)) in self.hierarchy.blocks:
+                given[path] = self._pending(owner.get_submodule(path), inside)
+        return given, inside
+
+    def _kept_owner(self, owner: torch.nn.Module, path: str) -> str | None:
         """The shortest prefix of ``path`` (itself included) that is a kept Sequential."""
         parts = path.split(".")
         for end in range(1, len(parts) + 1):
             prefix = ".".join(parts[:end])
-            if id(gm.get_submodule(prefix)) in self.hierarchy.kept:
+            if id(owner.get_submodule(prefix)) in self.hierarchy.kept:
                 return prefix
         return None
 
@@ -211,7 +248,7 @@ class _Writer:
             for key in sorted(ready, key=order.__getitem__):  # the model's order: stable names
                 by_class.setdefault(type(self.instances[key]), []).append(key)
             for cls, keys in by_class.items():
-                bodies = {k: self._resolved(self.raw[k]) for k in keys}
+                bodies = {k: self._resolved_body(self.raw[k]) for k in keys}
                 for group in _groups(keys, bodies):
                     self._make_class(cls, group, bodies, taken)
             left -= ready
@@ -315,6 +352,11 @@ class _Writer:
                 names = []
         return names[position] if position < len(names) else f"arg{position}"
 
+    def _resolved_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A body with its blocks declared: pending declarations are only in its modules (its
+        nodes, shared by the instances with one graph, are kept as they are)."""
+        return {**body, "modules": self._resolved(body["modules"])} if "modules" in body else dict(body)
+
     def _resolved(self, body: Any) -> Any:
         """``body`` with every pending block declaration replaced by the instance's own."""
         if isinstance(body, dict):
@@ -334,10 +376,17 @@ _ASCII_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # what a spec's names may b
 
 def _groups(keys: list[int], bodies: dict[int, dict[str, Any]]) -> list[list[int]]:
     """Instances whose bodies differ only in numbers and strings where an argument may stand
-    (module arguments, shapes): one group per class to write."""
-    groups: dict[str, list[int]] = {}
+    (module arguments, shapes): one group per class to write. Nodes hold no such place: each
+    list of them is written once (instances with one graph share it)."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    nodes: dict[int, str] = {}
     for k in keys:
-        groups.setdefault(json.dumps(_skeleton(bodies[k]), sort_keys=True), []).append(k)
+        body = bodies[k]
+        listed = body.get("nodes")
+        if id(listed) not in nodes:
+            nodes[id(listed)] = json.dumps(listed, sort_keys=True)
+        rest = {key: value for key, value in body.items() if key != "nodes"}
+        groups.setdefault((json.dumps(_skeleton(rest), sort_keys=True), nodes[id(listed)]), []).append(k)
     return list(groups.values())
 
 
@@ -441,7 +490,7 @@ class _ModelOrder:
     def __init__(self, model: torch.nn.Module, paths: dict[int, str]) -> None:
         self.model = model
         self.paths = paths
-        self._plain = not any(_rewrites_state(m) for m in model.modules())
+        self._plain = not any(rewrites_state(m) for m in model.modules())
 
     def sorted(self, body: dict[str, Any], original: torch.nn.Module) -> dict[str, Any]:
         path = "" if original is self.model else self.paths.get(id(original))
@@ -475,15 +524,21 @@ def _own_order(original: torch.nn.Module) -> Callable[[str], float]:
     return lambda key: order.get(key, math.inf)
 
 
-def _rewrites_state(module: torch.nn.Module) -> bool:
-    """Whether ``module`` writes its state dict other than as its parameters and buffers."""
-    cls = type(module)
-    return bool(
-        module._state_dict_hooks
-        or module._state_dict_pre_hooks
-        or cls._save_to_state_dict is not torch.nn.Module._save_to_state_dict
-        or getattr(cls, "get_extra_state", torch.nn.Module.get_extra_state) is not torch.nn.Module.get_extra_state
-    )
+def _tensor_entry(block: torch.nn.Module, path: str, table: str) -> dict[str, Any]:
+    """The declaration of ``block``'s tensor at ``path`` (in ``table``), as a graph module of the
+    block declares it: a parameter; a buffer the checkpoint carries; else its values."""
+    owner_path, _, name = path.rpartition(".")
+    owner = block.get_submodule(owner_path)
+    tensor = getattr(owner, name)
+    if table == "parameters":
+        if not isinstance(tensor, torch.nn.Parameter):
+            raise TypeError(f"{path} is not a parameter")
+        return ParameterSpec(list(tensor.shape), tensor_dtype(path, tensor), requires_grad=tensor.requires_grad).to_dict()
+    if not isinstance(tensor, torch.Tensor) or isinstance(tensor, torch.nn.Parameter):
+        raise TypeError(f"{path} is not a buffer")
+    if name in owner._buffers and name not in owner._non_persistent_buffers_set:
+        return BufferSpec(shape=list(tensor.shape), dtype=tensor_dtype(path, tensor)).to_dict()
+    return valued_buffer(path, tensor).to_dict()
 
 
 def _shaped(entry: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:

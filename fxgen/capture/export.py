@@ -100,7 +100,7 @@ def captured_spec(
     ``load_spec`` would refuse (``F``, ``nn``, ``str``) is made one it takes, and ``notify``-ed."""
     spec = None
     if not flat and not isinstance(module, torch.fx.GraphModule):
-        spec, notes = keep_blocks(module, gm, options, name, captured=doc is not None, doc=doc)
+        spec, notes = keep_blocks(module, gm, options, name, doc=doc)
         for message in notes:
             notify(message)
     if spec is None:

@@ -1,23 +1,18 @@
 """The hierarchy of block calls a model ran, and its proof (``verify``): expanded, it must be the
-flat graph. ``fxgen.capture.partition`` reads it off the flat graph; for a trace whose tracer
-recorded no module calls, ``trace_blocks`` traces the model as the blocks its author wrote
-instead: each instance of a user-defined ``nn.Module`` class is a leaf of its parent's graph and
-is traced on its own; an ``nn.Sequential`` of blocks and torch modules stays one call.
+flat graph.
 
-Tracing a block on its own is only right if it computes what tracing through it computes. A
-block is traced with the values its call sites give it: a node becomes a placeholder, a constant
-(``mask=None``, an int) is bound as torch.fx's ``concrete_args`` and left out of the block's
-signature and of the call. Then the whole hierarchy is expanded, block calls replaced by their
-graphs, and compared node for node with the flat trace of the same model: any difference and the
-hierarchy is refused (``NotTheSame``), so the caller keeps the blocks that do agree.
+``fxgen.capture.partition`` reads the hierarchy off the one traced or captured graph, by the
+module calls each node recorded (``nn_module_stack``: ``fxgen.capture.trace`` has every tracer
+record them). Nothing is taken on trust: the whole hierarchy is expanded, block calls replaced by
+their graphs, and compared node for node with the flat graph; any difference and the hierarchy
+is refused (``NotTheSame``, naming the class whose graph holds it), so the caller keeps the
+blocks that do agree.
 """
 
 from __future__ import annotations
 
-import inspect
 import operator
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,17 +20,15 @@ import torch
 import torch.fx
 from torch.fx.node import map_aggregate
 
-from fxgen._errors import ExportError
-from fxgen.capture.preserve import Snapshot
-from fxgen.capture.trace import LeafSpec, declare_tensor, forward_signature, trace
+from fxgen.capture.trace import LeafSpec, declare_tensor
 
 __all__ = ["Hierarchy", "NotTheSame", "TraceOptions", "block_classes", "declare_reads", "first_paths",
-           "kept_sequentials", "trace_blocks", "verify"]
+           "kept_sequentials", "rewrites_state", "verify"]
 
 
 class NotTheSame(Exception):
-    """The blocks chosen cannot be traced on their own, or their graphs expanded are not the
-    flat trace: the message says why, for the note export gives; ``culprit`` is the class to
+    """The blocks chosen cannot be split from the graph, or their graphs expanded are not the
+    flat graph: the message says why, for the note export gives; ``culprit`` is the class to
     inline, where it is known (None: a difference nothing points at)."""
 
     def __init__(self, message: str, culprit: type | None = None, more: dict[type, str] | None = None) -> None:
@@ -46,19 +39,19 @@ class NotTheSame(Exception):
 
 @dataclass
 class Hierarchy:
-    """The top graph and one graph per block instance (by ``id``), each calling its blocks and
-    kept Sequentials as leaves, with their call sites' constants bound."""
+    """The top graph and one graph module per block instance (by ``id``), each calling its
+    blocks and kept Sequentials as leaves; instances of a class with equal graphs share one."""
 
     root: torch.fx.GraphModule
     blocks: dict[int, torch.fx.GraphModule] = field(default_factory=dict)
     kept: set[int] = field(default_factory=set)  # ids of the nn.Sequential containers called whole
-    params: dict[int, list[str]] = field(default_factory=dict)  # block -> the parameters its callers give nodes
-    read: dict[int, list[str]] = field(default_factory=dict)  # block -> its graph's placeholders (parameter names)
     # module or tensor (id) -> its first path in the model, the one torch.fx names it by: a module
     # registered twice (``self.act`` also inside ``self.final``) is called at that path
     paths: dict[int, str] = field(default_factory=dict)
-    failed: dict[type, str] = field(default_factory=dict)  # block classes that do not trace alone, and why
     flat: torch.fx.GraphModule | None = None  # the one graph it expands to, node for node (``verify``)
+    # block -> the earlier instance of its class whose graph module it shares (an equal graph):
+    # its modules and tensors are its own, read at the same paths
+    shared: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -69,11 +62,10 @@ class TraceOptions:
     tracer_class: type[torch.fx.Tracer] | None = None
 
 
-def block_classes(module: torch.nn.Module, options: TraceOptions, *, any_signature: bool = False) -> list[type]:
+def block_classes(module: torch.nn.Module, options: TraceOptions) -> list[type]:
     """The user-defined classes the tracer would trace through, in the order the model holds
-    them: candidates for blocks. torch's own classes, containers, GraphModules, leaves the
-    caller named and classes whose forward takes ``*args``/``**kwargs`` are not (the latter
-    are, with ``any_signature``: a graph split by the module calls it recorded needs no signature)."""
+    them: candidates for blocks. torch's own classes, containers, GraphModules and leaves the
+    caller named are not."""
     base = options.tracer_class or torch.fx.Tracer
     tracer = base()
     leaf_types = tuple(t for t in options.leaf_modules if isinstance(t, type))
@@ -83,7 +75,7 @@ def block_classes(module: torch.nn.Module, options: TraceOptions, *, any_signatu
         cls = type(sub)
         if not path or cls in found or isinstance(sub, (torch.fx.GraphModule, *leaf_types)):
             continue
-        if path in leaf_paths or cls.__module__.split(".")[0] == "torch" or (not any_signature and _takes_varargs(cls)):
+        if path in leaf_paths or cls.__module__.split(".")[0] == "torch":
             continue
         try:
             if tracer.is_leaf_module(sub, path):
@@ -92,41 +84,6 @@ def block_classes(module: torch.nn.Module, options: TraceOptions, *, any_signatu
             continue
         found[cls] = None
     return list(found)
-
-
-def _takes_varargs(cls: type) -> bool:
-    try:
-        params = inspect.signature(cls.forward).parameters.values()  # type: ignore[attr-defined]
-    except (TypeError, ValueError):
-        return True
-    return any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
-
-
-def trace_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, classes: Iterable[type],
-                 options: TraceOptions) -> Hierarchy:  # fmt: skip
-    """``module`` traced with the instances of ``classes`` as blocks; NotTheSame unless the
-    expanded hierarchy is ``flat`` node for node."""
-    wanted = tuple(classes)
-    blocks = {id(m): m for m in module.modules() if m is not module and type(m) in wanted}
-    kept = kept_sequentials(module, blocks, options)
-    tracer_class = _leaf_tracer(options.tracer_class or torch.fx.Tracer, set(blocks) | kept)
-    snapshot = Snapshot(module)  # one for all the traces below (each would take its own)
-    try:
-        try:
-            root = _trace(module, options.concrete_args, options, tracer_class)
-        except ExportError as exc:
-            raise NotTheSame(str(exc)) from None  # the parent fails on a leaf's result: which one is not known
-        hierarchy = Hierarchy(root, kept=kept, paths=first_paths(module))
-        _trace_called(root, blocks, hierarchy, options, tracer_class)
-    finally:
-        snapshot.restore()
-    for gm in (hierarchy.root, *hierarchy.blocks.values()):
-        declare_reads(gm, hierarchy.blocks)
-    if hierarchy.failed:  # every class whose instances cannot be traced on their own, at once
-        (culprit, message), *_ = hierarchy.failed.items()
-        raise NotTheSame(message, culprit, hierarchy.failed)
-    verify(hierarchy, flat, blocks)
-    return hierarchy
 
 
 def verify(hierarchy: Hierarchy, flat: torch.fx.GraphModule, blocks: dict[int, torch.nn.Module]) -> None:
@@ -142,16 +99,18 @@ def verify(hierarchy: Hierarchy, flat: torch.fx.GraphModule, blocks: dict[int, t
     hierarchy.flat = flat
 
 
-def declare_reads(gm: torch.fx.GraphModule, blocks: dict[int, torch.fx.GraphModule]) -> None:
+def declare_reads(gm: torch.fx.GraphModule, blocks: dict[int, torch.fx.GraphModule],
+                  instance: torch.nn.Module | None = None) -> None:  # fmt: skip
     """A tensor ``gm`` reads through a block it calls (``embed.ids``: Hugging Face's models slice
     their embeddings' buffer) is declared by that block's graph module too, as the original
     holds it, so the block's class has it: a block declares only what it reads and its state
-    dict otherwise, and a non-persistent buffer is in neither."""
+    dict otherwise, and a non-persistent buffer is in neither. ``instance``: the block whose
+    call ``gm`` is (instances with equal graphs share one), its modules read."""
     for node in gm.graph.nodes:
         if node.op != "get_attr":
             continue
         parts = str(node.target).split(".")
-        owner: torch.nn.Module = gm
+        owner: torch.nn.Module = gm if instance is None else instance
         for i, part in enumerate(parts[:-1]):
             owner = getattr(owner, part)
             block = blocks.get(id(owner))
@@ -161,10 +120,15 @@ def declare_reads(gm: torch.fx.GraphModule, blocks: dict[int, torch.fx.GraphModu
                 break
 
 
-def _trace(module: torch.nn.Module, concrete: dict[str, Any] | None, options: TraceOptions,
-           tracer_class: type[torch.fx.Tracer]) -> torch.fx.GraphModule:  # fmt: skip
-    return trace(module, concrete_args=concrete, leaf_modules=options.leaf_modules,
-                 autowrap_functions=options.autowrap_functions, tracer_class=tracer_class, preserve=False)  # fmt: skip
+def rewrites_state(module: torch.nn.Module) -> bool:
+    """Whether ``module`` writes its state dict other than as its parameters and buffers."""
+    cls = type(module)
+    return bool(
+        module._state_dict_hooks
+        or module._state_dict_pre_hooks
+        or cls._save_to_state_dict is not torch.nn.Module._save_to_state_dict
+        or getattr(cls, "get_extra_state", torch.nn.Module.get_extra_state) is not torch.nn.Module.get_extra_state
+    )
 
 
 def first_paths(module: torch.nn.Module) -> dict[int, str]:
@@ -173,14 +137,6 @@ def first_paths(module: torch.nn.Module) -> dict[int, str]:
         for path, value in named:
             paths.setdefault(id(value), path)
     return paths
-
-
-def _leaf_tracer(base: type[torch.fx.Tracer], leaves: set[int]) -> type[torch.fx.Tracer]:
-    class _BlockTracer(base):  # type: ignore[valid-type, misc]
-        def is_leaf_module(self, m: torch.nn.Module, qualname: str) -> bool:
-            return id(m) in leaves or bool(super().is_leaf_module(m, qualname))
-
-    return _BlockTracer
 
 
 def kept_sequentials(module: torch.nn.Module, blocks: dict[int, torch.nn.Module], options: TraceOptions) -> set[int]:
@@ -208,158 +164,6 @@ def kept_sequentials(module: torch.nn.Module, blocks: dict[int, torch.nn.Module]
         if path and type(sub) is torch.nn.Sequential and id(sub) not in kept:
             whole(path, sub)
     return kept
-
-
-# -- tracing each block with its call sites' values --------------------------------------------
-def _trace_called(gm: torch.fx.GraphModule, blocks: dict[int, torch.nn.Module], hierarchy: Hierarchy,
-                  options: TraceOptions, tracer_class: type[torch.fx.Tracer]) -> None:  # fmt: skip
-    """Trace every block ``gm`` calls (directly or as an item of a kept Sequential), once per
-    instance, and rewrite each call to pass only the values that are nodes."""
-    sites: dict[int, list[tuple[torch.fx.Node | None, tuple[Any, ...], dict[str, Any]]]] = {}
-    for node in gm.graph.nodes:
-        if node.op != "call_module":
-            continue
-        sub = gm.get_submodule(node.target)
-        if id(sub) in blocks:
-            sites.setdefault(id(sub), []).append((node, node.args, dict(node.kwargs)))
-        elif id(sub) in hierarchy.kept:
-            for item in _sequence_blocks(sub, blocks, hierarchy.kept):
-                sites.setdefault(id(item), []).append((None, (node,), {}))  # called with one value
-    for key, calls in sites.items():
-        block = blocks[key]
-        if type(block) in hierarchy.failed:
-            continue
-        try:
-            if key not in hierarchy.blocks:
-                params, constants = _bind_calls(block, calls)
-                sub_gm = _trace(block, constants or None, TraceOptions(None, *_rest(options)), tracer_class)
-                names = list(_signature(block).parameters)
-                _drop_constant_placeholders(sub_gm, constants, names)
-                read = [_parameter(n, names) for n in sub_gm.graph.nodes if n.op == "placeholder"]
-                if any(p not in params for p in read):
-                    raise ExportError(f"the traced graph of {type(block).__name__} takes {read}, its calls give {params}")
-                hierarchy.blocks[key] = sub_gm
-                hierarchy.params[key] = params
-                hierarchy.read[key] = read  # a tracer may leave out a parameter the graph never reads
-                _trace_called(sub_gm, blocks, hierarchy, options, tracer_class)
-            _bind_calls(block, calls, expect=hierarchy.params[key])
-        except ExportError as exc:
-            hierarchy.failed.setdefault(type(block), str(exc))
-            continue
-        for node, args, kwargs in calls:
-            if node is not None:
-                bound = _signature(block).bind(*args, **kwargs).arguments
-                node.args = tuple(bound[p] for p in hierarchy.read[key])
-                node.kwargs = {}
-    gm.recompile()
-
-
-def _rest(options: TraceOptions) -> tuple[Any, ...]:
-    return options.leaf_modules, options.autowrap_functions, options.tracer_class
-
-
-def _sequence_blocks(seq: torch.nn.Module, blocks: dict[int, torch.nn.Module], kept: set[int]) -> list[torch.nn.Module]:
-    found = []
-    for child in seq.children():
-        if id(child) in blocks:
-            found.append(child)
-        elif id(child) in kept:
-            found.extend(_sequence_blocks(child, blocks, kept))
-    return found
-
-
-def _signature(block: torch.nn.Module) -> inspect.Signature:
-    """``forward``'s signature (``trace.forward_signature``: once per class); a block whose
-    signature cannot be read is not traced on its own."""
-    signature = forward_signature(block)
-    if signature is None:
-        raise ExportError(f"{type(block).__name__}.forward has no signature to bind its calls to")
-    return signature
-
-
-_CONSTANT_TYPES = (type(None), bool, int, float, str)
-
-
-def _bind_calls(block: torch.nn.Module, calls: list[tuple[Any, tuple[Any, ...], dict[str, Any]]],
-                expect: list[str] | None = None) -> tuple[list[str], dict[str, Any]]:  # fmt: skip
-    """The block's parameters every call gives a node (in signature order), and the constants
-    the others have: the same at every call site, or the block is not traced on its own.
-    ``expect``: the parameters of an instance already traced from other call sites."""
-    name = type(block).__name__
-    signature = _signature(block)
-    params: list[str] | None = None
-    constants: dict[str, Any] = {}
-    for _, args, kwargs in calls:
-        try:
-            bound = signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise ExportError(f"a call of {name} does not fit its forward: {exc}") from None
-        bound.apply_defaults()
-        nodes = [p for p, v in bound.arguments.items() if _holds_node(v)]
-        values = {p: v for p, v in bound.arguments.items() if p not in nodes}
-        if params is None:
-            params, constants = nodes, values
-        elif nodes != params or not _same_constants(values, constants):
-            raise ExportError(f"{name} is called with different constant arguments at different places")
-    for p, value in constants.items():
-        if not _is_constant(value):
-            raise ExportError(f"{name} is called with {p}={type(value).__name__}, which is not a plain constant")
-    if expect is not None and params != expect:
-        raise ExportError(f"{name} is called with different constant arguments at different places")
-    return params or [], constants
-
-
-def _holds_node(value: Any) -> bool:
-    found = False
-
-    def see(v: Any) -> Any:
-        nonlocal found
-        found = found or isinstance(v, torch.fx.Node)
-        return v
-
-    map_aggregate(value, see)
-    return found
-
-
-def _is_constant(value: Any) -> bool:
-    if isinstance(value, tuple):
-        return all(_is_constant(v) for v in value)
-    return type(value) in _CONSTANT_TYPES
-
-
-def _same_constants(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return a.keys() == b.keys() and all(type(a[k]) is type(b[k]) and a[k] == b[k] for k in a)
-
-
-def _drop_constant_placeholders(gm: torch.fx.GraphModule, constants: dict[str, Any], names: list[str]) -> None:
-    """torch.fx keeps a placeholder for each concrete argument and asserts its value; the block's
-    forward takes only the values its callers compute, so both go."""
-    graph = gm.graph
-    for node in [n for n in graph.nodes if n.op == "placeholder"]:
-        name = _parameter(node, names)
-        if name not in constants:
-            continue
-        for user in list(node.users):
-            for check in list(user.users):  # eq -> torch._assert
-                if check.op == "call_function" and not check.users:
-                    graph.erase_node(check)
-            if not user.users:
-                graph.erase_node(user)
-        if node.users:
-            raise ExportError(f"the constant argument {name!r} is read as a value by the traced graph")
-        graph.erase_node(node)
-    gm.recompile()
-
-
-def _parameter(placeholder: torch.fx.Node, names: list[str]) -> str:
-    """The forward parameter (of ``names``) a placeholder stands for: torch.fx's target is its
-    name, or ``name_1`` for a concrete argument."""
-    target = str(placeholder.target).lstrip("*")
-    if target not in names:
-        base = re.fullmatch(r"(.+)_[0-9]+", target)
-        if base is not None and base.group(1) in names:
-            return base.group(1)
-    return target
 
 
 # -- the hierarchy expanded, against the flat trace ------------------------------------------
@@ -405,36 +209,38 @@ def _expand(hierarchy: Hierarchy) -> _Records:
     records = _Records()
     inputs = [n for n in hierarchy.root.graph.nodes if n.op == "placeholder"]
     env: dict[torch.fx.Node, Any] = {n: _Input(i) for i, n in enumerate(inputs)}
-    records.append(("output", _walk(hierarchy.root, "", env, hierarchy, records)))
+    records.append(("output", _walk(hierarchy.root, hierarchy.root, "", env, hierarchy, records)))
     return records
 
 
-def _walk(gm: torch.fx.GraphModule, prefix: str, env: dict[torch.fx.Node, Any], hierarchy: Hierarchy,
-          records: _Records) -> Any:  # fmt: skip
+def _walk(gm: torch.fx.GraphModule, owner: torch.nn.Module, prefix: str, env: dict[torch.fx.Node, Any],
+          hierarchy: Hierarchy, records: _Records) -> Any:  # fmt: skip
+    """``gm``'s graph expanded, its modules and tensors those of ``owner`` (the block instance
+    whose call it is: instances with equal graphs share one)."""
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             continue
         if node.op == "output":
             return _mapped(node.args[0], env)
         if node.op == "call_module":
-            env[node] = _call(gm, str(node.target), prefix, _mapped(node.args, env), _mapped(node.kwargs, env),
+            env[node] = _call(owner, str(node.target), prefix, _mapped(node.args, env), _mapped(node.kwargs, env),
                               hierarchy, records)  # fmt: skip
         elif node.op == "call_function" and node.target is operator.getitem and _static_item(node, env):
             try:
                 env[node] = _mapped(node.args[0], env)[node.args[1]]
             except (KeyError, IndexError, TypeError):  # (a ModelOutput returned as a plain dict)
                 raise NotTheSame(f"{_producer(gm, node)} returns a value its caller cannot index with "
-                                 f"{node.args[1]!r} once the block is a class of its own", _block_type(gm, node, hierarchy)) from None
+                                 f"{node.args[1]!r} once the block is a class of its own", _block_type(owner, node, hierarchy)) from None
         else:
-            env[node] = _record(records, node, prefix, gm, env, hierarchy.paths)
+            env[node] = _record(records, node, prefix, owner, env, hierarchy.paths)
     return None
 
 
-def _block_type(gm: torch.fx.GraphModule, node: torch.fx.Node, hierarchy: Hierarchy) -> type | None:
+def _block_type(owner: torch.nn.Module, node: torch.fx.Node, hierarchy: Hierarchy) -> type | None:
     """The block class whose call made ``node``'s first argument, if a block's call did."""
     source = node.args[0]
     if isinstance(source, torch.fx.Node) and source.op == "call_module":
-        sub = gm.get_submodule(str(source.target))
+        sub = owner.get_submodule(str(source.target))
         if id(sub) in hierarchy.blocks:
             return type(sub)
     return None
@@ -461,7 +267,7 @@ def _call(gm: torch.nn.Module, target: str, prefix: str, args: Any, kwargs: Any,
         env = dict(zip(inputs, args, strict=True))
         outer, records.owner = records.owner, id(sub)
         try:
-            return _walk(block, path + ".", env, hierarchy, records)
+            return _walk(block, sub, path + ".", env, hierarchy, records)
         finally:
             records.owner = outer
     if id(sub) in hierarchy.kept:
@@ -477,18 +283,18 @@ def _mapped(value: Any, env: dict[torch.fx.Node, Any]) -> Any:
     return map_aggregate(value, lambda v: env[v] if isinstance(v, torch.fx.Node) else v)
 
 
-def _record(records: list[tuple[Any, ...]], node: torch.fx.Node, prefix: str, gm: torch.fx.GraphModule,
+def _record(records: list[tuple[Any, ...]], node: torch.fx.Node, prefix: str, owner: torch.nn.Module,
             env: dict[torch.fx.Node, Any], paths: dict[int, str]) -> _Ref:  # fmt: skip
     target: Any = node.target
     if node.op == "get_attr":
-        target = _attribute_key(gm, str(target), prefix, paths)
+        target = _attribute_key(owner, str(target), prefix, paths)
     elif node.op == "call_module":
-        target = paths.get(id(gm.get_submodule(str(target))), prefix + str(target))
+        target = paths.get(id(owner.get_submodule(str(target))), prefix + str(target))
     records.append((node.op, target, _mapped(node.args, env), _mapped(node.kwargs, env)))
     return _Ref(len(records) - 1)
 
 
-def _attribute_key(gm: torch.fx.GraphModule, target: str, prefix: str, paths: dict[int, str]) -> Any:
+def _attribute_key(gm: torch.nn.Module, target: str, prefix: str, paths: dict[int, str]) -> Any:
     """An attribute of the model by its first path in it; a constant torch.fx made while tracing
     (``_tensor_constant0``), named by the graph it is in, by its value."""
     value: Any = gm

@@ -27,7 +27,7 @@ import inspect
 import operator
 import types
 import typing
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,7 @@ from fxgen.capture.hierarchy import (
     declare_reads,
     first_paths,
     kept_sequentials,
+    rewrites_state,
     verify,
 )
 from fxgen.capture.lift import attribute_at, shallow_root, tensor_paths
@@ -99,12 +100,19 @@ class _Region:
         """Its nodes, nested calls' included (asked once the regions are complete)."""
         return frozenset(self.nodes())
 
-    def nodes(self) -> Iterator[torch.fx.Node]:
-        for item in self.items:
-            if isinstance(item, _Region):
-                yield from item.nodes()
+    def nodes(self) -> list[torch.fx.Node]:
+        """Its nodes in graph order, nested calls' included (one walk, no generator per level)."""
+        found: list[torch.fx.Node] = []
+        stack = [iter(self.items)]
+        while stack:
+            for item in stack[-1]:
+                if isinstance(item, _Region):
+                    stack.append(iter(item.items))
+                    break
+                found.append(item)
             else:
-                yield item
+                stack.pop()
+        return found
 
 
 class _Partition:
@@ -127,6 +135,9 @@ class _Partition:
         self.calls: dict[int, list[list[torch.fx.Node]]] = {}  # block -> what each of its calls reads from outside
         self.call_keys: dict[int, list[str]] = {}  # block -> the stack key of each of its calls
         self.returns_whole: set[int] = set()  # blocks whose graph returns what their forward returns
+        self.shapes: dict[tuple[Any, ...], int] = {}  # what makes two instances' graph modules the same -> the first
+        self.shape_of: dict[int, tuple[Any, ...]] = {}  # block -> the shape of its first call
+        self.done: dict[int, tuple[list[torch.fx.Node], Returned]] = {}  # region (id) -> what _block gave
 
     def hierarchy(self) -> Hierarchy:
         prepared, chains = self._prepared()
@@ -135,11 +146,13 @@ class _Partition:
         graph = torch.fx.Graph()
         self._fill(graph, root, {}, hierarchy)
         hierarchy.root = self._graph_module(graph, self.module)
-        for gm in (hierarchy.root, *hierarchy.blocks.values()):
-            declare_reads(gm, hierarchy.blocks)
+        declare_reads(hierarchy.root, hierarchy.blocks)
+        for key, gm in hierarchy.blocks.items():  # each instance, through its own blocks
+            declare_reads(gm, hierarchy.blocks, self.submodules[key][1])
+        own = {key: gm for key, gm in hierarchy.blocks.items() if key not in hierarchy.shared}  # one per graph
         self._name_inputs(prepared, hierarchy)
         if self.traced is not None:
-            for key, gm in hierarchy.blocks.items():
+            for key, gm in own.items():
                 _annotate(gm, self.submodules[key][1], returns_whole=key in self.returns_whole)
         verify(hierarchy, prepared, self.blocks)
         return hierarchy
@@ -257,18 +270,23 @@ class _Partition:
             if item.op in ("placeholder", "output"):  # the top graph's own
                 env[item] = graph.node_copy(item, env.__getitem__)
                 continue
-            target: Any = item.target
-            if item.op == "call_module":
-                target = self._module_path(region, attribute_at(self.flat, str(target)))
-            elif item.op == "get_attr":
-                tensor = attribute_at(self.flat, str(target))
-                target = self._tensor_paths(region.module).get(id(tensor), target if region.key == "" else None)
-                if target is None:
-                    raise self._refuse(region.key, f"it reads {item.target!r}, which it does not own")
-            new = graph.create_node(item.op, target, map_arg(item.args, env.__getitem__),
+            new = graph.create_node(item.op, self._target(region, item), map_arg(item.args, env.__getitem__),
                                     map_arg(item.kwargs, env.__getitem__), type_expr=item.type)  # fmt: skip
             new.meta = dict(item.meta)
             env[item] = new
+
+    def _target(self, region: _Region, node: torch.fx.Node) -> Any:
+        """``node``'s target in the region's graph: a module or tensor by its path in the region's
+        module (the block calls and reads only what it owns)."""
+        target: Any = node.target
+        if node.op == "call_module":
+            return self._module_path(region, attribute_at(self.flat, str(target)))
+        if node.op == "get_attr":
+            tensor = attribute_at(self.flat, str(target))
+            target = self._tensor_paths(region.module).get(id(tensor), target if region.key == "" else None)
+            if target is None:
+                raise self._refuse(region.key, f"it reads {node.target!r}, which it does not own")
+        return target
 
     def _call(self, graph: torch.fx.Graph, parent: _Region, region: _Region, env: dict[torch.fx.Node, torch.fx.Node],
               hierarchy: Hierarchy) -> None:  # fmt: skip
@@ -282,12 +300,23 @@ class _Partition:
         if isinstance(out, torch.fx.Node):
             env[out] = call
             return
+        for i, value in self._picked(parent, region, out, env):
+            env[value] = graph.call_function(operator.getitem, (call, i))
+
+    def _picked(self, parent: _Region, region: _Region, out: tuple[Any, ...] | list[Any],
+                defined: dict[torch.fx.Node, Any]) -> list[tuple[int, torch.fx.Node]]:  # fmt: skip
+        """The items of a block's result its parent takes (``out[i]``): each value read after the
+        call or returned by the parent, once."""
         inside = region.inside
         handed_on = self._returned_by(parent)
-        for i, value in enumerate(out):  # an item for each value read after the call or returned by the parent
-            if isinstance(value, torch.fx.Node) and value in inside and value not in env and (
+        picked: list[tuple[int, torch.fx.Node]] = []
+        seen: set[torch.fx.Node] = set()
+        for i, value in enumerate(out):
+            if isinstance(value, torch.fx.Node) and value in inside and value not in defined and value not in seen and (
                     value in handed_on or any(user not in inside for user in value.users)):  # fmt: skip
-                env[value] = graph.call_function(operator.getitem, (call, i))
+                picked.append((i, value))
+                seen.add(value)
+        return picked
 
     def _returned_by(self, region: _Region) -> set[torch.fx.Node]:
         """The values the trace recorded ``region``'s call returning."""
@@ -311,26 +340,26 @@ class _Partition:
     def _block(self, region: _Region, hierarchy: Hierarchy) -> tuple[list[torch.fx.Node], Returned]:
         """The block's graph (kept in ``hierarchy.blocks``), the values it reads from outside (in
         graph order) and what it hands back: one value, or items its caller indexes."""
+        done = self.done.get(id(region))
+        if done is not None:  # (split off while the shape of its caller was taken)
+            return done
         inside = region.inside
-        inputs: list[torch.fx.Node] = []
+        given: dict[torch.fx.Node, None] = {}  # (ordered, each once)
         results: list[torch.fx.Node] = []
         for node in region.nodes():
-            inputs.extend(arg for arg in node.all_input_nodes if arg not in inside and arg not in inputs)
+            for arg in node.all_input_nodes:
+                if arg not in inside:
+                    given[arg] = None
             if any(user not in inside for user in node.users):
                 results.append(node)
-        graph = torch.fx.Graph()
+        inputs = list(given)
         names = _input_names(region.module, len(inputs))
-        env = {arg: graph.placeholder(name) for arg, name in zip(inputs, names, strict=True)}
-        self._fill(graph, region, env, hierarchy)
+        items, defined = self._shape(region, inputs, hierarchy)
         returned = self._returned(region, inside, inputs, results)
-        if returned is not None and not all(v in env for v in _items(returned) if isinstance(v, torch.fx.Node)):
+        if returned is not None and not all(v in defined for v in _items(returned) if isinstance(v, torch.fx.Node)):
             returned = None  # (an item a nested block computes and nothing reads: not handed out by it)
         out: Returned = returned if returned is not None else results[0] if len(results) == 1 else tuple(results)
-        if isinstance(out, torch.fx.Node):
-            graph.output(env[out])
-        else:  # (an empty tuple: the block's result is not used, ``return None``)
-            graph.output(type(out)(env[v] if isinstance(v, torch.fx.Node) else v for v in out) or None)
-        gm = self._graph_module(graph, region.module)
+        shape = (type(region.module), returned is not None, tuple(names), items, _output_key(out, defined))
         key = id(region.module)
         self.calls.setdefault(key, []).append(inputs)
         self.call_keys.setdefault(key, []).append(region.key)
@@ -338,11 +367,75 @@ class _Partition:
             self.returns_whole.add(key)
         before = hierarchy.blocks.get(key)
         if before is None:
-            hierarchy.blocks[key] = gm
-            hierarchy.params[key] = hierarchy.read[key] = names
-        elif before.graph.python_code("self").src != graph.python_code("self").src:
+            self.shape_of[key] = shape
+            if not self._shares(shape, region.module, hierarchy):
+                hierarchy.blocks[key] = self._graph_module(self._graph(region, inputs, names, out, hierarchy), region.module)
+        elif self.shape_of[key] != shape and (before.graph.python_code("self").src
+                                              != self._graph(region, inputs, names, out, hierarchy).python_code("self").src):  # fmt: skip
             raise self._refuse(region.key, "two of its calls compute different graphs")
+        self.done[id(region)] = inputs, out
         return inputs, out
+
+    def _graph(self, region: _Region, inputs: list[torch.fx.Node], names: list[str], out: Returned,
+               hierarchy: Hierarchy) -> torch.fx.Graph:  # fmt: skip
+        """The graph of one call of a block: its inputs as placeholders, its nodes, its result."""
+        graph = torch.fx.Graph()
+        env = {arg: graph.placeholder(name) for arg, name in zip(inputs, names, strict=True)}
+        self._fill(graph, region, env, hierarchy)
+        if isinstance(out, torch.fx.Node):
+            graph.output(env[out])
+        else:  # (an empty tuple: the block's result is not used, ``return None``)
+            graph.output(type(out)(env[v] if isinstance(v, torch.fx.Node) else v for v in out) or None)
+        return graph
+
+    def _shape(self, region: _Region, inputs: list[torch.fx.Node],
+               hierarchy: Hierarchy) -> tuple[tuple[Any, ...], dict[torch.fx.Node, int]]:  # fmt: skip
+        """What ``_graph`` would write for the region, item by item, without writing it (values
+        by their place, constants as ``_value_key`` has them), and the values it defines: two
+        calls with equal shapes (and input names and results) give equal graphs. The blocks it
+        calls are split off on the way, once (``_block`` remembers each call)."""
+        defined = {arg: i for i, arg in enumerate(inputs)}
+        items: list[Any] = []
+        for item in region.items:
+            if isinstance(item, torch.fx.Node):
+                items.append((item.op, _value_key(self._target(region, item)), _value_key(item.args, defined),
+                              _value_key(item.kwargs, defined), _value_key(item.type)))  # fmt: skip
+                defined[item] = len(defined)
+                continue
+            path = self._module_path(region, item.module)
+            if id(item.module) in self.kept:
+                value, result = self._chained(item, hierarchy)
+                hierarchy.kept.add(id(item.module))
+                items.append(("kept", path, defined[value]))
+                defined[result] = len(defined)
+                continue
+            called, out = self._block(item, hierarchy)
+            if isinstance(out, torch.fx.Node):
+                items.append(("block", path, tuple(defined[a] for a in called)))
+                defined[out] = len(defined)
+                continue
+            picked = self._picked(region, item, out, defined)
+            items.append(("block", path, tuple(defined[a] for a in called), tuple(i for i, _ in picked)))
+            for _, value in picked:
+                defined[value] = len(defined)
+        return tuple(items), defined
+
+    def _shares(self, shape: tuple[Any, ...], block: torch.nn.Module, hierarchy: Hierarchy) -> bool:
+        """Whether the block's first call shares the graph module of an earlier instance of its
+        class: an equal graph, and a state dict with the same keys (so the same tensors it never
+        reads are declared). Not where a state dict is rewritten or the instance has a forward
+        of its own."""
+        state = self._state_keys
+        if state is None or "forward" in vars(block):
+            return False
+        whole = (shape, state.get(self.submodules[id(block)][0], ()))
+        first = self.shapes.get(whole)
+        if first is None:
+            self.shapes[whole] = id(block)
+            return False
+        hierarchy.shared[id(block)] = first
+        hierarchy.blocks[id(block)] = hierarchy.blocks[first]
+        return True
 
     def _returned(self, region: _Region, inside: frozenset[torch.fx.Node], inputs: list[torch.fx.Node],
                   results: list[torch.fx.Node]) -> Returned | None:  # fmt: skip
@@ -404,6 +497,8 @@ class _Partition:
         else:
             found = parameter_names(self.module, prepared, self.flat.meta.get(EXAMPLE_KEY), self.calls, instances)
         for key, names in found.items():
+            if key in hierarchy.shared:  # (named with the instance whose graph module it shares: a class's names agree)
+                continue
             gm = hierarchy.blocks[key]
             placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
             others = {n.name for n in gm.graph.nodes if n.op != "placeholder"}
@@ -414,7 +509,22 @@ class _Partition:
                     node._rename(name)  # (``arg1`` itself may be taken: then ``arg1_1``, still right)
                     node.target = node.name
             gm.recompile()
-            hierarchy.params[key] = hierarchy.read[key] = [n.name for n in placeholders]
+
+    @functools.cached_property
+    def _state_keys(self) -> dict[str, tuple[str, ...]] | None:
+        """Each block instance's state-dict keys, by its path, from one state dict of the model;
+        None when anything rewrites a state dict (then an instance's own may differ)."""
+        if any(rewrites_state(m) for m in self.module.modules()):
+            return None
+        wanted = {self.submodules[key][0] for key in self.blocks if key in self.submodules}
+        found: dict[str, list[str]] = {}
+        for key in self.module.state_dict(keep_vars=True):
+            end = key.find(".")
+            while end > 0:
+                if key[:end] in wanted:
+                    found.setdefault(key[:end], []).append(key[end + 1:])
+                end = key.find(".", end + 1)
+        return {path: tuple(keys) for path, keys in found.items()}
 
     # -- paths and modules ---------------------------------------------------------------------
     def _module_path(self, region: _Region, sub: torch.nn.Module) -> str:
@@ -459,6 +569,29 @@ class _Partition:
         fix_buffers(gm, owner)
         declare_unread_state(gm, owner)
         return gm
+
+
+_PLAIN = (int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout, torch.memory_format)
+
+
+def _value_key(value: Any, defined: dict[torch.fx.Node, int] | None = None) -> Any:
+    """A value as a key: a node by its name, or by its place in ``defined``."""
+    kind = type(value)
+    if kind is torch.fx.Node:
+        return "%", value.name if defined is None else defined[value]
+    if isinstance(value, (tuple, list)):  # (torch.fx's immutable_list too)
+        return kind, tuple(_value_key(v, defined) for v in value)
+    if isinstance(value, dict):
+        return kind, tuple((k, _value_key(v, defined)) for k, v in value.items())
+    if kind is slice:
+        return kind, _value_key(value.start, defined), _value_key(value.stop, defined), _value_key(value.step, defined)
+    if kind in _PLAIN:
+        return kind, value
+    return kind, id(value)
+
+
+def _output_key(out: Returned, defined: dict[torch.fx.Node, int]) -> Any:
+    return ("%", defined[out]) if isinstance(out, torch.fx.Node) else _value_key(out, defined)
 
 
 def _annotate(gm: torch.fx.GraphModule, block: torch.nn.Module, *, returns_whole: bool) -> None:

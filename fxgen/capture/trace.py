@@ -66,14 +66,11 @@ def trace(
     leaf_modules: Iterable[LeafSpec] = (),
     autowrap_functions: Iterable[Callable[..., Any]] = (),
     tracer_class: type[torch.fx.Tracer] | None = None,
-    preserve: bool = True,
 ) -> torch.fx.GraphModule:
     """``module`` as a GraphModule (returned as it is if it already is one).
 
     Its Python code is generated when first used (``code``, ``forward``, printing): export
-    itself only reads the graph. ``preserve=False``: the caller restores the model itself (one
-    snapshot around many traces of its parts: ``fxgen.capture.hierarchy``) and has checked the
-    model's hooks and grad-mode regions.
+    itself only reads the graph.
 
     What the graph cannot record is refused (``fxgen.capture.effects``): hooks on the model
     itself or global ones, hooks the forward registers, and grad-mode regions that change a
@@ -81,7 +78,7 @@ def trace(
     created with them disabled). Module-global state the forward reads is noted in
     ``gm.meta[NOTES_KEY]``.
     """
-    if preserve and isinstance(module, torch.nn.Module):
+    if isinstance(module, torch.nn.Module):
         refuse_root_hooks(module)
     if isinstance(module, torch.fx.GraphModule):
         return module
@@ -106,11 +103,21 @@ def trace(
 
         def call_module(self, m: torch.nn.Module, forward: Callable[..., Any], args: tuple[Any, ...],
                         kwargs: dict[str, Any]) -> Any:  # fmt: skip
-            # the key torch.fx's call_module gives this call in ``nn_module_stack``
+            # The call is pushed on ``module_stack`` under the key torch.fx's own call_module gives
+            # it, so the nodes made inside record it in ``nn_module_stack`` even when the caller's
+            # tracer runs the module without ``Tracer.call_module`` (which then pushes nothing:
+            # ``fxgen.capture.partition`` splits the graph by these records).
             path = self.path_of_module(m)
-            count = getattr(self, "num_calls", {}).get(path, 0)
-            result = super().call_module(m, forward, args, kwargs)
-            calls.record(path if count == 0 else f"{path}@{count}", args, kwargs, result)
+            count = self.num_calls.get(path, 0)
+            key = path if count == 0 else f"{path}@{count}"
+            pushed = key not in self.module_stack
+            if pushed:  # (Tracer.call_module writes the same entry again, in place, and pops it)
+                self.module_stack[key] = (path, type(m))
+            result = super().call_module(m, forward, args, kwargs)  # (a failure leaves the stack: errors name it)
+            if pushed:
+                self.module_stack.pop(key, None)
+            self.num_calls[path] = max(self.num_calls.get(path, 0), count + 1)
+            calls.record(key, args, kwargs, result)
             return result
 
         def create_node(self, *args: Any, **kwargs: Any) -> torch.fx.Node:
@@ -119,8 +126,8 @@ def trace(
                 disabled[node] = _innermost_user(traceback.extract_stack(), skip=tracer_methods)
             return node
 
-    snapshot = Snapshot(module) if preserve else None
-    if snapshot is not None and snapshot.proxies:
+    snapshot = Snapshot(module)
+    if snapshot.proxies:
         raise ExportError(
             f"the model holds values of an earlier torch.fx trace ({', '.join(snapshot.proxies[:3])}): its "
             "forward stored traced values on the module (a cache filled on the first call); build the "
@@ -135,16 +142,14 @@ def trace(
             graph = tracer.trace(module, concrete_args)
         _lint(graph)
         _refuse_frozen(graph, tracer.root, draws, formatted)
-        if preserve:  # (the traces of a model's parts: their regions were judged in the whole model's)
-            refuse_new_hooks(module, mark)
-            refuse_grad_regions(graph, tracer.root, set(disabled), lambda node: at_user_line(disabled[node]))
+        refuse_new_hooks(module, mark)
+        refuse_grad_regions(graph, tracer.root, set(disabled), lambda node: at_user_line(disabled[node]))
         resolve_annotations(graph, module)
         gm = TracedGraphModule(tracer.root, graph, class_name=type(module).__name__)
         fix_buffers(gm, module)
         declare_unread_state(gm, module)
         gm.meta[CALLS_KEY] = calls
-        if preserve:
-            gm.meta[NOTES_KEY] = global_state_notes(module)
+        gm.meta[NOTES_KEY] = global_state_notes(module)
         return gm
     except ExportError:
         raise
@@ -154,8 +159,7 @@ def trace(
         # Tracing may store Proxies on the model (a cache its forward fills), and torch.fx puts
         # the tensor constants it makes (`_tensor_constant0`) on it; the GraphModule has its own
         # copies. Leave the user's module as it was: a second export then traces the same graph.
-        if snapshot is not None:
-            snapshot.restore()
+        snapshot.restore()
 
 
 def _refuse_frozen(graph: torch.fx.Graph, root: torch.nn.Module, draws: RandomDraws,

@@ -37,7 +37,7 @@ from fxgen.spec.resolve import has_arguments
 from fxgen.spec.values import UnencodableValue, dtype_name, encode
 
 __all__ = ["Submodules", "avoid_reserved_names", "graph_module_to_spec", "loadable_class_name", "recover_declaration",
-           "spec_state"]
+           "spec_state", "tensor_dtype"]
 
 
 LITERAL_LIMIT = 64  # tensors up to this many elements are written as readable literals, larger ones packed
@@ -310,7 +310,7 @@ def _tensors(
         if known is not None and known.persistent == persistent and _buffer_matches(known, buf):
             buffers[path] = known
         elif persistent:
-            buffers[path] = BufferSpec(shape=list(buf.shape), dtype=_dtype(path, buf))
+            buffers[path] = BufferSpec(shape=list(buf.shape), dtype=tensor_dtype(path, buf))
         else:
             buffers[path] = valued_buffer(path, buf)
     for node in gm.graph.nodes:
@@ -382,7 +382,7 @@ def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(flat_a, flat_b)
 
 
-def _dtype(path: str, tensor: torch.Tensor) -> str:
+def tensor_dtype(path: str, tensor: torch.Tensor) -> str:
     try:
         return dtype_name(tensor.dtype)
     except UnencodableValue as exc:
@@ -392,7 +392,7 @@ def _dtype(path: str, tensor: torch.Tensor) -> str:
 def valued_buffer(path: str, tensor: torch.Tensor) -> BufferSpec:
     """A non-persistent buffer declared with its exact values: a readable literal when it is
     small and the literal gives back the same bits, else packed bytes (``fxgen.spec.packed``)."""
-    dtype = _dtype(path, tensor)
+    dtype = tensor_dtype(path, tensor)
     if tensor.is_meta:
         raise ExportError(f"{path!r} is not in the checkpoint, so the spec must carry its values, but it is on the "
                           "meta device and has none; export a model with real tensors")  # fmt: skip

@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from torch import nn
 
 import fxgen
-from fxgen.capture.hierarchy import NotTheSame, TraceOptions, trace_blocks
 from fxgen.capture.trace import trace
 
 
@@ -82,24 +81,34 @@ class Net(nn.Module):
         return self.head(a.mean((2, 3)) + b.mean((2, 3)))
 
 
-class _NoModuleCalls(torch.fx.Tracer):
-    """A tracer that runs a container's forward itself, so no node records the calls it ran in."""
-
-    def call_module(self, m: nn.Module, forward: Any, args: Any, kwargs: Any) -> Any:
-        path = self.path_of_module(m)
-        if self.is_leaf_module(m, path):
-            return self.create_proxy("call_module", path, args, kwargs)
-        return forward(*args, **kwargs)
-
-
-def test_a_trace_that_records_no_module_calls_traces_each_block_again() -> None:
+def test_a_tracer_that_runs_modules_itself_still_records_their_calls() -> None:
+    """Export's trace records every module call, whatever the tracer's ``call_module`` does:
+    the graph is split by those records, for any tracer (no block is traced again)."""
     model = Net().eval()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        spec = fxgen.export(model, tracer_class=_NoModuleCalls)
+        spec = fxgen.export(model, tracer_class=efx.RunsModulesItself)
         default = fxgen.export(model)
-    assert not any("nn_module_stack" in n.meta for n in trace(model, tracer_class=_NoModuleCalls).graph.nodes)
+    stacks = [n.meta.get("nn_module_stack") for n in trace(model, tracer_class=efx.RunsModulesItself).graph.nodes]
+    assert stacks == [n.meta.get("nn_module_stack") for n in trace(model).graph.nodes]
+    assert any(stacks)
     assert spec == default  # the same classes, arguments and graphs either way
+
+
+class _DropsModuleCalls(torch.fx.Tracer):
+    """A tracer whose nodes keep no record of the module calls they ran inside."""
+
+    def create_node(self, *args: Any, **kwargs: Any) -> torch.fx.Node:
+        node = super().create_node(*args, **kwargs)
+        node.meta.pop("nn_module_stack", None)
+        return node
+
+
+def test_a_trace_with_no_module_calls_recorded_is_flat_with_a_note() -> None:
+    model = Net().eval()
+    with pytest.warns(UserWarning, match="not kept as blocks: no node of the captured graph records"):
+        spec = fxgen.export(model, tracer_class=_DropsModuleCalls)
+    assert spec == fxgen.export(model, flat=True)
 
 
 def test_blocks_constants_and_tuples() -> None:
@@ -171,14 +180,6 @@ def test_a_block_whose_result_the_parent_iterates_is_kept() -> None:
     assert list(spec.classes) == ["Pair"] and spec.modules["pair"].cls == "Pair"
 
 
-def test_a_block_that_cannot_be_a_leaf_is_refused_by_the_retrace() -> None:
-    """The re-trace (for tracers that record no module calls) refuses it: the parent cannot
-    iterate a leaf's result (which class is to blame is not known: export tries them one by one)."""
-    model = Iterates().eval()
-    with pytest.raises(NotTheSame, match="cannot be iterated"):
-        trace_blocks(model, trace(model), [Pair], TraceOptions())
-
-
 class Scaled(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -216,8 +217,8 @@ class WithCount(nn.Module):
 
 class UsesCount(nn.Module):
     """A block returns a Python number with its tensor and the parent asks what it is: traced
-    through, an int; traced as a leaf, a Proxy, so the parent takes the other branch and both
-    traces succeed. The flat trace catches the difference."""
+    through, an int (traced as a leaf it would be a Proxy, and the parent would take the other
+    branch)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -228,13 +229,9 @@ class UsesCount(nn.Module):
         return y * n if isinstance(n, int) else y
 
 
-def test_the_expanded_hierarchy_must_be_the_flat_trace() -> None:
-    model = UsesCount()
-    flat = trace(model)
-    with pytest.raises(NotTheSame, match="the flat graph has 2 nodes, traced as blocks 1"):
-        trace_blocks(model, flat, [WithCount], TraceOptions())
+def test_a_block_returning_a_number_its_parent_reads_is_kept() -> None:
     # read off the flat trace itself, the block is the flatten; the parent multiplies by 3
-    spec = check_exact(model, torch.randn(2, 3, 4))
+    spec = check_exact(UsesCount(), torch.randn(2, 3, 4))
     assert spec.modules["count"].cls == "WithCount"
 
 
@@ -387,13 +384,10 @@ def test_node_names_inside_blocks_are_spec_names() -> None:
     assert len(called) == 2 and not {"output", "match"} & set(called)
 
 
-def test_a_result_indexed_in_a_way_the_class_cannot_give_is_refused_by_the_retrace() -> None:
-    """Traced as a class of its own, the block returns a plain dict: ``[0]`` would fail. Read
-    off the model's trace, it returns the value its parent reads."""
-    model = UsesOutput().eval()
-    with pytest.raises(NotTheSame, match="cannot index with 0"):
-        trace_blocks(model, trace(model), [Head], TraceOptions())
-    spec = check_exact(model, torch.randn(2, 4))
+def test_a_result_indexed_in_a_way_the_class_cannot_give_is_kept() -> None:
+    """Traced as a class of its own, the block would return a plain dict: ``[0]`` would fail.
+    Read off the model's trace, it returns the value its parent reads."""
+    spec = check_exact(UsesOutput().eval(), torch.randn(2, 4))
     assert spec.modules["head"].cls == "Head"
 
 
@@ -471,14 +465,15 @@ class _RebindsForward(nn.Module):
         return self.b(self.a(self.lin(x)))
 
 
-def test_a_block_without_a_readable_signature_is_inlined_with_the_reason() -> None:
-    with pytest.warns(UserWarning, match=r"_Plus is inlined into its parent.*_Plus\.forward has no signature"):
-        spec = fxgen.export(_RebindsForward(), tracer_class=_NoModuleCalls)
-    assert spec.fxgen == 1  # (the only class is inlined: the flat graph)
-    model, x = _RebindsForward().eval(), torch.randn(2, 3)
-    built = fxgen.load(spec)
-    built.load_state_dict(model.state_dict(), strict=True)
-    assert torch.equal(built(x), model(x))
+def test_a_block_without_a_readable_signature_is_kept() -> None:
+    """Split off the graph by its recorded call, a block needs no signature to bind calls to:
+    the instance whose ``forward`` is a builtin is a class of its own, inputs named ``arg0``."""
+    spec = check_exact(_RebindsForward(), torch.randn(2, 3))
+    assert [spec.modules[name].cls for name in ("a", "b")] == ["Plus", "Plus2"]
+    assert [n.name for n in spec.classes["Plus2"].nodes if n.op == "placeholder"] == ["arg0"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert fxgen.export(_RebindsForward(), tracer_class=efx.RunsModulesItself) == spec
 
 
 class _Reordered(nn.Module):
@@ -533,3 +528,39 @@ def test_declarations_come_in_the_order_the_model_registers_them() -> None:
     hooked = _NestedReordered()
     hooked.register_state_dict_post_hook(_no_op_hook)
     assert fxgen.export(hooked) == spec
+
+
+class _Ids(nn.Module):
+    def __init__(self, k: float) -> None:
+        super().__init__()
+        self.k = k  # (a constant of the graph: two values, two graphs)
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("ids", torch.arange(4.0), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) * self.k
+
+
+class _ReadsIds(nn.Module):
+    def __init__(self, k: float) -> None:
+        super().__init__()
+        self.emb = _Ids(k)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.emb(x) + self.emb.ids
+
+
+class _TwoReaders(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.p, self.q = _ReadsIds(1.0), _ReadsIds(2.0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.q(self.p(x))
+
+
+def test_a_buffer_read_through_a_block_is_declared_by_each_instance_of_a_shared_graph() -> None:
+    """``p`` and ``q`` have one graph (shared); the blocks they read ``emb.ids`` through have
+    two: each declares the buffer."""
+    spec = check_exact(_TwoReaders(), torch.randn(3, 4))
+    assert [spec.classes[name].buffers["ids"].persistent for name in ("Ids", "Ids2")] == [False, False]

@@ -367,15 +367,20 @@ def test_a_trace_is_split_once_with_names_returns_and_annotations_of_the_source(
     assert next(n.target for n in spec.nodes if n.op == "call_module") == "stages"
 
 
-def test_a_trace_is_not_traced_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    from fxgen.capture import hierarchy, trace
-
+@pytest.mark.parametrize("tracer_class", [None, efx.RunsModulesItself])
+def test_a_trace_is_not_traced_again(monkeypatch: pytest.MonkeyPatch, tracer_class: type | None) -> None:
+    """Any tracer's trace is split by the calls it recorded: the model is traced once, no block again."""
     traced: list[type] = []
-    real = trace.trace
-    monkeypatch.setattr(hierarchy, "trace", lambda m, **kw: traced.append(type(m)) or real(m, **kw))
-    monkeypatch.setattr(fxgen.capture.export, "trace", lambda m, **kw: traced.append(type(m)) or real(m, **kw))
-    spec = fxgen.export(Tree().eval())
+    real = torch.fx.Tracer.trace
+
+    def counted(self: torch.fx.Tracer, root: Any, *args: Any, **kwargs: Any) -> Any:
+        traced.append(type(root))
+        return real(self, root, *args, **kwargs)
+
+    monkeypatch.setattr(torch.fx.Tracer, "trace", counted)
+    spec = fxgen.export(Tree().eval(), tracer_class=tracer_class)
     assert spec.fxgen == 2 and traced == [Tree]
+    assert spec == fxgen.export(Tree().eval())  # the same classes as torch.fx's own tracer gives
 
 
 def test_a_traced_graph_module_copies_and_pickles_without_the_recorded_calls() -> None:
@@ -468,3 +473,44 @@ def test_fits(annotation: Any, returned: Any, fits: bool) -> None:
     node = torch.fx.Graph().placeholder("x")
     value = type(returned)(node if v == "node" else v for v in returned) if isinstance(returned, (tuple, list)) else returned
     assert _fits(annotation, value) is fits
+
+
+class _Scaled(nn.Module):
+    """A layer scaled by a buffer the checkpoint does not carry."""
+
+    def __init__(self, k: float) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("k", torch.full((4,), k), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) * self.k
+
+
+class _Stack(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.c, self.d = _Scaled(1.0), _Scaled(1.0), _Scaled(2.0), _Scaled(1.0)
+        self.d.unused = nn.Linear(2, 2)  # never called: its state dict has more keys than the others'
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.d(self.c(self.b(self.a(x))))
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+def test_instances_with_equal_graphs_share_one_graph_module(tmp_path: Path, dynamo: bool) -> None:
+    """One graph and GraphModule for the instances of a class whose graphs are equal; each still
+    declares its own tensors (``c``'s buffer has other values: another class) and one whose state
+    dict has other keys (``d``) has a graph module of its own. The proof walks every instance."""
+    model = _seeded(_Stack)().eval()
+    inputs = (torch.randn(3, 4),)
+    flat = dynamo_graph(model, inputs, None, ())[0] if dynamo else fxgen.capture.trace.trace(model)
+    hierarchy = partition_blocks(model, flat, [_Scaled], TraceOptions())
+    shared = hierarchy.blocks[id(model.a)]
+    assert hierarchy.shared == {id(model.b): id(model.a), id(model.c): id(model.a)}
+    assert hierarchy.blocks[id(model.b)] is shared and hierarchy.blocks[id(model.c)] is shared
+    assert hierarchy.blocks[id(model.d)] is not shared
+    spec = check_parity(_seeded(_Stack), inputs, tmp_path, export_options=_dynamo(inputs) if dynamo else {})
+    assert [spec.modules[name].cls for name in "abcd"] == ["Scaled", "Scaled", "Scaled2", "Scaled3"]
+    assert spec.classes["Scaled2"].buffers["k"].value == [2.0, 2.0, 2.0, 2.0]
+    assert list(spec.classes["Scaled3"].parameters) == ["unused.weight", "unused.bias"]  # (state it never reads)
