@@ -6,7 +6,7 @@ times each (median reported):
 - ``torch.compile``: ``torch.compile(model, backend=<returns gm.forward>, fullgraph=True,
   dynamic=False)(*inputs)`` after ``torch.compiler.reset()``: Dynamo's capture with a backend
   that does nothing, and one run of the captured graph;
-- ``capture``: fxgen's ``capture_graph(model, capture="dynamo", ...)``: the same compile and run,
+- ``capture``: fxgen's ``capture_graph(model, CaptureOptions(capture="dynamo", ...))``: the same compile and run,
   plus lifting the graph (real attribute paths, folded torch.nn calls, the output's structure)
   and the check that the lifted graph gives Dynamo's outputs bit for bit;
 - ``export``: all of ``fxgen.export(model, capture="dynamo", ...)``: the capture, then recovering
@@ -36,6 +36,7 @@ from zoo_report import dynamo_options
 
 import fxgen
 from fxgen.capture.export import capture_graph
+from fxgen.capture.options import CaptureOptions
 
 DEFAULT = ("monai.SegResNetDS", "monai.HighResNet", "monai.DiffusionModelUNet", "monai.SwinUNETR",
            "hf_decoders.GPT2LMHeadModel", "hf_decoders.LlamaForCausalLM", "hf_decoders.Gemma2ForCausalLM")  # fmt: skip
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                 _compile_only(model, zm.inputs())
                 times["compile"].append(time.perf_counter() - start)
                 start = time.perf_counter()
-                capture_graph(model, **options)
+                capture_graph(model, CaptureOptions.of(options))
                 times["capture"].append(time.perf_counter() - start)
                 start = time.perf_counter()
                 fxgen.export(model, **options)

@@ -30,11 +30,11 @@ from fxgen._errors import ExportError
 from fxgen.capture.hierarchy import (
     Hierarchy,
     NotTheSame,
-    TraceOptions,
     block_classes,
     rewrites_state,
 )
 from fxgen.capture.keywords import torch_keywords
+from fxgen.capture.options import CaptureOptions
 from fxgen.check.checker import RESERVED_NAMES
 from fxgen.describe.rebuild import RebuildCache
 from fxgen.describe.recover import resolve_qualname
@@ -54,7 +54,7 @@ __all__ = ["hierarchical_spec", "keep_blocks"]
 _PENDING = "\0block:"  # the class of a block instance not yet given one, while bodies are written
 
 
-def keep_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, options: TraceOptions, name: str, *,
+def keep_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, options: CaptureOptions, name: str, *,
                 doc: str | None = None) -> tuple[Spec | None, list[str]]:  # fmt: skip
     """The format-2 spec keeping every user class that can be a block, and a note for each
     class inlined (why); None when no class can be kept (export then writes the flat graph).
@@ -94,7 +94,7 @@ def keep_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, options: Tr
 class _Attempt:
     """The spec keeping some classes as blocks, or NotTheSame / ExportError saying why not."""
 
-    def __init__(self, module: torch.nn.Module, flat: torch.fx.GraphModule, options: TraceOptions, name: str,
+    def __init__(self, module: torch.nn.Module, flat: torch.fx.GraphModule, options: CaptureOptions, name: str,
                  doc: str | None) -> None:  # fmt: skip
         self.module, self.flat, self.options, self.name, self.doc = module, flat, options, name, doc
 

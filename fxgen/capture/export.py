@@ -9,7 +9,7 @@ import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import torch
 import torch.fx
@@ -18,8 +18,8 @@ from fxgen._errors import ExportError
 from fxgen.capture.blocks import keep_blocks
 from fxgen.capture.effects import NotRecorded
 from fxgen.capture.frozen import none_defaults
-from fxgen.capture.hierarchy import TraceOptions
 from fxgen.capture.keywords import torch_keywords
+from fxgen.capture.options import CaptureKwargs, CaptureOptions
 from fxgen.capture.trace import HIDDEN_PARAMETERS, LeafSpec, forward_signature, trace
 from fxgen.describe.to_spec import (
     avoid_reserved_names,
@@ -29,33 +29,21 @@ from fxgen.describe.to_spec import (
 )
 from fxgen.spec.model import Spec
 
-__all__ = ["CAPTURES", "capture_graph", "capture_notes", "captured_spec", "dynamo_graph", "export", "save_weights",
-           "specialised_doc", "tied_notes", "traced_concrete_args"]  # fmt: skip
-
-
-CAPTURES = ("auto", "trace", "dynamo")
+__all__ = ["capture_graph", "capture_notes", "captured_spec", "dynamo_graph", "export", "save_weights",
+           "specialised_doc", "tied_notes", "traced_concrete_args", "traced_options"]  # fmt: skip
 
 
 def export(
-    module: torch.nn.Module,
-    *,
-    example_inputs: Any = None,
-    example_kwargs: dict[str, Any] | None = None,
-    capture: str = "auto",
-    concrete_args: dict[str, Any] | None = None,
-    leaf_modules: Iterable[LeafSpec] = (),
-    autowrap_functions: Iterable[Callable[..., Any]] = (),
-    tracer_class: type[torch.fx.Tracer] | None = None,
-    name: str | None = None,
-    flat: bool = False,
+    module: torch.nn.Module, *, name: str | None = None, flat: bool = False, **options: Unpack[CaptureKwargs]
 ) -> Spec:
     """Capture ``module``'s graph and turn it into a Spec.
 
-    ``capture`` is ``"trace"`` (torch.fx's symbolic tracing), ``"dynamo"`` (TorchDynamo, on
-    ``example_inputs``: a tensor, a tuple of tensors or a dict of them by ``forward`` parameter
-    name; ``example_kwargs`` are fixed while capturing, such as ``use_cache=False``) or
-    ``"auto"``: trace, and when tracing fails capture with Dynamo if example inputs were given
-    (a warning says so).
+    ``options`` say how (``fxgen.capture.options.CaptureOptions``): ``capture`` is ``"trace"``
+    (torch.fx's symbolic tracing, with ``concrete_args``, ``leaf_modules``,
+    ``autowrap_functions``, ``tracer_class``), ``"dynamo"`` (TorchDynamo, on ``example_inputs``: a
+    tensor, a tuple of tensors or a dict of them by ``forward`` parameter name; ``example_kwargs``
+    are fixed while capturing, such as ``use_cache=False``) or ``"auto"``: trace, and when tracing
+    fails capture with Dynamo if example inputs were given (a warning says so).
 
     By default the model's own classes are kept: each user-defined submodule class becomes a
     block of a format-2 spec, split from the one traced or captured graph by the module calls
@@ -68,17 +56,13 @@ def export(
     fxgen does not know); parameters and buffers keep their paths, shapes and dtypes; the
     weights themselves go to ``save_weights``.
     """
-    leaf_modules, autowrap_functions = tuple(leaf_modules), tuple(autowrap_functions)
-    concrete_args = traced_concrete_args(module, concrete_args, example_inputs, example_kwargs)
-    gm, doc = capture_graph(module, example_inputs=example_inputs, example_kwargs=example_kwargs, capture=capture,
-                            concrete_args=concrete_args, leaf_modules=leaf_modules,
-                            autowrap_functions=autowrap_functions, tracer_class=tracer_class)  # fmt: skip
+    how = traced_options(module, CaptureOptions.of(options))
+    gm, doc = capture_graph(module, how)
     avoid_reserved_names(gm.graph)
     for message in (*capture_notes(gm), *tied_notes(gm)):
         warnings.warn(message, UserWarning, stacklevel=2)
-    options = TraceOptions(concrete_args, leaf_modules, autowrap_functions, tracer_class)
     notes: list[str] = []
-    spec = captured_spec(module, gm, doc, name or _class_name(module), flat=flat, options=options, notify=notes.append)
+    spec = captured_spec(module, gm, doc, name or _class_name(module), flat=flat, options=how, notify=notes.append)
     for message in notes:
         warnings.warn(message, UserWarning, stacklevel=2)
     return spec
@@ -91,7 +75,7 @@ def captured_spec(
     name: str,
     *,
     flat: bool,
-    options: TraceOptions,
+    options: CaptureOptions,
     notify: Callable[[str], None],
     progress: Callable[[int, int, str], None] | None = None,
 ) -> Spec:
@@ -115,28 +99,18 @@ def captured_spec(
 
 
 def capture_graph(
-    module: torch.nn.Module,
-    *,
-    example_inputs: Any = None,
-    example_kwargs: dict[str, Any] | None = None,
-    capture: str = "auto",
-    concrete_args: dict[str, Any] | None = None,
-    leaf_modules: Iterable[LeafSpec] = (),
-    autowrap_functions: Iterable[Callable[..., Any]] = (),
-    tracer_class: type[torch.fx.Tracer] | None = None,
-    notify: Callable[[str], None] | None = None,
+    module: torch.nn.Module, options: CaptureOptions, *, notify: Callable[[str], None] | None = None
 ) -> tuple[torch.fx.GraphModule, str | None]:
     """``module``'s GraphModule in ``to_spec``'s form, and the spec's doc (for a Dynamo capture,
     the shapes it was specialised on). ``notify`` is told when ``"auto"`` falls back to Dynamo
     (by default a warning)."""
-    if capture not in CAPTURES:
-        raise ExportError(f"capture={capture!r}: expected one of {', '.join(CAPTURES)}")
-    leaves = tuple(leaf_modules)
+    capture, example_inputs, example_kwargs = options.capture, options.example_inputs, options.example_kwargs
+    leaves = options.leaf_modules
     if capture != "dynamo":
-        concrete_args = traced_concrete_args(module, concrete_args, example_inputs, example_kwargs)
+        concrete_args = traced_concrete_args(module, options.concrete_args, example_inputs, example_kwargs)
         try:
             return trace(module, concrete_args=concrete_args, leaf_modules=leaves,
-                         autowrap_functions=autowrap_functions, tracer_class=tracer_class), None  # fmt: skip
+                         autowrap_functions=options.autowrap_functions, tracer_class=options.tracer_class), None  # fmt: skip
         except ExportError as exc:
             if capture == "trace" or isinstance(exc, NotRecorded):
                 raise
@@ -170,6 +144,15 @@ def _both_failed(failed: ExportError, traced: ExportError) -> ExportError:
     advice to trace instead dropped (that failed), and why tracing failed, with its fix."""
     message = _TRACE_INSTEAD.sub("", failed.message)
     return ExportError(f"{message}; symbolic tracing failed first: {traced.message}", failed.location or traced.location)
+
+
+def traced_options(module: torch.nn.Module, options: CaptureOptions) -> CaptureOptions:
+    """``options`` with the concrete args a trace uses (``traced_concrete_args``): what the
+    capture and the blocks' proof both trace with."""
+    if options.capture == "dynamo":
+        return options
+    concrete = traced_concrete_args(module, options.concrete_args, options.example_inputs, options.example_kwargs)
+    return options.replace(concrete_args=concrete)
 
 
 def traced_concrete_args(module: torch.nn.Module, concrete_args: dict[str, Any] | None, example_inputs: Any,
@@ -243,18 +226,24 @@ def tied_notes(module: torch.nn.Module) -> list[str]:
     return notes
 
 
-def save_weights(module: torch.nn.Module, path: str | Path, **capture_options: Any) -> str:
+def save_weights(
+    module: torch.nn.Module,
+    path: str | Path,
+    *,
+    name: str | None = None,
+    flat: bool = False,
+    **options: Unpack[CaptureKwargs],
+) -> str:
     """Write the tensors of ``module``'s spec as safetensors, keys equal to the spec's paths
-    (``capture_options`` as for ``export``: the same capture gives the same paths), streamed
-    from the module's tensors. Returns the file's digest: set it as the spec's
-    ``weights_digest`` (before writing the spec) and the spec loads only with this file."""
+    (``options`` as for ``export``: the same capture gives the same paths; ``name`` and ``flat``
+    change neither), streamed from the module's tensors. Returns the file's digest: set it as the
+    spec's ``weights_digest`` (before writing the spec) and the spec loads only with this file."""
     from fxgen.write.weights import write_weights
 
-    capture_options.pop("name", None)
-    capture_options.pop("flat", None)  # blocks or one graph: the same tensors at the same paths
+    del name, flat  # blocks or one graph: the same tensors at the same paths
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # export said which capture it used
-        gm, _ = capture_graph(module, **capture_options)
+        gm, _ = capture_graph(module, traced_options(module, CaptureOptions.of(options)))
     return write_weights(path, spec_state(gm))
 
 

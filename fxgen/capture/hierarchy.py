@@ -12,7 +12,6 @@ blocks that do agree.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,9 +19,10 @@ import torch
 import torch.fx
 from torch.fx.node import map_aggregate
 
-from fxgen.capture.trace import LeafSpec, declare_tensor
+from fxgen.capture.options import CaptureOptions
+from fxgen.capture.trace import declare_tensor
 
-__all__ = ["Hierarchy", "NotTheSame", "TraceOptions", "block_classes", "declare_reads", "first_paths",
+__all__ = ["Hierarchy", "NotTheSame", "block_classes", "declare_reads", "first_paths",
            "kept_sequentials", "rewrites_state", "verify"]
 
 
@@ -54,15 +54,7 @@ class Hierarchy:
     shared: dict[int, int] = field(default_factory=dict)
 
 
-@dataclass
-class TraceOptions:
-    concrete_args: dict[str, Any] | None = None
-    leaf_modules: tuple[LeafSpec, ...] = ()
-    autowrap_functions: tuple[Callable[..., Any], ...] = ()
-    tracer_class: type[torch.fx.Tracer] | None = None
-
-
-def block_classes(module: torch.nn.Module, options: TraceOptions) -> list[type]:
+def block_classes(module: torch.nn.Module, options: CaptureOptions) -> list[type]:
     """The user-defined classes the tracer would trace through, in the order the model holds
     them: candidates for blocks. torch's own classes, containers, GraphModules and leaves the
     caller named are not."""
@@ -139,7 +131,7 @@ def first_paths(module: torch.nn.Module) -> dict[int, str]:
     return paths
 
 
-def kept_sequentials(module: torch.nn.Module, blocks: dict[int, torch.nn.Module], options: TraceOptions) -> set[int]:
+def kept_sequentials(module: torch.nn.Module, blocks: dict[int, torch.nn.Module], options: CaptureOptions) -> set[int]:
     """The ``nn.Sequential`` containers whose every item is a block, a module the tracer keeps
     as a leaf, or such a Sequential: each stays one call, declared from its contents."""
     tracer = (options.tracer_class or torch.fx.Tracer)()

@@ -39,7 +39,6 @@ from fxgen.capture.fold import stack_module
 from fxgen.capture.hierarchy import (
     Hierarchy,
     NotTheSame,
-    TraceOptions,
     declare_reads,
     first_paths,
     kept_sequentials,
@@ -47,6 +46,7 @@ from fxgen.capture.hierarchy import (
     verify,
 )
 from fxgen.capture.lift import attribute_at, shallow_root, tensor_paths
+from fxgen.capture.options import CaptureOptions
 from fxgen.capture.trace import (
     CALLS_KEY,
     ModuleCalls,
@@ -65,7 +65,7 @@ Returned = torch.fx.Node | tuple[Any, ...] | list[Any]  # a block's result: one 
 
 
 def partition_blocks(module: torch.nn.Module, flat: torch.fx.GraphModule, classes: Iterable[type],
-                     options: TraceOptions) -> Hierarchy:  # fmt: skip
+                     options: CaptureOptions) -> Hierarchy:  # fmt: skip
     """``flat`` (a symbolic trace of ``module``, or its lifted Dynamo capture) split into the calls
     of the instances of ``classes``; NotTheSame unless the hierarchy expanded is the graph node
     for node."""

@@ -22,9 +22,9 @@ from fxgen.capture.export import (
     capture_notes,
     captured_spec,
     tied_notes,
-    traced_concrete_args,
+    traced_options,
 )
-from fxgen.capture.hierarchy import TraceOptions
+from fxgen.capture.options import CaptureOptions
 from fxgen.describe.to_spec import avoid_reserved_names, spec_state
 from fxgen.spec.model import ClassSpec, Spec
 
@@ -140,13 +140,12 @@ def export_command(ns: argparse.Namespace) -> None:
     if capture == "dynamo" and not example_inputs:
         raise ExportError("--capture dynamo needs example inputs: --example-input NAME=DTYPE[SHAPE] (for example "
                           "x=float32[1,3,224,224]), one per input")  # fmt: skip
-    if capture != "dynamo":
-        concrete = traced_concrete_args(module, concrete, example_inputs or None, example_kwargs)
+    options = traced_options(module, CaptureOptions(example_inputs=example_inputs or None, example_kwargs=example_kwargs,
+                                                    capture=capture, concrete_args=concrete, leaf_modules=tuple(leaves)))
     notes: list[str] = []
     with Progress("capturing", 2, quiet=quiet) as progress:
         progress.step(1, type(module).__name__)
-        gm, doc = capture_graph(module, example_inputs=example_inputs or None, example_kwargs=example_kwargs,
-                                capture=capture, concrete_args=concrete, leaf_modules=leaves, notify=notes.append)  # fmt: skip
+        gm, doc = capture_graph(module, options, notify=notes.append)
     for note in notes:
         print(f"fxgen: note: {note}", file=sys.stderr)
     avoid_reserved_names(gm.graph)
@@ -155,7 +154,7 @@ def export_command(ns: argparse.Namespace) -> None:
     found: list[str] = []
     with Progress("verifying constructor calls" if ns.flat else "keeping the model's classes as blocks", modules,
                   quiet=quiet) as bar:  # fmt: skip
-        spec = captured_spec(module, gm, doc, name, flat=ns.flat, options=TraceOptions(concrete, tuple(leaves)),
+        spec = captured_spec(module, gm, doc, name, flat=ns.flat, options=options,
                              notify=found.append, progress=lambda done, total, path: bar.step(done, path))  # fmt: skip
     for note in found:
         print(f"fxgen: note: {note}", file=sys.stderr)

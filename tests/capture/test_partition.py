@@ -25,7 +25,8 @@ from torch import nn
 
 import fxgen
 from fxgen.capture.export import dynamo_graph
-from fxgen.capture.hierarchy import NotTheSame, TraceOptions, verify
+from fxgen.capture.hierarchy import NotTheSame, verify
+from fxgen.capture.options import CaptureOptions
 from fxgen.capture.partition import partition_blocks
 from fxgen.cli.main import main
 
@@ -144,7 +145,7 @@ def test_a_hierarchy_that_is_not_the_captured_graph_is_refused() -> None:
     and it names that block's class."""
     model = Model().eval()
     gm, _ = dynamo_graph(model, (torch.randn(4, 6),), None, ())
-    hierarchy = partition_blocks(model, gm, [Gate, Body], TraceOptions())
+    hierarchy = partition_blocks(model, gm, [Gate, Body], CaptureOptions())
     assert set(hierarchy.blocks) == {id(model.body), id(model.twice), *map(id, model.body.gates)}
     assert hierarchy.flat is not None  # the captured graph, each get_attr where it is read
     sigmoid = next(n for n in hierarchy.blocks[id(model.twice)].graph.nodes if n.target is torch.sigmoid)
@@ -189,7 +190,7 @@ def test_partition_names_the_class_it_cannot_keep() -> None:
     model = Borrows().eval()
     gm, _ = dynamo_graph(model, (torch.randn(2, 4),), None, ())
     with pytest.raises(NotTheSame) as raised:
-        partition_blocks(model, gm, [Leaky], TraceOptions())
+        partition_blocks(model, gm, [Leaky], CaptureOptions())
     assert raised.value.culprit is Leaky
 
 
@@ -505,7 +506,7 @@ def test_instances_with_equal_graphs_share_one_graph_module(tmp_path: Path, dyna
     model = _seeded(_Stack)().eval()
     inputs = (torch.randn(3, 4),)
     flat = dynamo_graph(model, inputs, None, ())[0] if dynamo else fxgen.capture.trace.trace(model)
-    hierarchy = partition_blocks(model, flat, [_Scaled], TraceOptions())
+    hierarchy = partition_blocks(model, flat, [_Scaled], CaptureOptions())
     shared = hierarchy.blocks[id(model.a)]
     assert hierarchy.shared == {id(model.b): id(model.a), id(model.c): id(model.a)}
     assert hierarchy.blocks[id(model.b)] is shared and hierarchy.blocks[id(model.c)] is shared
