@@ -28,6 +28,7 @@ from __future__ import annotations
 import builtins
 import dis
 import enum
+import inspect
 import operator
 import sys
 import types
@@ -41,7 +42,7 @@ from torch.utils.hooks import RemovableHandle
 from fxgen._errors import ExportError, Location
 
 __all__ = ["NOTES_KEY", "NotRecorded", "disabled_regions", "global_state_notes", "hook_mark", "in_autograd_function",
-           "refuse_grad_regions", "refuse_new_hooks", "refuse_root_hooks"]  # fmt: skip
+           "refuse_grad_regions", "refuse_new_hooks", "refuse_overridden_call", "refuse_root_hooks"]  # fmt: skip
 
 
 NOTES_KEY = "fxgen_capture_notes"  # GraphModule.meta: what the user should know about the capture
@@ -303,3 +304,23 @@ def _may_change(name: str, value: Any) -> bool:
         return not (name.isupper() or name.startswith("__"))  # (UPPER_CASE: a constant by convention)
     return False
 
+
+def refuse_overridden_call(module: torch.nn.Module) -> None:
+    """The model's class overrides ``__call__``: symbolic tracing runs the model's ``forward``
+    alone, so what ``__call__`` does around it (a flag its forward reads, a changed argument)
+    would be lost. Refused, naming the class and where it overrides ``__call__``. (A submodule's
+    override runs while tracing, its tensor operations recorded, as any code of the forward.)"""
+    cls = type(module)
+    if isinstance(module, torch.fx.GraphModule) or cls.__call__ is torch.nn.Module.__call__:
+        return
+    owner = next(c for c in cls.__mro__ if "__call__" in vars(c))
+    where = _defined_at(vars(owner)["__call__"])
+    raise ExportError(f"the model ({cls.__qualname__}) overrides __call__{where}: symbolic tracing runs only its "
+                      "forward, so what __call__ does around it would be lost; move that work into forward, wrap "
+                      "the model in a module whose forward calls it, or capture with TorchDynamo on example "
+                      "inputs (--example-input)")  # fmt: skip
+
+
+def _defined_at(function: Any) -> str:
+    code = getattr(inspect.unwrap(function), "__code__", None)
+    return f" (at {code.co_filename}:{code.co_firstlineno})" if code is not None else ""

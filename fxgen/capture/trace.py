@@ -31,6 +31,7 @@ from fxgen.capture.effects import (
     in_autograd_function,
     refuse_grad_regions,
     refuse_new_hooks,
+    refuse_overridden_call,
     refuse_root_hooks,
 )
 from fxgen.capture.frozen import RandomDraws, readable, rebuild_strings, traced_strings
@@ -80,6 +81,7 @@ def trace(
     """
     if isinstance(module, torch.nn.Module):
         refuse_root_hooks(module)
+        refuse_overridden_call(module)
     if isinstance(module, torch.fx.GraphModule):
         return module
     if not isinstance(module, torch.nn.Module):
@@ -523,3 +525,4 @@ def _innermost_user(frames: Iterable[traceback.FrameSummary],
                 and (frame.filename, frame.name) not in skip):  # fmt: skip
             found = (frame.filename, frame.lineno, frame.name)
     return found
+

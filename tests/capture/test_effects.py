@@ -333,3 +333,57 @@ def test_auto_does_not_fall_back_to_dynamo_for_what_no_capture_records() -> None
             fxgen.export(Frozen("no_grad"))  # no hint to pass example inputs
         with pytest.raises(ExportError, match=r"runs with gradients disabled"):
             fxgen.export(Frozen("no_grad"), example_inputs=(X,))
+
+
+class _Flagged(nn.Module):
+    """Sets a flag in __call__ that its forward reads (issue 33, item 5)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.scaled = False
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.scaled = True
+        try:
+            return super().__call__(*args, **kwargs)
+        finally:
+            self.scaled = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x) * 2 if self.scaled else self.fc(x)
+
+
+class _HoldsFlagged(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = _Flagged()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x) + 1
+
+
+def test_a_model_that_overrides_call_is_refused_not_traced_through_forward() -> None:
+    """Tracing runs the model's forward alone: the generated model would compute the other branch."""
+    with pytest.raises(ExportError, match=r"the model \(_Flagged\) overrides __call__ \(at .*test_effects\.py:\d+\): "
+                                          r"symbolic tracing runs only its forward"):  # fmt: skip
+        fxgen.export(_Flagged().eval(), capture="trace")
+
+
+def test_a_submodule_that_overrides_call_runs_it_while_tracing() -> None:
+    """A submodule's __call__ runs while the model is traced: what it computes is in the graph."""
+    model = _HoldsFlagged().eval()
+    gm = fxgen.load(fxgen.export(model, capture="trace", flat=True))
+    gm.load_state_dict(model.state_dict())
+    x = torch.randn(2, 4)
+    assert torch.equal(gm(x), model(x))
+
+
+def test_auto_captures_a_model_that_overrides_call_with_dynamo_which_runs_it() -> None:
+    model = _Flagged().eval()
+    x = torch.randn(2, 4)
+    with pytest.warns(UserWarning, match="overrides __call__"):
+        spec = fxgen.export(model, example_inputs=(x,), flat=True)
+    gm = fxgen.load(spec)
+    gm.load_state_dict(model.state_dict())
+    assert torch.equal(gm(x), model(x))
