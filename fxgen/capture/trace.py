@@ -142,6 +142,7 @@ def trace(
         draws = RandomDraws()
         with torch.enable_grad(), draws, traced_strings() as formatted:
             graph = tracer.trace(module, concrete_args)
+        _name_none_arguments(graph, concrete_args)
         _lint(graph)
         _refuse_frozen(graph, tracer.root, draws, formatted)
         refuse_new_hooks(module, mark)
@@ -526,3 +527,21 @@ def _innermost_user(frames: Iterable[traceback.FrameSummary],
             found = (frame.filename, frame.lineno, frame.name)
     return found
 
+
+def _name_none_arguments(graph: torch.fx.Graph, concrete_args: dict[str, Any] | None) -> None:
+    """torch.fx names the placeholder of an argument fixed to None ``mask_1`` (one per leaf of a
+    concrete value), and the generated ``forward`` takes it by that name: ``m(x, mask=None)``
+    failed where the original accepts it. Each such placeholder takes the parameter's own name
+    when nothing else in the graph has it."""
+    fixed = {name for name, value in (concrete_args or {}).items() if value is None}
+    if not fixed:
+        return
+    names = {node.name for node in graph.nodes}
+    for node in graph.nodes:
+        if node.op != "placeholder" or not isinstance(node.target, str):
+            continue
+        base, _, count = node.target.rpartition("_")
+        if count == "1" and base in fixed and base not in names:
+            node.target = base
+            node._rename(base)
+            names.add(node.name)

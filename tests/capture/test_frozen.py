@@ -62,6 +62,7 @@ def test_an_optional_argument_left_out_is_traced_as_its_default() -> None:
     x = torch.randn(2, 3)
     loaded = fxgen.load(fxgen.export(_Masked()))
     assert torch.equal(loaded(x), x) and torch.equal(loaded(x, None), x)
+    assert torch.equal(loaded(x, mask=None), x)  # by keyword too: the parameter keeps its name
     given = fxgen.load(
         fxgen.export(_Masked(), example_inputs={"x": x, "mask": x})
     )  # an example gives it a value
