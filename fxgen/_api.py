@@ -85,11 +85,9 @@ def load(
         resolved = as_spec(spec, policy)
     state = None
     if weights is not None:
-        from fxgen.assemble.weights import check_digest
-        from fxgen.read.weights import read_weights
+        from fxgen.assemble.weights import read_paired_weights
 
-        check_digest(resolved, weights)  # the pair exported together, or a clear refusal
-        state = read_weights(weights)
+        state = read_paired_weights(resolved, weights)
     result = transformed(resolved, policy, state)
     assert result is not None
     from fxgen.assemble.module import build_module
@@ -147,11 +145,9 @@ def transform(
     check_pass_list(doc, ("passes",), policy, allowed=registered())
     state: dict[str, torch.Tensor] | None = None
     if isinstance(weights, (str, Path)):
-        from fxgen.assemble.weights import check_digest
-        from fxgen.read.weights import read_weights
+        from fxgen.assemble.weights import read_paired_weights
 
-        check_digest(resolved, weights)  # the pair exported together, or a clear refusal
-        state = read_weights(weights)
+        state = read_paired_weights(resolved, weights)
     elif weights is not None:
         state = dict(weights)
     every = [*resolved.passes, *doc.data["passes"]]

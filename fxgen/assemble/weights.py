@@ -16,7 +16,7 @@ from fxgen._errors import Location, WeightsError
 from fxgen.construct.modules import NO_TENSORS, tensors_in
 from fxgen.spec.model import Spec
 
-__all__ = ["assign_weights", "check_digest", "has_meta_tensors"]
+__all__ = ["assign_weights", "check_digest", "has_meta_tensors", "read_paired_weights"]
 
 
 def check_digest(spec: Spec, path: str | Path) -> None:
@@ -39,6 +39,15 @@ def check_digest(spec: Spec, path: str | Path) -> None:
         "delete its `weights_digest` line",
         Location(str(path)),
     )
+
+
+def read_paired_weights(spec: Spec, path: str | Path) -> dict[str, torch.Tensor]:
+    """The tensors of the weights file ``spec`` was exported with (``check_digest`` first: another
+    file is refused before a tensor is read)."""
+    from fxgen.read.weights import read_weights
+
+    check_digest(spec, path)
+    return read_weights(path)
 
 
 def check_weights(

@@ -53,8 +53,6 @@ class CaptureOptions:
     def __post_init__(self) -> None:
         if self.capture not in CAPTURES:
             raise ExportError(f"capture={self.capture!r}: expected one of {', '.join(CAPTURES)}")
-        object.__setattr__(self, "leaf_modules", tuple(self.leaf_modules))
-        object.__setattr__(self, "autowrap_functions", tuple(self.autowrap_functions))
 
     @classmethod
     def of(cls, options: CaptureKwargs) -> CaptureOptions:

@@ -91,11 +91,9 @@ def transform_command(args: argparse.Namespace, allow: tuple[str, ...], register
 
     state = None
     if args.weights is not None:
-        from fxgen.assemble.weights import check_digest
-        from fxgen.read.weights import read_weights
+        from fxgen.assemble.weights import read_paired_weights
 
-        check_digest(spec, args.weights)
-        state = read_weights(args.weights)
+        state = read_paired_weights(spec, args.weights)
     result = apply_passes(spec, every, policy, state=state, locate=locate)
     for note in result.notes:
         print(note, file=sys.stderr)
