@@ -80,6 +80,14 @@ _SeqStart, _MapStart = yaml.SequenceStartEvent, yaml.MappingStartEvent
 _SeqEnd, _MapEnd = yaml.SequenceEndEvent, yaml.MappingEndEvent
 
 
+_HINTS = {
+    "\t": "YAML indents with spaces, not tabs",
+    "%": 'a node reference is a string, and YAML reserves "%" at the start of a plain value: quote it, "%x"',
+    "@": 'YAML reserves "@" at the start of a plain value: quote the string',
+    "`": 'YAML reserves "`" at the start of a plain value: quote the string',
+}  # the characters users type where YAML cannot start a value, and what to do instead
+
+
 @dataclass(slots=True)
 class _Frame:
     """An open sequence or mapping while its events are read."""
@@ -126,8 +134,8 @@ class Builder:
             if exc.problem and exc.context and exc.context_mark and exc.context_mark is not mark:
                 where = exc.context_mark
                 problem += f" ({exc.context} that starts at line {where.line + 1}, column {where.column + 1})"
-            if mark and _char_at(text, mark.line, mark.column) == "\t":
-                problem += "; YAML indents with spaces, not tabs"
+            if mark and (hint := _HINTS.get(_char_at(text, mark.line, mark.column))):
+                problem += "; " + hint
             raise SpecError.at(loc, "YAML syntax error: " + problem.replace("\n", " ")) from None
         except yaml.YAMLError as exc:
             raise SpecError.at(Location(self.path, 1, 1), f"YAML syntax error: {exc}") from None

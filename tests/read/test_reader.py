@@ -291,6 +291,11 @@ def test_tab_indentation_gets_a_hint() -> None:
     assert "spaces, not tabs" in one_error("a:\n\tb: 1\n")[2]
 
 
+def test_an_unquoted_reference_gets_a_hint() -> None:
+    line, col, message = one_error('args: [%x]\n')
+    assert (line, col) == (1, 8) and 'quote it, "%x"' in message
+
+
 def test_several_documents_are_refused() -> None:
     assert one_error("a: 1\n---\nb: 2\n")[:2] == (2, 1)
     assert data("---\na: 1\n...\n") == {"a": 1}
