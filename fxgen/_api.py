@@ -45,9 +45,9 @@ def load_spec(path: str | Path, *, allow: Iterable[str] | Policy | None = None) 
     """Read and fully validate a spec file; raises SpecError listing every problem."""
     from fxgen.check.validate import validate_document
     from fxgen.policy.policy import policy_for
-    from fxgen.read.reader import read_document
+    from fxgen.read.imports import read_spec
 
-    return validate_document(read_document(path), policy_for(allow))
+    return validate_document(read_spec(path), policy_for(allow))
 
 
 def validate(path: str | Path, *, allow: Iterable[str] | Policy | None = None) -> Spec:
@@ -73,9 +73,9 @@ def load(
 
     policy = policy_for(allow)
     if not isinstance(spec, (Spec, dict)):  # read once: whether it has passes, then the load itself
-        from fxgen.read.reader import read_document
+        from fxgen.read.imports import read_spec
 
-        document = read_document(spec)
+        document = read_spec(spec)
         if not (isinstance(document.data, dict) and document.data.get("passes")):
             return assemble_load(document, weights=weights, allow=policy, args=args)
         resolved = validate_document(document, policy)
@@ -209,10 +209,11 @@ def render_job(job: Job, allow: tuple[str, ...], shapes: bool = False) -> str:
     from fxgen.check.validate import validate_document
     from fxgen.codegen.generate import render_spec
     from fxgen.policy.policy import policy_for
+    from fxgen.read.imports import with_imports
     from fxgen.read.reader import parse_text
 
     policy = policy_for(allow)
-    doc = parse_text(job.raw, str(job.spec), json_syntax=job.spec.suffix == ".json")
+    doc = with_imports(parse_text(job.raw, str(job.spec), json_syntax=job.spec.suffix == ".json"), job.spec)
     spec = validate_document(doc, policy)
     final, comments, passes = prepare(spec, policy, shapes=shapes)
     return render_spec(final, label=job.label, digest=job.digest, shapes=comments, passes=passes)

@@ -66,6 +66,8 @@ VOCABULARY = [
     "silu", "torch.nn.BatchNorm2d", "torch.nn.Conv2d",
     # the weights file's digest
     "weights_digest", "sha256:" + "0" * 64, "sha256:" + "f" * 63,
+    # classes from other files
+    "imports", "from", "blocks.yaml", "../blocks.yaml", "https://example.org/b.yaml",
 ]  # fmt: skip
 _text = st.text(st.characters(codec="utf-8"), max_size=8)
 _scalars = st.one_of(

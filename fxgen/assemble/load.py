@@ -25,7 +25,8 @@ from fxgen.check.validate import SpecLike, parse_data, validate_for_load
 from fxgen.construct.modules import construct_call, same_random_state, set_attr_path
 from fxgen.construct.tensors import make_tensor
 from fxgen.policy.policy import Policy, policy_for
-from fxgen.read.reader import Document, read_document
+from fxgen.read.imports import read_spec
+from fxgen.read.reader import Document
 from fxgen.read.weights import read_weights
 from fxgen.spec.model import BufferSpec, ParameterSpec, Spec
 from fxgen.spec.resolve import BindError, bind
@@ -44,7 +45,7 @@ def _validated(
     if isinstance(spec, Document):
         doc = spec
     else:
-        doc = parse_data(spec) if isinstance(spec, dict) else read_document(spec)
+        doc = parse_data(spec) if isinstance(spec, dict) else read_spec(spec)
     return validate_for_load(doc, policy, construct, make_tensor)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from fxgen._errors import Location, SpecError
+from fxgen.read.imports import with_imports
 from fxgen.read.reader import Document, parse_text
 from fxgen.read.yaml_events import JsonPath
 
@@ -39,4 +40,4 @@ def parse_data(data: dict[str, Any], path: str = "<spec>") -> Document:
         text = json.dumps(data, indent=1, ensure_ascii=False)  # characters as they are, to be checked and located
     except (TypeError, ValueError, RecursionError) as exc:  # not JSON data: sets, huge ints, cycles, objects
         raise SpecError.at(Location(path), f"the spec is not plain JSON data: {exc}") from None
-    return parse_text(text, path, json_syntax=True)
+    return with_imports(parse_text(text, path, json_syntax=True))  # refuses `imports:`: there is no file to import from

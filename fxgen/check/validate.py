@@ -16,7 +16,8 @@ from fxgen.check.checker import Construct, MakeTensor
 from fxgen.check.declarations import run_checks, validate_body
 from fxgen.check.documents import parse_data
 from fxgen.policy.policy import DEFAULT_POLICY, Policy
-from fxgen.read.reader import Document, read_document
+from fxgen.read.imports import read_spec
+from fxgen.read.reader import Document
 from fxgen.spec.model import Spec
 
 __all__ = [
@@ -70,5 +71,5 @@ def as_spec(spec: SpecLike, policy: Policy) -> Spec:
         return spec
     if isinstance(spec, dict):
         return validate_data(spec, policy)
-    return validate_document(read_document(spec), policy)
+    return validate_document(read_spec(spec), policy)
 

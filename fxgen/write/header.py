@@ -51,13 +51,16 @@ def safe_label(label: str) -> str:
     return "".join(ch if ch.isprintable() else "?" for ch in label)
 
 
-def spec_digest(spec_bytes: bytes, *, shapes: bool = False) -> str:
+def spec_digest(spec_bytes: bytes, *, shapes: bool = False, imported: str | None = None) -> str:
     """Hash of the spec *and* of what turns it into code, so upgrading fxgen marks files stale;
-    ``shapes`` (``fxgen generate --shapes``) changes the code, so it counts too."""
+    ``shapes`` (``fxgen generate --shapes``) changes the code, so it counts too, and so do the
+    files the spec imports classes from (``imported``: their digest)."""
     h = hashlib.sha256(f"fxgen {VERSION}\nblack {_BLACK}\n".encode())
     h.update(spec_bytes)
     if shapes:
         h.update(b"\n--shapes")
+    if imported:
+        h.update(f"\n--imports {imported}".encode())
     return h.hexdigest()
 
 

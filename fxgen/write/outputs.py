@@ -39,10 +39,11 @@ class Job:
     status: str  # "current" | "missing" | "stale" | "edited" | "foreign"
     old: str | None = None
     shapes: bool = False  # generated with `fxgen generate --shapes`
+    imported: str | None = None  # the digest of the files the spec imports classes from
 
     @property
     def digest(self) -> str:
-        return spec_digest(self.raw, shapes=self.shapes)
+        return spec_digest(self.raw, shapes=self.shapes, imported=self.imported)
 
 
 def plan(specs: Iterable[Path], out_dir: Path, *, shapes: bool = False, imports: Iterable[str] = ()) -> list[Job]:
@@ -68,8 +69,22 @@ def plan(specs: Iterable[Path], out_dir: Path, *, shapes: bool = False, imports:
             raw = spec.read_bytes()
         except OSError as exc:
             raise SpecError.at(Location(str(spec)), f"cannot read spec: {exc.strerror or exc}") from None
-        jobs.append(_status(Job(spec, out, label_of(spec), raw, "missing", shapes=shapes)))
+        jobs.append(_status(Job(spec, out, label_of(spec), raw, "missing", shapes=shapes, imported=_imported(spec, raw))))
     return jobs
+
+
+def _imported(spec: Path, raw: bytes) -> str | None:
+    """The digest of the files ``spec`` imports classes from; a spec whose imports cannot be
+    read gets a digest no header holds, so it is rendered, and rendering reports why."""
+    if b"imports" not in raw:  # most specs: no need to parse them (or import the YAML reader) to know
+        return None
+    from fxgen.read.imports import imported_digest, with_imports
+    from fxgen.read.reader import parse_text
+
+    try:
+        return imported_digest(with_imports(parse_text(raw, str(spec), json_syntax=spec.suffix == ".json"), spec))
+    except SpecError:
+        return "unreadable"
 
 
 # Modules a generated file imports whatever its spec (``import torch``, ``import typing``), and
