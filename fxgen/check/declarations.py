@@ -49,7 +49,7 @@ from fxgen.construct.tensors import shape_problem
 from fxgen.policy.policy import Policy, TargetError
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
-from fxgen.spec.expr import ExprError
+from fxgen.spec.expr import ExprError, parse
 from fxgen.spec.init import check_init
 from fxgen.spec.literals import literal_problem
 from fxgen.spec.model import ArgSpec, ClassSpec, Spec
@@ -230,6 +230,12 @@ class Checker(NodeChecks):
 
     # -- format 2: arguments and blocks ------------------------------------------------------
     def check_arguments(self) -> None:
+        refused: list[str] = []  # arguments whose default is refused
+        self._check_arguments(refused)
+        if self.env is not None and any(self.env.get(name) == self.data["args"][name]["default"] for name in refused):
+            self.env = None  # this instance takes a refused default: one error, not one per use of it
+
+    def _check_arguments(self, refused: list[str]) -> None:
         for name, decl in self.data.get("args", {}).items():
             where: JsonPath = ("args", name)
             if not IDENTIFIER.fullmatch(name):
@@ -247,14 +253,17 @@ class Checker(NodeChecks):
             if isinstance(decl, dict) and "default" in decl:
                 default = decl["default"]
                 if has_arguments(default):
-                    self.error((*where, "default"), f"argument {name!r}: a default is a constant, not an "
-                               "expression or a module")  # fmt: skip
+                    refused.append(name)
+                    self.error((*where, "default"), f"argument {name!r}: a default is a constant (a number, string, "
+                               "bool, null, or a list of them), not an expression or a module; compute what "
+                               "depends on other arguments under `values:`")  # fmt: skip
                 else:
                     value = self.decode_constant(default, (*where, "default"))
                     expected = _SIMPLE_TYPES.get(arg.type)
                     if expected is not None and value is not None and not _is_a(value, expected):
+                        refused.append(name)
                         self.error((*where, "default"), f"argument {name!r}: the default {value!r} is not "
-                                   f"{arg.type}; write a default of the declared type")  # fmt: skip
+                                   f"{arg.type}; write a default of the declared type{_written(value)}")  # fmt: skip
             elif not self.scope:
                 self.error(where, f"argument {name!r} of the top class needs a default: fxgen.load builds the "
                            f"model with it (`{name}: {{type: {arg.type}, default: ...}}`)", key=True)  # fmt: skip
@@ -649,6 +658,17 @@ class Checker(NodeChecks):
             check_packed(data, shape, dtype)
         except PackedError as exc:
             self.error((*where, "data"), f"{path!r}: {exc}")
+
+
+def _written(value: Any) -> str:
+    """A hint for a default written as an expression in a string (``"32 * 0.75"``)."""
+    if not isinstance(value, str) or not any(op in value for op in "+-*/%()<>"):
+        return ""
+    try:
+        parse(value)
+    except ExprError:
+        return ""
+    return " (a default is not computed: write its value, or compute it under `values:`)"
 
 
 def _shown(env: dict[str, Any] | None) -> str:
