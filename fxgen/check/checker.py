@@ -77,6 +77,9 @@ class CheckerBase:
         # The graph body being checked: the document itself, or one of its blocks (format 2's
         # ``classes``), whose diagnostics are located under ``scope``.
         self.scope = scope
+        # For a block checked with argument values: which instance, and where the model builds it
+        # (every diagnostic of the body says so: the same line serves many instances)
+        self.instance = ""
         self.data: dict[str, Any] = doc.data if not scope else doc.data[scope[0]][scope[1]]
         self.policy = policy
         self.construct = construct
@@ -106,7 +109,7 @@ class CheckerBase:
         path = (*self.scope, *path)
         loc = self.doc.key_location(path) if key else self.doc.locate(path)
         # One line, always: messages may quote torch's or the policy's multi-line exceptions.
-        self.errors.append(Diagnostic(loc, " ".join(message.splitlines())))
+        self.errors.append(Diagnostic(loc, " ".join(message.splitlines()) + self.instance))
 
     def decode_constant(self, value: Any, where: JsonPath, *, mapping: bool = False) -> Any:
         refs = list(iter_refs(value))

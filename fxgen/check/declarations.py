@@ -231,7 +231,11 @@ class Checker(NodeChecks):
     # -- format 2: arguments and blocks ------------------------------------------------------
     def check_arguments(self) -> None:
         refused: list[str] = []  # arguments whose default is refused
-        self._check_arguments(refused)
+        instance, self.instance = self.instance, ""  # the class's own declarations: the same for every instance
+        try:
+            self._check_arguments(refused)
+        finally:
+            self.instance = instance
         if self.env is not None and any(self.env.get(name) == self.data["args"][name]["default"] for name in refused):
             self.env = None  # this instance takes a refused default: one error, not one per use of it
 
@@ -328,9 +332,10 @@ class Checker(NodeChecks):
         return (f"no block {name!r} in this spec{known}; declare it under `classes`, or write a qualified "
                 "class such as torch.nn.Linear")  # fmt: skip
 
-    def instantiate(self, name: str, values: dict[str, Any]) -> Any:
-        """Check block ``name`` built with ``values`` (once per distinct set of values) and return a
-        stand-in module holding what it declares (for attribute checks), or None if it fails."""
+    def instantiate(self, name: str, values: dict[str, Any], where: JsonPath) -> Any:
+        """Check block ``name`` built with ``values`` (once per distinct set of values) by the
+        declaration at ``where`` and return a stand-in module holding what it declares (for
+        attribute checks), or None if it fails."""
         top = self.top
         key = (name, repr(sorted(values.items())))
         if key in top.instantiated:
@@ -340,6 +345,8 @@ class Checker(NodeChecks):
         top.active.add(name)
         try:
             checker = Checker(self.doc, self.policy, scope=("classes", name), env=values, top=top)
+            shown = ", ".join(f"{arg}={value!r}" for arg, value in values.items())
+            checker.instance = f" (in {name}({shown}), built at {self.doc.locate((*self.scope, *where))})"
             reported = len(self.errors)
             checker.run()
             top.block_types.setdefault(name, checker.canonical_types)
@@ -371,14 +378,15 @@ class Checker(NodeChecks):
                     set_attr_path(module, path, tensor)
         return module
 
-    def make_value(self, decl: dict[str, Any]) -> torch.nn.Module:
-        """A module value (its arguments substituted) as validation builds it: a block as its
-        stand-in, any other class on the meta device."""
+    def make_value(self, decl: dict[str, Any], where: JsonPath) -> torch.nn.Module:
+        """A module value (its arguments substituted) declared at ``where``, as validation builds
+        it: a block as its stand-in, any other class on the meta device."""
         name = decl["class"]
         if name in self.blocks:
-            return self.instantiate(name, self.bind_block(name, decl)) or torch.nn.Module()
+            return self.instantiate(name, self.bind_block(name, decl), where) or torch.nn.Module()
         cls = self.policy.resolve_module_class(name)
-        return construct_call(cls, decl.get("args", []), decl.get("kwargs", {}), "meta", make_module=self.make_value)
+        return construct_call(cls, decl.get("args", []), decl.get("kwargs", {}), "meta",
+                              make_module=lambda inner: self.make_value(inner, where))  # fmt: skip
 
     # -- declarations ------------------------------------------------------------------------
     def check_class_name(self) -> None:
@@ -489,7 +497,7 @@ class Checker(NodeChecks):
             except BindError as exc:
                 self.error(where, f"module {path!r}: {self.unfit_block(entry['class'], exc)}")
                 return None
-            stand_in = self.instantiate(entry["class"], values)
+            stand_in = self.instantiate(entry["class"], values, where)
             if stand_in is not None:
                 self.module_classes[path], self.instances[path] = type(stand_in), stand_in
             return None
@@ -498,7 +506,7 @@ class Checker(NodeChecks):
         try:  # module values: built now, with the class's constructor, to check the whole call
             cls = self.policy.resolve_module_class(concrete["class"])
             module = construct_call(cls, concrete.get("args", []), concrete.get("kwargs", {}), "meta",
-                                    make_module=self.make_value)  # fmt: skip
+                                    make_module=lambda inner: self.make_value(inner, where))  # fmt: skip
         except TargetError as exc:
             self.error((*where, "class"), f"module {path!r}: {exc}")
             return None

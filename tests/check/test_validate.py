@@ -411,3 +411,34 @@ def test_misspelt_names_get_a_suggestion(where: str, value: Any, message: str) -
     assert message in found, found
     if "did you mean" not in message:
         assert "did you mean" not in found
+
+
+def test_an_error_inside_a_block_names_each_instance_and_where_it_is_built() -> None:
+    text = """\
+fxgen: 2
+name: Net
+classes:
+  Attention:
+    args: {dim: int, heads: int}
+    modules:
+      attn: {class: torch.nn.MultiheadAttention, args: [{arg: dim}, {arg: heads}]}
+    nodes:
+      - {op: placeholder, name: x}
+      - {op: call_module, name: a, target: attn, args: ["%x", "%x", "%x"]}
+      - {op: call_function, name: y, target: operator.getitem, args: ["%a", 0]}
+      - {op: output, args: ["%y"]}
+modules:
+  ok: {class: Attention, args: [8, 2]}
+  first: {class: Attention, args: [10, 3]}
+  second: {class: Attention, args: [12, 5]}
+nodes:
+  - {op: placeholder, name: x}
+  - {op: call_module, name: h, target: first, args: ["%x"]}
+  - {op: call_module, name: y, target: second, args: ["%h"]}
+  - {op: call_module, name: z, target: ok, args: ["%y"]}
+  - {op: output, args: ["%z"]}
+"""
+    errors = yaml_errors(text)
+    assert [(line, col) for line, col, _ in errors] == [(7, 13), (7, 13)]  # the class's own line, once per instance
+    assert "(in Attention(dim=10, heads=3), built at s.yaml:15:10)" in errors[0][2]
+    assert "(in Attention(dim=12, heads=5), built at s.yaml:16:11)" in errors[1][2]
