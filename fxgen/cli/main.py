@@ -185,6 +185,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="table (default; with declared inputs: shapes, dtypes and FLOPs), json, or a picture: "
                         "mermaid, dot, svg (needs Graphviz); pictures show shapes on the edges when the spec "
                         "declares inputs")  # fmt: skip
+    p.add_argument("--depth", type=_depth, default=0, metavar="N",
+                   help="open the blocks' calls N levels deep: their own nodes, shapes and modules in place of the "
+                        "call (a Sequential of blocks opens into its items on the way); default 0")  # fmt: skip
     p.set_defaults(command="show", run=cmd_show)
 
     p = sub.add_parser("generate", parents=[common], epilog=_EXAMPLES["generate"], formatter_class=help_format, help="write generated/<spec>.py for each spec")
@@ -271,10 +274,20 @@ def _summary(args: argparse.Namespace, text: str) -> None:
         print(f"fxgen: {text}", file=sys.stderr)
 
 
-def _prepared(spec: Any, allow: tuple[str, ...], *, notes: bool = False, analyse: bool = True) -> tuple[Any, Any]:
-    """The spec after its passes (with ``notes``, printing what they reported), and its analysis
-    when it declares inputs (a located error when they do not flow). Without ``analyse`` (for
-    ``fxgen validate``), only whether they flow is checked, and the analysis is None."""
+def _depth(text: str) -> int:
+    """``--depth``: a count of levels, 0 or more."""
+    if not text.isdigit() or int(text) > 1000:
+        raise argparse.ArgumentTypeError(f"a depth is a whole number of levels, 0 to 1000, not {text!r}")
+    return int(text)
+
+
+def _prepared(
+    spec: Any, allow: tuple[str, ...], *, notes: bool = False, analyse: bool = True, depth: int = 0
+) -> tuple[Any, Any]:
+    """The spec after its passes (with ``notes``, printing what they reported), with its blocks
+    opened ``depth`` levels deep, and its analysis when it declares inputs (a located error when
+    they do not flow). Without ``analyse`` (for ``fxgen validate``), only whether they flow is
+    checked, and the analysis is None."""
     from fxgen.policy.policy import policy_for
 
     policy = policy_for(allow)
@@ -288,11 +301,19 @@ def _prepared(spec: Any, allow: tuple[str, ...], *, notes: bool = False, analyse
         for note in result.notes if notes else ():
             print(note, file=sys.stderr)
     analysis = None
+    if depth:
+        from fxgen.analysis.expand import expand_blocks
+
+        if spec.inputs:  # where the inputs do not flow, the error is located in the spec as written
+            from fxgen.analysis import shapes
+
+            shapes.check_flow(spec, policy, origin=origin)
+        spec = expand_blocks(spec, depth)
     if spec.inputs:
         from fxgen.analysis import shapes
 
         if analyse:
-            analysis = shapes.analyse(spec, policy, origin=origin)
+            analysis = shapes.analyse(spec, policy, origin=None if depth else origin)
         else:
             shapes.check_flow(spec, policy, origin=origin)
     return spec, analysis
@@ -317,7 +338,7 @@ def cmd_show(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
     from fxgen._api import load_spec
     from fxgen.cli.show import show, show_json
 
-    spec, analysis = _prepared(load_spec(args.path, allow=allow), allow, notes=True)
+    spec, analysis = _prepared(load_spec(args.path, allow=allow), allow, notes=True, depth=args.depth)
     if args.format == "json":
         text = show_json(spec, analysis, allow=allow)
     elif args.format in ("mermaid", "dot", "svg"):
