@@ -26,7 +26,7 @@ from fxgen.capture.export import (
 )
 from fxgen.capture.options import CaptureOptions
 from fxgen.describe.to_spec import avoid_reserved_names, spec_state
-from fxgen.spec.model import ClassSpec, Spec
+from fxgen.spec.model import ClassSpec, Spec, walk_nodes
 
 __all__ = ["example_tensors", "export_command", "outside_default_policy"]
 
@@ -212,7 +212,7 @@ def outside_default_policy(spec: Spec) -> list[str]:
                     DEFAULT_POLICY.resolve_module_class(cls)
                 except TargetError:
                     outside.add(cls)
-        for node in body.nodes:
+        for node in walk_nodes(body.nodes):
             if node.op == "call_function" and node.target:
                 try:
                     DEFAULT_POLICY.resolve_function(node.target)

@@ -17,7 +17,7 @@ import torch.fx
 from fxgen._errors import SpecError
 from fxgen.construct import fx_fixes  # noqa: F401  (torch.fx must quote every path it writes)
 from fxgen.policy.policy import DEFAULT_POLICY, Policy
-from fxgen.spec.model import NO_DEFAULT, Spec
+from fxgen.spec.model import NO_DEFAULT, Spec, plain_nodes
 from fxgen.spec.values import decode, decode_kwargs
 
 __all__ = ["TARGET_KEY", "build_graph"]
@@ -30,7 +30,7 @@ def build_graph(spec: Spec, policy: Policy = DEFAULT_POLICY) -> torch.fx.Graph:
     """The spec's nodes as a torch.fx Graph (no module attached)."""
     graph = torch.fx.Graph()
     env: dict[str, torch.fx.Node] = {}
-    for index, node in enumerate(spec.nodes):
+    for index, node in enumerate(plain_nodes(spec.nodes)):
         kwargs = decode_kwargs(node.kwargs, env.__getitem__)
         args: tuple[Any, ...] = tuple(decode(node.args, env.__getitem__))
         type_expr = policy.resolve_type(node.type)[0] if node.type is not None else None
@@ -47,11 +47,13 @@ def build_graph(spec: Spec, policy: Policy = DEFAULT_POLICY) -> torch.fx.Graph:
             target = node.target
         created = graph.create_node(node.op, target, args, kwargs, name=node.name, type_expr=type_expr)
         if node.name is not None and created.name != node.name:
-            raise SpecError.at(
+            error = SpecError.at(
                 spec.locate(("nodes", index, "name")),
                 f"node name {node.name!r} was already taken by an earlier unnamed node; "
                 "give that node an explicit name",
             )
+            error.index = index  # type: ignore[attr-defined]  # which node: a resolved graph's caller locates it
+            raise error
         if node.op == "call_function":
             created.meta[TARGET_KEY] = node.target  # the spelling, for to_spec (F.conv2d is torch.conv2d)
         env[created.name] = created

@@ -31,7 +31,16 @@ from fxgen.describe.recover import class_name
 from fxgen.describe.recover import resolve_qualname as _lookup
 from fxgen.policy.policy import DEFAULT_POLICY, TargetError, type_repr
 from fxgen.policy.tables import SAFE_BUILTINS
-from fxgen.spec.model import BufferSpec, ClassSpec, ModuleSpec, Node, ParameterSpec, Spec
+from fxgen.spec.model import (
+    BufferSpec,
+    ClassSpec,
+    Item,
+    ModuleSpec,
+    Node,
+    ParameterSpec,
+    Spec,
+    walk_nodes,
+)
 from fxgen.spec.packed import pack, unpack
 from fxgen.spec.resolve import has_arguments
 from fxgen.spec.values import UnencodableValue, dtype_name, encode
@@ -85,7 +94,7 @@ def graph_module_to_spec(
     # up changes nothing: they read no node, and the code takes them all in its signature.
     graph_nodes = list(gm.graph.nodes)
     placeholders = [n for n in graph_nodes if n.op == "placeholder"]
-    nodes = [_node(n) for n in (*placeholders, *(n for n in graph_nodes if n.op != "placeholder"))]
+    nodes: list[Item] = [_node(n) for n in (*placeholders, *(n for n in graph_nodes if n.op != "placeholder"))]
     cls_name = name or type(gm).__name__
     if doc is None and declared is not None:
         doc = type(gm).__doc__
@@ -94,7 +103,7 @@ def graph_module_to_spec(
                 fxgen=version)  # fmt: skip
     if declared is not None and declared.spec.inputs:
         # the example inputs of the spec it was built from, while its placeholders are still there
-        argument_names = {n.name for n in nodes if n.op == "placeholder"}
+        argument_names = {n.name for n in walk_nodes(nodes) if n.op == "placeholder"}
         if set(declared.spec.inputs) <= argument_names:
             spec.inputs, spec.shapes = dict(declared.spec.inputs), declared.spec.shapes
     return spec
@@ -124,7 +133,7 @@ def loadable_class_name(spec: Spec) -> str:
     (``F``, ``nn``, ``torch``, a package it imports) or one of the spec's blocks."""
     taken = set(RESERVED_NAMES) | set(spec.classes)
     roots = [m.cls for m in spec.modules.values()]
-    roots += [n.target for n in spec.nodes if n.op == "call_function" and isinstance(n.target, str)]
+    roots += [n.target for n in walk_nodes(spec.nodes) if n.op == "call_function" and isinstance(n.target, str)]
     taken |= {root.split(".")[0] for root in roots if "." in root}
     name = spec.name
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and not _unusable(name, taken):
@@ -166,7 +175,7 @@ def _format2_spec(gm: torch.fx.GraphModule, spec: Spec, name: str | None) -> Spe
     return dataclasses.replace(spec, name=name or spec.name, nodes=nodes, classes=classes, document=None, scope=())
 
 
-def _graph_nodes(gm: torch.fx.GraphModule, body: Spec | ClassSpec) -> list[Node]:
+def _graph_nodes(gm: torch.fx.GraphModule, body: Spec | ClassSpec) -> list[Item]:
     """``gm``'s nodes, when they use only what ``body`` declares."""
     declared = (*body.modules, *body.parameters, *body.buffers)
     for node in gm.graph.nodes:
