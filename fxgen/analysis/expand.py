@@ -17,8 +17,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fxgen.assemble.module import concrete_declarations
-from fxgen.spec.model import NO_DEFAULT, BufferSpec, ModuleSpec, Node, ParameterSpec, Spec
-from fxgen.spec.resolve import bind, with_values
+from fxgen.spec.model import (
+    NO_DEFAULT,
+    BufferSpec,
+    Item,
+    ModuleSpec,
+    Node,
+    ParameterSpec,
+    Spec,
+    walk_nodes,
+)
+from fxgen.spec.resolve import TRAINING, bind, resolve_nodes, uses_training, with_values
 from fxgen.spec.values import parse_ref
 
 __all__ = ["expand_blocks"]
@@ -26,17 +35,20 @@ __all__ = ["expand_blocks"]
 
 def expand_blocks(spec: Spec, depth: int, args: Mapping[str, Any] | None = None) -> Spec:
     """``spec`` (validated) with every block call opened, and the calls inside those, ``depth``
-    levels deep (0: ``spec`` itself); a ``torch.nn.Sequential`` on the way is opened into the
+    levels deep (0: ``spec`` itself), each body as the plain graph of its instance (in eval mode
+    where it depends on the mode); a ``torch.nn.Sequential`` on the way is opened into the
     calls of its items without counting as a level. ``args``: the top class's arguments, over
     their defaults (the blocks' arguments are computed from them, as the model is built)."""
     if depth <= 0 or not spec.classes:
         return spec
     out = _Opened(spec)
-    top = concrete_declarations(spec, with_values(bind(spec.args, [], dict(args or {})), spec.values))
-    nodes = out.body(spec.nodes, top, prefix="", names="", inputs=None, depth=depth)
+    values = with_values(bind(spec.args, [], dict(args or {})), spec.values)
+    top = concrete_declarations(spec, values)
+    nodes = out.body(_instance(spec.nodes, values), top, prefix="", names="", inputs=None, depth=depth)
     assert isinstance(nodes, list)
     modules = {path: item for path, item in spec.modules.items() if path not in out.opened}
-    return Spec(name=spec.name, nodes=out.nodes, doc=spec.doc, modules={**modules, **out.modules},
+    opened: list[Item] = list(out.nodes)
+    return Spec(name=spec.name, nodes=opened, doc=spec.doc, modules={**modules, **out.modules},
                 parameters={**spec.parameters, **out.parameters}, buffers={**spec.buffers, **out.buffers},
                 fxgen=spec.fxgen, args=spec.args, classes=spec.classes, values=spec.values, inputs=spec.inputs)  # fmt: skip
 
@@ -78,7 +90,7 @@ class _Opened:
                 paths = [f"{node.target}.{i}" for i in range(len(items))]
                 modules.update(zip(paths, items, strict=True))
                 self.declare(prefix + node.target, {prefix + path: item for path, item in zip(paths, items, strict=True)})
-                values = ["%" + node.name if i == len(items) - 1 else f"%{node.name}_{i}" for i in range(len(items))]
+                values = [f"%{node.name}" if i == len(items) - 1 else f"%{node.name}_{i}" for i in range(len(items))]
                 calls = [Node("call_module", values[i][1:], path, [node.args[0] if i == 0 else values[i - 1]])
                          for i, path in enumerate(paths)]  # fmt: skip
                 todo.extend(reversed(calls))
@@ -111,7 +123,7 @@ class _Opened:
         path = prefix + node.target
         for table in ("parameters", "buffers", "modules"):  # a module called twice: the same paths again
             self.declare(path, {f"{path}.{inner}": item for inner, item in getattr(block, table).items()}, table)
-        placeholders = [n for n in body.nodes if n.op == "placeholder"]
+        placeholders = [n for n in walk_nodes(body.nodes) if n.op == "placeholder"]
         args = _remap(node.args, renamed)
         kwargs = _remap(node.kwargs, renamed)
         inputs: dict[str, Any] = {}
@@ -124,7 +136,8 @@ class _Opened:
             else:
                 inputs[placeholder.name] = None if placeholder.default is NO_DEFAULT else placeholder.default
         names = path.replace(".", "_") + "_"
-        return self.body(body.nodes, block, prefix=path + ".", names=names, inputs=inputs, depth=depth - 1)
+        nodes = _instance(body.nodes, values)
+        return self.body(nodes, block, prefix=path + ".", names=names, inputs=inputs, depth=depth - 1)
 
     def fresh(self, name: str) -> str:
         """``name``, or ``name_1``, ``name_2``... when a node has it already."""
@@ -134,6 +147,12 @@ class _Opened:
             candidate = f"{name}_{n}"
         self.taken.add(candidate)
         return candidate
+
+
+def _instance(items: list[Item], values: Mapping[str, Any]) -> list[Node]:
+    """A body's plain graph for one instance: its conditionals taken and loops unrolled (in
+    eval mode where the graph depends on the mode: what a model is shown as)."""
+    return resolve_nodes(items, {**values, TRAINING: False} if uses_training(items) else values)
 
 
 def _chain(node: Node, entry: ModuleSpec) -> list[ModuleSpec] | None:
