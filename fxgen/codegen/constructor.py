@@ -310,9 +310,9 @@ def declared(build: ClassBuild, value: Any) -> str:
 
 
 def _expression(build: ClassBuild, text: str) -> str:
-    """An expression as Python source; ``ceil`` and ``floor`` are ``math``'s."""
+    """An expression as Python source; ``ceil``, ``floor`` and ``sqrt`` are ``math``'s."""
     tree = expr.parse(text)
-    if expr.functions(tree) & {"ceil", "floor"}:
+    if expr.functions(tree) & {"ceil", "floor", "sqrt"}:
         build.imports.stdlib.add("math")
     return expr.source(tree)
 
