@@ -54,7 +54,8 @@ def block_names(data: dict[str, Any]) -> set[str]:
 def format_problems(data: dict[str, Any]) -> list[Problem]:
     """Format-2 features in a spec that says ``fxgen: 1``, and bad block names in one that says 2."""
     if data.get("fxgen") == 1:
-        found: list[Problem] = [((key,), f"`{key}` needs `fxgen: 2`") for key in ("args", "values", "classes") if key in data]
+        found: list[Problem] = [((key,), f"`{key}` needs `fxgen: 2`") for key in ("args", "values", "variants", "classes")
+                              if key in data]
         for path, tag in _declaration_tags(data):
             found.append((path, f"{{{tag}: ...}} needs `fxgen: 2` (format 2 adds constructor arguments, module "
                                 "values and repeats)"))  # fmt: skip
