@@ -302,12 +302,28 @@ def cmd_validate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
                 spec = _load_spec(path, allow, args)
                 if spec.inputs or spec.passes:  # passes run and are checked; inputs must flow
                     _prepared(spec, allow, analyse=False)
+                    _variants_flow(spec, allow)
             except SpecError as exc:
                 failed += 1
                 _report(exc.diagnostics)
     ok = len(specs) - failed
     _summary(args, f"{ok} of {_count(len(specs), 'spec')} valid" if failed else f"{_count(ok, 'spec')} valid")
     return 1 if failed else 0
+
+
+def _variants_flow(spec: Any, allow: tuple[str, ...]) -> None:
+    """Each variant's model, after its passes, with the declared inputs flowing through it (as
+    the spec's own must): a failure is reported at the variant, saying where it arose."""
+    from fxgen.check.arguments import choose
+    from fxgen.spec.choice import Choice
+
+    for name in spec.variants:
+        try:
+            _prepared(choose(spec, Choice(name)), allow, analyse=False)
+        except SpecError as exc:
+            where = spec.document.key_location(("variants", name)) if spec.document else Location(f"<spec {spec.name}>")
+            raise SpecError([Diagnostic(where, f"variant {name!r}: {d.location}: {d.message}")
+                             for d in exc.diagnostics]) from None  # fmt: skip
 
 
 def _count(n: int, noun: str) -> str:

@@ -187,3 +187,22 @@ def test_generate_with_a_choice_writes_its_defaults_and_check_needs_the_same_fla
     assert _run(capsys, "generate", "--check", *flags, "specs")[0] == 0
     code, _, err = _run(capsys, "generate", "--check", "--jobs", "1", "specs")
     assert code == 1 and "stale" in err
+
+
+def test_validate_checks_the_declared_inputs_flow_through_every_variant(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = _small({"ok": {"n": 3}, "mismatched": {"n": 5}})
+    data["modules"]["lin"]["args"] = [3, {"arg": "n"}]
+    data["modules"]["out"] = {"class": "torch.nn.Linear", "args": [3, 1]}  # takes 3 features: n must be 3
+    data["nodes"][2:2] = [{"op": "call_module", "name": "z", "target": "out", "args": ["%y"]}]
+    data["nodes"][-1]["args"] = ["%z"]
+    data["args"]["n"]["default"] = 3
+    data["inputs"] = {"x": {"shape": ["batch", 3]}}
+    path = tmp_path / "flowy.json"
+    path.write_text(__import__("json").dumps(data, indent=1))
+    code, _, err = _run(capsys, "validate", str(path))
+    assert code == 1
+    (line, _) = err.split("\n", 1)
+    assert "error: variant 'mismatched': " in line and "do not flow through node 'z'" in line, err
+    assert "variant 'ok'" not in err
