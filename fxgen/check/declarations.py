@@ -107,6 +107,8 @@ def run_checks(
     state = torch.random.get_rng_state() if make_tensor is not None else None
     checker.run()
     checker.check_unused_blocks()
+    if checker.errors and choice:  # the spec may be fine with its defaults: say what was chosen
+        raise SpecError([Diagnostic(d.location, f"{d.message} (chosen: {choice.describe()})") for d in checker.errors])
     if checker.errors:
         raise SpecError(checker.errors)
     problems = [problem for name in doc.data.get("variants", {}) for problem in _variant_builds(doc, policy, name)]

@@ -35,6 +35,11 @@ class Choice:
     def __bool__(self) -> bool:
         return self.variant is not None or bool(self.values)
 
+    def describe(self) -> str:
+        """``variant 's', num_classes=80``: what was chosen, for messages."""
+        parts = [f"variant {self.variant!r}"] if self.variant is not None else []
+        return ", ".join(parts + [f"{name}={value!r}" for name, value in self.values])
+
     def key(self) -> str | None:
         """Canonical text of the choice (what a generated file's header hash takes in), or None."""
         return choice_text(self.variant, self.values)

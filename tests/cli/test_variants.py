@@ -155,6 +155,7 @@ def test_show_with_set_describes_the_chosen_model(capsys: pytest.CaptureFixture[
         (["--set", "width=abc"], "width_net.yaml:12:10: error: --set width='abc': argument 'width' is float, not 'abc'"),
         (["--variant", "xl"], "width_net.yaml:16:1: error: no variant 'xl' in this spec"),
         (["--set", "num_classes=-4"], "width_net.yaml:52:9: error: module 'head': torch.nn.Linear cannot be built"),
+        (["--variant", "n", "--set", "num_classes=-4"], "dimension -4: [-4, 16] (chosen: variant 'n', num_classes=-4)"),
     ],
 )
 def test_validate_reports_a_bad_choice_at_the_spec(capsys: pytest.CaptureFixture[str], argv: list[str], expected: str) -> None:
