@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from fxgen.check.validate import SpecLike
     from fxgen.passes.run import Transformed
     from fxgen.policy.policy import Policy
+    from fxgen.spec.choice import Choice
     from fxgen.spec.model import Spec
     from fxgen.write.outputs import Job
 
@@ -41,18 +42,38 @@ __all__ = [
 ]
 
 
-def load_spec(path: str | Path, *, allow: Iterable[str] | Policy | None = None) -> Spec:
-    """Read and fully validate a spec file; raises SpecError listing every problem."""
+def load_spec(
+    path: str | Path,
+    *,
+    allow: Iterable[str] | Policy | None = None,
+    variant: str | None = None,
+    args: Mapping[str, Any] | None = None,
+) -> Spec:
+    """Read and fully validate a spec file; raises SpecError listing every problem. ``variant``
+    (one of the spec's ``variants:``) and ``args`` (values of the top class's arguments, after
+    the variant's) become the Spec's argument defaults, and it is checked with them."""
     from fxgen.check.validate import validate_document
     from fxgen.policy.policy import policy_for
     from fxgen.read.imports import read_spec
 
-    return validate_document(read_spec(path), policy_for(allow))
+    return validate_document(read_spec(path), policy_for(allow), _choice(variant, args))
 
 
-def validate(path: str | Path, *, allow: Iterable[str] | Policy | None = None) -> Spec:
+def validate(
+    path: str | Path,
+    *,
+    allow: Iterable[str] | Policy | None = None,
+    variant: str | None = None,
+    args: Mapping[str, Any] | None = None,
+) -> Spec:
     """Check a spec file; the same as ``load_spec`` (the name the CLI command uses)."""
-    return load_spec(path, allow=allow)
+    return load_spec(path, allow=allow, variant=variant, args=args)
+
+
+def _choice(variant: str | None, args: Mapping[str, Any] | None, origin: str = "args=") -> Choice:
+    from fxgen.spec.choice import Choice
+
+    return Choice.of(variant, args, origin)
 
 
 def load(
@@ -61,11 +82,13 @@ def load(
     weights: str | Path | None = None,
     allow: Iterable[str] | Policy | None = None,
     args: Mapping[str, Any] | None = None,
+    variant: str | None = None,
 ) -> torch.fx.GraphModule:
     """A spec (a path, a dict or a Spec) as a runnable ``torch.fx.GraphModule`` (see
     ``fxgen.assemble.load.load``), after the spec's own ``passes:``: the model is that of the
     transformed spec, holding the untransformed model's tensors as the passes left them (with
-    ``weights``, the file's). ``args`` are the top class's constructor arguments (format 2)."""
+    ``weights``, the file's). ``args`` are the top class's constructor arguments (format 2),
+    after those of ``variant`` (one of the spec's ``variants:``)."""
     from fxgen.assemble.load import load as assemble_load
     from fxgen.check.validate import as_spec, validate_document
     from fxgen.policy.policy import policy_for
@@ -77,12 +100,12 @@ def load(
 
         document = read_spec(spec)
         if not (isinstance(document.data, dict) and document.data.get("passes")):
-            return assemble_load(document, weights=weights, allow=policy, args=args)
-        resolved = validate_document(document, policy)
+            return assemble_load(document, weights=weights, allow=policy, args=args, variant=variant)
+        resolved = validate_document(document, policy, _choice(variant, args, "load(args=...)"))
     elif not spec.passes if isinstance(spec, Spec) else not spec.get("passes"):
-        return assemble_load(spec, weights=weights, allow=policy, args=args)
+        return assemble_load(spec, weights=weights, allow=policy, args=args, variant=variant)
     else:
-        resolved = as_spec(spec, policy)
+        resolved = as_spec(spec, policy, _choice(variant, args, "load(args=...)"))
     state = None
     if weights is not None:
         from fxgen.assemble.weights import read_paired_weights
@@ -105,20 +128,24 @@ def generate(
     allow: Iterable[str] | Policy | None = None,
     label: str | None = None,
     shapes: bool = False,
+    variant: str | None = None,
+    args: Mapping[str, Any] | None = None,
 ) -> str:
     """The generated source for a spec (a Spec, or a path to a spec file): after its passes, with
-    shape comments when ``shapes`` (or the spec's ``shapes: true``)."""
+    shape comments when ``shapes`` (or the spec's ``shapes: true``). ``variant`` and ``args``
+    become the generated class's argument defaults (as ``fxgen generate --variant/--set``)."""
     from fxgen.check.validate import as_spec
     from fxgen.codegen.generate import render_spec, spec_bytes, spec_label
     from fxgen.policy.policy import policy_for
     from fxgen.write.header import spec_digest
 
     policy = policy_for(allow)
-    resolved = as_spec(spec, policy)
+    choice = _choice(variant, args)
+    resolved = as_spec(spec, policy, choice)
     final, comments, passes = prepare(resolved, policy, shapes=shapes)
     return render_spec(final, label=label if label is not None else spec_label(resolved),
-                       digest=spec_digest(spec_bytes(resolved), shapes=shapes), shapes=comments,
-                       passes=passes)  # fmt: skip
+                       digest=spec_digest(spec_bytes(resolved), shapes=shapes, choice=choice.key()),
+                       shapes=comments, passes=passes)  # fmt: skip
 
 
 def transform(
@@ -205,16 +232,18 @@ def shape_comments(spec: Spec, policy: Policy, origin: Spec | None = None) -> di
 
 
 def render_job(job: Job, allow: tuple[str, ...], shapes: bool = False) -> str:
-    """Validate, transform and render one spec file for ``fxgen generate``."""
+    """Validate, transform and render one spec file for ``fxgen generate`` (with the job's
+    chosen arguments as the class's defaults)."""
     from fxgen.check.validate import validate_document
     from fxgen.codegen.generate import render_spec
     from fxgen.policy.policy import policy_for
     from fxgen.read.imports import with_imports
     from fxgen.read.reader import parse_text
+    from fxgen.spec.choice import Choice
 
     policy = policy_for(allow)
     doc = with_imports(parse_text(job.raw, str(job.spec), json_syntax=job.spec.suffix == ".json"), job.spec)
-    spec = validate_document(doc, policy)
+    spec = validate_document(doc, policy, Choice.of(job.variant, dict(job.arguments)))
     final, comments, passes = prepare(spec, policy, shapes=shapes)
     return render_spec(final, label=job.label, digest=job.digest, shapes=comments, passes=passes)
 

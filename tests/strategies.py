@@ -235,7 +235,7 @@ def inputs_for(spec: dict[str, Any], seed: int = 0) -> list[Any]:
 
 
 # -- expressions (format 2's {arg: ...} and values:) ----------------------------------------------
-_EXPRESSION_FUNCTIONS = {"min": 2, "max": 3, "round": 1, "int": 1, "ceil": 1, "floor": 1, "abs": 1}
+_EXPRESSION_FUNCTIONS = {"min": 2, "max": 3, "round": 1, "int": 1, "ceil": 1, "floor": 1, "abs": 1, "sqrt": 1}
 _EXPRESSION_OPERATORS = ["+", "-", "*", "/", "//", "%", "**", "<", "<=", ">", ">=", "==", "!=", "and", "or"]
 # Near misses: text the grammar refuses, each with its own message.
 _EXPRESSION_NEAR_MISSES = ["foo(", "x.y", "a < b < c", "min(", ")", "lambda", "9" * 25, "1e999", "-" * 40, "'s'",
@@ -283,7 +283,21 @@ def expression_specs(draw: st.DrawFn, base: dict[str, Any]) -> dict[str, Any]:
     data = copy.deepcopy(base)
     names = [*data.get("args", {}), *data.get("values", {})]
     text = draw(expressions(names))
-    if draw(st.booleans()) and data.get("values"):
+    where = draw(st.sampled_from(["value", "declaration", "variant", "init"]))
+    if where == "variant":  # a variant: known and unknown arguments, values of every type, odd names
+        arguments = st.sampled_from([*data.get("args", {}), "widht", "_x"])
+        values = st.one_of(st.integers(-4, 300), st.floats(-2, 4, allow_nan=False), st.booleans(), st.text(max_size=4))
+        name = draw(st.sampled_from(["s", "xl", "train", "_p", "fc", "class", "n2"]))
+        data.setdefault("variants", {})[name] = draw(st.dictionaries(arguments, values, max_size=3))
+        return data
+    if where == "init":  # a module's init with a drawn argument
+        path = draw(st.sampled_from(sorted(data["modules"])))
+        tensor = draw(st.sampled_from(["weight", "bias", "running_var", "0.weight", "nope"]))
+        scheme = draw(st.sampled_from(["normal", "uniform", "constant", "trunc_normal"]))
+        key = {"normal": "std", "uniform": "b", "constant": "val", "trunc_normal": "std"}[scheme]
+        data["modules"][path]["init"] = {tensor: {scheme: {key: {"arg": text}}}}
+        return data
+    if where == "value" and data.get("values"):
         data["values"][draw(st.sampled_from(sorted(data["values"])))] = text
     else:
         path = draw(st.sampled_from(sorted(p for p, m in data["modules"].items() if m.get("args"))))

@@ -281,6 +281,14 @@ def test_drawn_expressions_never_crash(data: dict[str, Any]) -> None:
     with torch.device("meta"):
         generated = namespace[spec.name]()
     assert [(k, t.shape) for k, t in generated.state_dict().items()] == [(k, t.shape) for k, t in gm.state_dict().items()]
+    from fxgen.check.arguments import choose
+    from fxgen.spec.choice import Choice
+
+    for variant in spec.variants:  # validated: each builds, and its classmethod builds the same
+        built = build_module(choose(spec, Choice(variant)), device="meta")
+        with torch.device("meta"):
+            made = getattr(namespace[spec.name], variant)()
+        assert [(k, t.shape) for k, t in made.state_dict().items()] == [(k, t.shape) for k, t in built.state_dict().items()]
 
 
 @settings(max_examples=BUDGET, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

@@ -252,12 +252,12 @@ _HELPER = ast.unparse(ast.parse((Path(fxgen.__file__).parent / "codegen" / "temp
                                 .split("{% if packed_lines %}")[1].split("{% for")[0]).body[0])
 VALUE_CALLS = {"float", "complex", "slice", "torch.device", "torch.Size"}
 # What an expression of ``{arg: ...}`` or ``values:`` may call, and the syntax it is written in.
-EXPRESSION_CALLS = {"min", "max", "round", "int", "abs", "math.ceil", "math.floor"}
+EXPRESSION_CALLS = {"min", "max", "round", "int", "abs", "math.ceil", "math.floor", "math.sqrt"}
 EXPRESSION_NODES = (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call,
                     ast.Attribute, ast.Load, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)  # fmt: skip
 INIT_CALLS = {"super", "super().__init__", "nn.Parameter", "torch.tensor", "torch.zeros", "torch.ones", "torch.full",
               "torch.empty", "nn.ModuleList", "nn.ModuleDict", "nn.Module"} | {f"nn.init.{s}_" for s in INIT_SCHEMES}
-NAMES = {"self", "super", "torch", "nn", "F", "operator", "math", "typing", "float", "complex", "slice", "None",
+NAMES = {"self", "cls", "classmethod", "super", "torch", "nn", "F", "operator", "math", "typing", "float", "complex", "slice", "None",
          "getattr", "int", "str", "bool", "tuple", "list", "dict", "__doc__", *SAFE_BUILTINS}
 
 
@@ -445,8 +445,10 @@ def _check_class(
     if isinstance(statements[0], ast.If):  # for type checkers: lists whose items forward reaches into
         checked_only = _type_checking_fields(statements.pop(0))
         assert checked_only and all(ast.unparse(f.annotation) == "typing.Any" for f in checked_only)
-    assert [type(s) for s in statements] == [ast.FunctionDef, ast.FunctionDef]
-    init, forward = statements
+    assert [type(s) for s in statements] == [ast.FunctionDef] * (2 + len(body.variants))
+    init, *variants, forward = statements
+    for method, (name, values) in zip(variants, body.variants.items(), strict=True):
+        _check_variant(method, name, values, body)
     assert isinstance(init, ast.FunctionDef) and isinstance(forward, ast.FunctionDef)
     assert (init.name, forward.name) == ("__init__", "forward")
     assert not init.decorator_list and not forward.decorator_list
@@ -509,7 +511,7 @@ def _check_class(
     for call in (n for n in ast.walk(init) if isinstance(n, ast.Call)):
         callee = ast.unparse(call.func)
         registers = isinstance(call.func, ast.Attribute) and call.func.attr in (
-            "register_buffer", "register_parameter", "add_module") and _on_self(call.func.value)
+            "register_buffer", "register_parameter", "add_module", "get_parameter", "get_buffer") and _on_self(call.func.value)
         assert callee in allowed or registers, callee
     forward_calls = 0
     for call in (n for n in ast.walk(forward) if isinstance(n, ast.Call)):
@@ -525,6 +527,21 @@ def _check_class(
     return {doc_node} if doc_node is not None else set()
 
 
+def _check_variant(method: ast.stmt, name: str, values: dict[str, Any], body: fxgen.Spec) -> None:
+    """A variant's classmethod: ``@classmethod def NAME(cls) -> "Class": return cls(arg=LITERAL, ...)``."""
+    assert isinstance(method, ast.FunctionDef) and method.name == name
+    assert [ast.unparse(d) for d in method.decorator_list] == ["classmethod"]
+    assert [a.arg for a in method.args.args] == ["cls"] and not method.args.kwonlyargs and not method.args.vararg
+    assert isinstance(method.returns, ast.Constant) and method.returns.value == body.name
+    (statement,) = method.body
+    assert isinstance(statement, ast.Return) and isinstance(statement.value, ast.Call)
+    call = statement.value
+    assert ast.unparse(call.func) == "cls" and not call.args
+    assert [k.arg for k in call.keywords] == list(values) and set(values) <= set(body.args)
+    for keyword_ in call.keywords:
+        ast.literal_eval(keyword_.value)  # a literal, nothing else
+
+
 def _check_expression(expr: ast.expr, names: set[str]) -> None:
     """A value's expression: names of the class's arguments and values, numbers and booleans,
     operators, and calls of the allowed functions only."""
@@ -535,7 +552,7 @@ def _check_expression(expr: ast.expr, names: set[str]) -> None:
         elif isinstance(node, ast.Call):
             assert ast.unparse(node.func) in EXPRESSION_CALLS and not node.keywords, ast.unparse(node)
         elif isinstance(node, ast.Attribute):
-            assert ast.unparse(node) in ("math.ceil", "math.floor"), ast.unparse(node)
+            assert ast.unparse(node) in ("math.ceil", "math.floor", "math.sqrt"), ast.unparse(node)
         elif isinstance(node, ast.Name):
             assert node.id in names | {"math", *EXPRESSION_CALLS}, node.id
 
@@ -588,8 +605,10 @@ def run_case(data: dict[str, Any]) -> fxgen.Spec | None:
         gm = fxgen.load(spec)
     except FxgenError:
         return spec  # e.g. a constructor that refuses its arguments: reported, not crashed
-    generated = _generated_class(source, spec.name)()
-    assert list(generated.state_dict()) == list(gm.state_dict())
+    cls = _generated_class(source, spec.name)
+    assert list(cls().state_dict()) == list(gm.state_dict())
+    for variant in spec.variants:  # each classmethod builds what a load of its variant builds
+        assert list(getattr(cls, variant)().state_dict()) == list(fxgen.load(spec, variant=variant).state_dict())
     return spec
 
 
@@ -604,13 +623,15 @@ BASE2: dict[str, Any] = {
     "doc": "A victim model of blocks.",
     "args": {"width": {"type": "int", "default": 4}, "label": {"type": "str", "default": "tanh"}},
     "values": {"w": "min(width, 2**6) if label != label else max(width, -1)"},
+    "variants": {"small": {"width": 2, "label": "none"}, "wide": {}},
     "classes": {
         "Block": {
             "doc": "A victim block.",
             "args": {"dim": "int", "mode": {"type": "str", "default": "none"}},
             "values": {"wide": "dim * 2", "out": "int(ceil(wide / 2)) if wide > 0 and not False else dim"},
             "modules": {
-                "fc": {"class": "torch.nn.Linear", "args": [{"arg": "dim"}, {"arg": "dim * 2 // 2"}]},
+                "fc": {"class": "torch.nn.Linear", "args": [{"arg": "dim"}, {"arg": "dim * 2 // 2"}],
+                       "init": {"weight": {"normal": {"std": {"arg": "1 / sqrt(dim)"}}}, "bias": "zeros"}},
                 "act": {"class": "torch.nn.GELU", "kwargs": {"approximate": {"arg": "mode"}}},
             },
             "parameters": {"gain": {"shape": [{"arg": "out"}], "init": "ones"}},
@@ -685,6 +706,12 @@ SLOTS2: dict[str, Callable[[dict[str, Any], str], None]] = {
     "value expression": lambda d, s: d["classes"]["Block"]["values"].__setitem__("out", s),
     "top value name": _rename_top_value,
     "top value expression": lambda d, s: d["values"].__setitem__("w", s),
+    "variant name": lambda d, s: d.__setitem__("variants", _rename_key(d["variants"], "small", s)),
+    "variant argument": lambda d, s: d["variants"].__setitem__("small", _rename_key(d["variants"]["small"], "width", s)),
+    "variant value": lambda d, s: d["variants"]["small"].__setitem__("label", s),
+    "module init path": lambda d, s: d["classes"]["Block"]["modules"]["fc"].__setitem__(
+        "init", _rename_key(d["classes"]["Block"]["modules"]["fc"]["init"], "weight", s)),
+    "init expression": lambda d, s: d["classes"]["Block"]["modules"]["fc"]["init"].__setitem__("weight", {"normal": {"std": {"arg": s}}}),
 }
 
 

@@ -20,33 +20,39 @@ import torch.fx
 from fxgen._errors import Location, SpecError, WeightsError
 from fxgen.assemble.module import META_KEY, Builder, build_module
 from fxgen.assemble.weights import assign_weights, check_digest, has_meta_tensors
+from fxgen.check.arguments import choose
 from fxgen.check.checker import Construct, MakeTensor
 from fxgen.check.validate import SpecLike, parse_data, validate_for_load
-from fxgen.construct.modules import construct_call, same_random_state, set_attr_path
+from fxgen.construct.modules import construct_call, initialise, same_random_state, set_attr_path
 from fxgen.construct.tensors import make_tensor
 from fxgen.policy.policy import Policy, policy_for
 from fxgen.read.imports import read_spec
 from fxgen.read.reader import Document
 from fxgen.read.weights import read_weights
+from fxgen.spec.choice import Choice
 from fxgen.spec.model import BufferSpec, ParameterSpec, Spec
-from fxgen.spec.resolve import BindError, bind
 
 __all__ = ["load"]
 
 
 def _validated(
-    spec: SpecLike | Document, policy: Policy, construct: Construct, make_tensor: MakeTensor | None = None
+    spec: SpecLike | Document,
+    policy: Policy,
+    construct: Construct,
+    make_tensor: MakeTensor | None = None,
+    choice: Choice | None = None,
 ) -> tuple[Spec, dict[str, Any] | None]:
     """``as_spec`` for a load: a path, dict or read Document is validated with the load's own
     module constructor, and the modules (and tensors) it made come back with the Spec (an
-    already validated Spec comes back with None: the build makes everything)."""
+    already validated Spec comes back with None: the build makes everything). ``choice``
+    becomes the top class's defaults (checked with them, for a path, dict or Document)."""
     if isinstance(spec, Spec):
-        return spec, None
+        return (choose(spec, choice) if choice else spec), None
     if isinstance(spec, Document):
         doc = spec
     else:
         doc = parse_data(spec) if isinstance(spec, dict) else read_spec(spec)
-    return validate_for_load(doc, policy, construct, make_tensor)
+    return validate_for_load(doc, policy, construct, make_tensor, choice)
 
 
 def load(
@@ -55,6 +61,7 @@ def load(
     weights: str | Path | None = None,
     allow: Iterable[str] | Policy | None = None,
     args: Mapping[str, Any] | None = None,
+    variant: str | None = None,
 ) -> torch.fx.GraphModule:
     """A runnable GraphModule for ``spec`` (a path, a dict, a Spec or a read Document), optionally
     with weights.
@@ -67,7 +74,8 @@ def load(
     hold them or plain tensor attributes). The global random generator is left as it was.
 
     ``args`` are values for the top class's constructor arguments (format 2); the others keep
-    their defaults, as ``Model()`` of the generated class does.
+    their defaults, as ``Model()`` of the generated class does. ``variant`` names one of the
+    spec's ``variants:`` (its values first, then ``args``), as ``Model.<variant>()`` does.
 
     Modules, parameters and buffers draw from the random generator in the order the generated
     class's ``__init__`` creates them, so after ``torch.manual_seed`` a load, a load of the
@@ -77,10 +85,11 @@ def load(
     validation made, so each module is constructed once.
     """
     policy = policy_for(allow)
+    choice = Choice.of(variant, args, origin="load(args=...)")
     if weights is None:
         with _RandomStateKeptOnError():  # a refused spec draws nothing
-            spec, made = _validated(spec, policy, _construct_for_real, _tensor_for_real)
-        return build_module(spec, policy, made=made, values=_top_values(spec, args))
+            spec, made = _validated(spec, policy, _construct_for_real, _tensor_for_real, choice)
+        return build_module(spec, policy, made=made)
 
     def placement(table: str, declared: ParameterSpec | BufferSpec) -> str | None:
         # Non-persistent buffers are not in the file: those are built for real.
@@ -88,12 +97,11 @@ def load(
 
     builder = Builder(policy, "meta", placement=placement, record=True)
     with same_random_state():
-        spec, made = _validated(spec, policy, builder.construct_validated)
-    values = _top_values(spec, args)
+        spec, made = _validated(spec, policy, builder.construct_validated, None, choice)
     check_digest(spec, weights)  # the header only, before any tensor is read
     state = read_weights(weights)
     with same_random_state():  # loading weights leaves the global generator as it was
-        gm = build_module(spec, policy, builder=builder, made=made, values=values)
+        gm = build_module(spec, policy, builder=builder, made=made)
     assign_weights(gm, state, weights)  # checks the whole file first
     recipes = builder.recipes or {}
     for path, module in list(gm.named_modules()):
@@ -115,15 +123,6 @@ def load(
             f"weights left tensors uninitialised: {', '.join(left[:5])}", Location(str(weights))
         )
     return gm
-
-
-def _top_values(spec: Spec, args: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The top class's argument values: ``args`` over the declared defaults."""
-    try:
-        return bind(spec.args, [], dict(args or {}))
-    except BindError as exc:
-        raise SpecError.at(spec.locate(("args",)) if spec.args else spec.locate(()), f"load(args=...): {exc}; "
-                           f"the model's arguments are ({', '.join(spec.args) or 'none'})") from None  # fmt: skip
 
 
 def _holds_unsaved_meta(module: torch.nn.Module, recipes: Mapping[int, Any]) -> bool:
@@ -171,7 +170,7 @@ def _construct_for_real(path: str, entry: dict[str, Any], cls: type) -> torch.nn
     """Validation's constructor for a load without weights: the build's own call. A failing
     one draws nothing: the build tries it again and must draw what it always drew."""
     with _RandomStateKeptOnError():
-        return construct_call(cls, entry.get("args", []), entry.get("kwargs", {}), None)
+        return initialise(construct_call(cls, entry.get("args", []), entry.get("kwargs", {}), None), entry.get("init"))
 
 
 def _tensor_for_real(table: str, entry: dict[str, Any]) -> torch.Tensor:

@@ -34,7 +34,7 @@ from torch.fx.graph import PythonCode
 
 from fxgen._errors import SpecError
 from fxgen.construct.graph import build_graph
-from fxgen.construct.modules import construct_call, set_attr_path
+from fxgen.construct.modules import construct_call, initialise, set_attr_path
 from fxgen.construct.tensors import make_tensor
 from fxgen.policy.policy import DEFAULT_POLICY, Policy
 from fxgen.spec.model import BufferSpec, Item, ModuleSpec, ParameterSpec, Spec
@@ -84,10 +84,10 @@ class Builder:
     def construct_validated(self, path: str, entry: dict[str, Any], cls: type) -> torch.nn.Module:
         """What validation for a load constructs (a format-1 declaration as data, its class
         resolved), made as ``module`` would make it."""
-        args, kwargs = entry.get("args", []), entry.get("kwargs", {})
-        module = construct_call(cls, args, kwargs, self.device)
+        args, kwargs, inits = entry.get("args", []), entry.get("kwargs", {}), entry.get("init")
+        module = initialise(construct_call(cls, args, kwargs, self.device), inits)
         if self.recipes is not None:
-            self.recipes[id(module)] = lambda: construct_call(cls, args, kwargs, None)
+            self.recipes[id(module)] = lambda: initialise(construct_call(cls, args, kwargs, None), inits)
         return module
 
     def tensor(self, table: str, declared: ParameterSpec | BufferSpec) -> torch.Tensor:
@@ -98,7 +98,7 @@ class Builder:
         """The module ``entry`` declares (arguments concrete): a block of ``spec`` as a
         GraphModule, any other class by its constructor, module values made first."""
         if entry.cls in spec.classes:
-            return build_block(spec, entry, self)
+            return initialise(build_block(spec, entry, self), entry.init)
         cls = self.policy.resolve_module_class(entry.cls)
         values: list[torch.nn.Module] = []
 
@@ -107,15 +107,12 @@ class Builder:
             return values[-1]
 
         maker = make_value if has_arguments(entry.args) or has_arguments(entry.kwargs) else None
-        module = construct_call(cls, entry.args, entry.kwargs, self.device, make_module=maker)
+        module = initialise(construct_call(cls, entry.args, entry.kwargs, self.device, make_module=maker), entry.init)
         if self.recipes is not None:
             again = iter(values)  # made for real again, the module values it was given are reused
-            self.recipes[id(module)] = lambda: construct_call(
-                cls,
-                entry.args,
-                entry.kwargs,
-                None,
-                make_module=(lambda decl: next(again)) if maker else None,
+            self.recipes[id(module)] = lambda: initialise(
+                construct_call(cls, entry.args, entry.kwargs, None, make_module=(lambda decl: next(again)) if maker else None),
+                entry.init,
             )
         return module
 

@@ -56,7 +56,7 @@ def block_names(data: dict[str, Any]) -> set[str]:
 def format_problems(data: dict[str, Any]) -> list[Problem]:
     """Format-2 features in a spec that says ``fxgen: 1``, and bad block names in one that says 2."""
     if data.get("fxgen") == 1:
-        found: list[Problem] = [((key,), f"`{key}` needs `fxgen: 2`") for key in ("args", "values", "classes", "imports") if key in data]
+        found: list[Problem] = [((key,), f"`{key}` needs `fxgen: 2`") for key in ("args", "values", "variants", "classes", "imports") if key in data]
         for k, item in enumerate(data.get("nodes", [])):
             if isinstance(item, dict) and (is_construct(item) or item.get("op") == "alias"):
                 what = "`alias`" if item.get("op") == "alias" else f"`{'if' if 'if' in item else 'for'}`"

@@ -22,7 +22,8 @@ from typing import Any
 import torch
 import torch.fx
 
-from fxgen._errors import SpecError, Suggestions
+from fxgen._errors import Diagnostic, SpecError, Suggestions
+from fxgen.check.arguments import SIMPLE_TYPES, choose_data, is_a, variant_problems
 from fxgen.check.blocks import (
     bind_written,
     block_names,
@@ -39,6 +40,7 @@ from fxgen.check.blocks import (
 )
 from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES, Construct, MakeTensor
 from fxgen.check.documents import BodyDocument
+from fxgen.check.module_init import init_problems
 from fxgen.check.nodes import NodeChecks
 from fxgen.check.passes import check_passes
 from fxgen.check.schema import check_schema
@@ -49,10 +51,19 @@ from fxgen.construct.tensors import shape_problem
 from fxgen.policy.policy import Policy, TargetError
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
+from fxgen.spec.choice import Choice
 from fxgen.spec.expr import ExprError, parse
 from fxgen.spec.init import check_init
 from fxgen.spec.literals import literal_problem
-from fxgen.spec.model import ArgSpec, ClassSpec, Spec, walk_nodes
+from fxgen.spec.model import (
+    ArgSpec,
+    BufferSpec,
+    ClassSpec,
+    ModuleSpec,
+    ParameterSpec,
+    Spec,
+    walk_nodes,
+)
 from fxgen.spec.packed import PACKED_TOTAL_LIMIT, PackedError, check_packed, packed_size
 from fxgen.spec.resolve import (
     BindError,
@@ -64,6 +75,7 @@ from fxgen.spec.resolve import (
     substitute_init,
     with_values,
 )
+from fxgen.spec.tree import ModelTree
 from fxgen.spec.values import DTYPES
 
 __all__ = ["WEIGHTS_DIGEST", "Checker", "run_checks", "validate_body"]
@@ -73,10 +85,16 @@ WEIGHTS_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")  # what fxgen.write.weights 
 
 
 def run_checks(
-    doc: Document, policy: Policy, construct: Construct | None, make_tensor: MakeTensor | None = None
+    doc: Document,
+    policy: Policy,
+    construct: Construct | None,
+    make_tensor: MakeTensor | None = None,
+    choice: Choice | None = None,
 ) -> tuple[Spec, dict[str, Any] | None]:
     """Every check of ``doc``: its Spec, and what was constructed for a load (``construct``), by
-    path; a SpecError lists every problem."""
+    path; a SpecError lists every problem. ``choice`` (a variant, overrides) gives the top
+    class's argument values: the Spec has them as its defaults, and the checks run with them.
+    Every variant the spec declares is checked to build too."""
     check_version(doc)
     errors = check_schema(doc)
     if errors:
@@ -86,21 +104,34 @@ def run_checks(
     checker = Checker(doc, policy, construct, make_tensor)
     for where, message in format_problems(doc.data) + class_cycles(doc.data) + class_depth(doc.data):
         checker.error(where, message)
+    for where, message, key in variant_problems(doc.data) if doc.data["fxgen"] >= 2 else ():
+        checker.error(where, message, key=key)
     if checker.errors:  # the other checks assume the format's shape and acyclic blocks
         raise SpecError(checker.errors)
+    if choice:
+        doc = choose_data(doc, choice)
+        checker = Checker(doc, policy, construct, make_tensor)
     if construct is not None and make_tensor is not None:
         checker.plan = draw_plan(doc.data)
     state = torch.random.get_rng_state() if make_tensor is not None else None
     checker.run()
     checker.check_unused_blocks()
+    if checker.errors and choice:  # the spec may be fine with its defaults: say what was chosen
+        raise SpecError([Diagnostic(d.location, f"{d.message} (chosen: {choice.describe()})") for d in checker.errors])
     if checker.errors:
         raise SpecError(checker.errors)
+    problems = [problem for name in doc.data.get("variants", {}) for problem in _variant_builds(doc, policy, name)]
+    if problems:
+        raise SpecError(problems)
     made: dict[str, Any] | None = checker.constructed
     if checker.unfinished:  # a module builds on meta only: the build makes everything, and says why
         if state is not None:
             torch.random.set_rng_state(state)
         made = None
     spec = Spec.from_dict(doc.data, document=doc)
+    for (*scope, path), kinds in checker.init_kinds.items():
+        body = spec.classes[scope[1]] if scope else spec
+        body.modules[path].kinds = kinds
     bodies: list[tuple[Spec | ClassSpec, list[str | None]]] = [(spec, checker.canonical_types)]
     bodies += [(spec.classes[name], types) for name, types in checker.block_types.items()]
     for body, types in bodies:
@@ -120,6 +151,17 @@ def run_checks(
     return spec, made
 
 
+def _variant_builds(doc: Document, policy: Policy, name: str) -> list[Diagnostic]:
+    """Variant ``name``'s problems: the spec checked with its values, each problem reported at the
+    variant (saying where it arose), since the spec is fine with its defaults."""
+    checker = Checker(choose_data(doc, Choice(name)), policy)
+    checker.run()
+    where = doc.key_location(("variants", name))
+    values = ", ".join(f"{k}={v!r}" for k, v in doc.data["variants"][name].items()) or "the defaults"
+    return [Diagnostic(where, f"variant {name!r} ({values}) does not build: {d.location}: {d.message}")
+            for d in checker.errors]  # fmt: skip
+
+
 def validate_body(outer: Document, prefix: JsonPath, body: dict[str, Any], policy: Policy) -> Spec:
     """The small spec ``body`` (``{nodes: [...]}``) at ``prefix`` in ``outer``, validated."""
     return run_checks(BodyDocument(outer, prefix, body), policy, None)[0]
@@ -132,15 +174,6 @@ def _item(value: Any, path: tuple[Any, ...]) -> Any:
     return value
 
 
-_SIMPLE_TYPES: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str}
-
-
-def _is_a(value: Any, expected: type) -> bool:
-    """``value`` as an argument of ``expected`` type, as a type checker reads it (an int is a
-    float; a bool is not an int)."""
-    if isinstance(value, bool):
-        return expected is bool
-    return isinstance(value, (int, float) if expected is float else expected)
 
 
 class Checker(NodeChecks):
@@ -163,6 +196,7 @@ class Checker(NodeChecks):
             self.block_types: dict[str, list[str | None]] = {}  # block -> its nodes' canonical types
             self.instantiated: dict[tuple[str, str], Any] = {}  # (block, its values) -> a stand-in module
             self.active: set[str] = set()  # blocks being checked now (a cycle is reported, not followed)
+            self.init_kinds: dict[tuple[str, ...], dict[str, str]] = {}  # (scope..., module) -> its init's kinds
             env = self.top_values()
         self.env = env  # the values of this body's arguments, when known
 
@@ -266,8 +300,8 @@ class Checker(NodeChecks):
                                "depends on other arguments under `values:`")  # fmt: skip
                 else:
                     value = self.decode_constant(default, (*where, "default"))
-                    expected = _SIMPLE_TYPES.get(arg.type)
-                    if expected is not None and value is not None and not _is_a(value, expected):
+                    expected = SIMPLE_TYPES.get(arg.type)
+                    if expected is not None and value is not None and not is_a(value, expected):
                         refused.append(name)
                         self.error((*where, "default"), f"argument {name!r}: the default {value!r} is not "
                                    f"{arg.type}; write a default of the declared type{_written(value)}")  # fmt: skip
@@ -438,11 +472,44 @@ class Checker(NodeChecks):
         for table, path in self.plan or [("modules", path) for path in modules]:
             if table == "modules":
                 self.check_module(path, modules[path])
+                if "init" in modules[path]:
+                    self.check_module_init(path, modules[path])
             elif self.make_tensor is not None and path not in self.refused:
                 # A checked tensor whose initialisation comes between module constructions;
                 # one that fails here is left to the build, which reports it.
                 with contextlib.suppress(Exception):
                     self.constructed[path] = self.make_tensor(table, self.data[table][path])
+
+    def check_module_init(self, path: str, entry: dict[str, Any]) -> None:
+        """A declared module's ``init``: on an attribute of its own (not an item of a list or dict
+        container, which is built inside the container's creation), naming its tensors, with
+        schemes that fit them (``fxgen.check.module_init``)."""
+        where: JsonPath = ("modules", path, "init")
+        if any(kind in ("list", "dict") for _, kind in self.tree.steps(path)):
+            self.error(where, f"module {path!r}: init is for a module on an attribute of its own; this one is an item "
+                       "of a list or dict container, whose items are built in one expression: declare the init in "
+                       "a block class whose instances the container holds", key=True)  # fmt: skip
+            return
+        module = self.instances.get(path)
+        if module is None or (self.env is None and has_arguments(entry["init"])):
+            return  # reported already, or (a block without argument values) only the structure is checked
+        try:
+            inits = {p: substitute_init(init, self.env or {}) for p, init in entry["init"].items()}
+        except ExprError as exc:
+            self.error(where, f"module {path!r}: init: {exc} (with {_shown(self.env)})")
+            return
+        problems, kinds = init_problems(module, inits, f"module {path!r}")
+        for rel, message in problems:
+            self.error((*where, *rel), message)
+        self.top.init_kinds[(*self.scope, path)] = kinds
+
+    @functools.cached_property
+    def tree(self) -> ModelTree:
+        """The body's declarations as the generated class's tree of containers."""
+        body = Spec(name="_", nodes=[], modules={p: ModuleSpec.from_data(m) for p, m in self.data.get("modules", {}).items()},
+                    parameters={p: ParameterSpec(**d) for p, d in self.data.get("parameters", {}).items()},
+                    buffers={p: BufferSpec(**d) for p, d in self.data.get("buffers", {}).items()})  # fmt: skip
+        return ModelTree(body)
 
     def check_module(self, path: str, entry: dict[str, Any]) -> None:
         where: JsonPath = ("modules", path)
@@ -484,6 +551,7 @@ class Checker(NodeChecks):
         one; None when it is checked here already (a block, a module value) or cannot be yet."""
         ok = self.check_declaration(entry.get("args", []), (*where, "args"))
         ok = self.check_declaration(entry.get("kwargs", {}), (*where, "kwargs")) and ok
+        ok = self.check_declaration(entry.get("init", {}), (*where, "init")) and ok
         local = entry["class"] in self.blocks
         if not ok or (self.env is None and (local or has_arguments(entry))):
             return None  # without argument values, the structure is all that can be checked
@@ -547,8 +615,8 @@ class Checker(NodeChecks):
         written = bind_written(list(params), raw) if raw is not None else {}
         given = {*list(params)[: len(decl.get("args", []))], *decl.get("kwargs", {})}  # a default is checked itself
         for arg, param in params.items():
-            expected, value = _SIMPLE_TYPES.get(param.type), values[arg]
-            if arg not in given or expected is None or isinstance(value, dict | list) or _is_a(value, expected):
+            expected, value = SIMPLE_TYPES.get(param.type), values[arg]
+            if arg not in given or expected is None or isinstance(value, dict | list) or is_a(value, expected):
                 continue
             source = written.get(arg)
             got = f"{{arg: {source['arg']}}} gives {value!r} (with {_shown(self.env)})" if is_arg(source) else (

@@ -12,12 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from fxgen.check.arguments import choose
 from fxgen.check.checker import Construct, MakeTensor
 from fxgen.check.declarations import run_checks, validate_body
 from fxgen.check.documents import parse_data
 from fxgen.policy.policy import DEFAULT_POLICY, Policy
 from fxgen.read.imports import read_spec
 from fxgen.read.reader import Document
+from fxgen.spec.choice import Choice
 from fxgen.spec.model import Spec
 
 __all__ = [
@@ -31,13 +33,18 @@ __all__ = [
 ]
 
 
-def validate_document(doc: Document, policy: Policy = DEFAULT_POLICY) -> Spec:
-    """Check ``doc`` fully and return its Spec; raise SpecError with every problem found."""
-    return run_checks(doc, policy, None)[0]
+def validate_document(doc: Document, policy: Policy = DEFAULT_POLICY, choice: Choice | None = None) -> Spec:
+    """Check ``doc`` fully and return its Spec; raise SpecError with every problem found.
+    ``choice``: the top class's chosen arguments (a variant, overrides), the Spec's defaults."""
+    return run_checks(doc, policy, None, choice=choice)[0]
 
 
 def validate_for_load(
-    doc: Document, policy: Policy, construct: Construct, make_tensor: MakeTensor | None = None
+    doc: Document,
+    policy: Policy,
+    construct: Construct,
+    make_tensor: MakeTensor | None = None,
+    choice: Choice | None = None,
 ) -> tuple[Spec, dict[str, Any] | None]:
     """``validate_document``, constructing each declared module with ``construct`` (the load's
     own constructor) instead of on the meta device; returns the Spec and those modules by path.
@@ -55,21 +62,24 @@ def validate_for_load(
     seeded load and the generated class hold the same values. Returns the Spec and what was
     made, by path.
     """
-    return run_checks(doc, policy, construct, make_tensor)
+    return run_checks(doc, policy, construct, make_tensor, choice)
 
 
-def validate_data(data: dict[str, Any], policy: Policy = DEFAULT_POLICY, *, path: str = "<spec>") -> Spec:
+def validate_data(
+    data: dict[str, Any], policy: Policy = DEFAULT_POLICY, *, path: str = "<spec>", choice: Choice | None = None
+) -> Spec:
     """Validate an in-memory dict (locations come from its JSON rendering)."""
-    return validate_document(parse_data(data, path), policy)
+    return validate_document(parse_data(data, path), policy, choice)
 
 
 SpecLike = Spec | str | Path | dict[str, Any]
 
 
-def as_spec(spec: SpecLike, policy: Policy) -> Spec:
+def as_spec(spec: SpecLike, policy: Policy, choice: Choice | None = None) -> Spec:
+    """A validated Spec of ``spec`` (a Spec is taken as validated), with ``choice`` applied."""
     if isinstance(spec, Spec):
-        return spec
+        return choose(spec, choice) if choice else spec
     if isinstance(spec, dict):
-        return validate_data(spec, policy)
-    return validate_document(read_spec(spec), policy)
+        return validate_data(spec, policy, choice=choice)
+    return validate_document(read_spec(spec), policy, choice)
 

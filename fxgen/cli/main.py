@@ -139,6 +139,51 @@ def _common(*, top: bool) -> argparse.ArgumentParser:
     return common
 
 
+def _set_value(text: str) -> tuple[str, Any]:
+    """``--set NAME=VALUE``: the name, and VALUE read as a YAML scalar the way a spec's are
+    (``0.5``, ``64``, ``true``, ``relu``; ``yes`` and ``010`` are refused as ambiguous). A bad one
+    is a usage error (exit 2)."""
+    name, equals, value = text.partition("=")
+    name = name.strip()
+    if not equals or not name.isidentifier():
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE (an argument's name, then its value: width=0.5)")
+    from fxgen.read.reader import parse_text
+
+    try:
+        data = parse_text(value, f"--set {name}").data if value.strip() else None
+    except FxgenError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc.message}") from None
+    if isinstance(data, (dict, list)):
+        raise argparse.ArgumentTypeError(f"{text!r}: VALUE is one number, boolean or string, not {type(data).__name__}")
+    return name, data
+
+
+def _choice_options() -> argparse.ArgumentParser:
+    """``--variant`` and ``--set``: the top class's arguments for validate, show and generate."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--variant", metavar="NAME", default=None,
+                         help="build the spec's variant NAME (one of its `variants:`, e.g. s)")  # fmt: skip
+    options.add_argument("--set", dest="set", action="append", default=[], type=_set_value, metavar="NAME=VALUE",
+                         help="a value for one of the model's arguments, after the variant's (repeatable; "
+                              "VALUE is a YAML scalar: width=0.5)")  # fmt: skip
+    return options
+
+
+def _choice(args: argparse.Namespace) -> Any:
+    from fxgen.spec.choice import Choice
+
+    return Choice.of(args.variant, dict(args.set), "--set")
+
+
+def _load_spec(path: Any, allow: tuple[str, ...], args: argparse.Namespace) -> Any:
+    """The validated spec at ``path`` with the command's ``--variant``/``--set`` as its defaults."""
+    from fxgen.check.validate import validate_document
+    from fxgen.policy.policy import policy_for
+    from fxgen.read.reader import read_document
+
+    return validate_document(read_document(path), policy_for(allow), _choice(args))
+
+
 _EXAMPLES = {
     None: """examples:
   fxgen validate model_specs/                     check every spec, report each error at PATH:LINE:COL
@@ -148,6 +193,8 @@ _EXAMPLES = {
   fxgen validate model_specs/ --allow mypkg       allow mypkg's modules and functions as targets""",
     "show": """examples:
   fxgen show model_specs/resnet_block.yaml        the nodes as a table (shapes, FLOPs with `inputs:`), then parameters
+  fxgen show --variants model_specs/width_net.yaml  parameters and FLOPs of every variant
+  fxgen show --set width=0.5 model_specs/width_net.yaml  the model with width 0.5
   fxgen show --format mermaid model_specs/mlp.yaml  the graph as a mermaid flowchart (renders in GitHub markdown)""",
     "generate": """examples:
   fxgen generate model_specs/                     write what is missing or stale
@@ -166,6 +213,7 @@ built-in passes: replace, rewrite, decompose, fuse_conv_bn, eliminate_dead_code,
 
 def _parser() -> argparse.ArgumentParser:
     common = _common(top=False)
+    choice = _choice_options()
     help_format = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
         prog="fxgen", description="Declarative torch.fx model specs: validate, show, generate, transform, export.",
@@ -175,11 +223,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.set_defaults(command=None)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
 
-    p = sub.add_parser("validate", parents=[common], epilog=_EXAMPLES["validate"], formatter_class=help_format, help="check specs; report every error with its location")
+    p = sub.add_parser("validate", parents=[common, choice], epilog=_EXAMPLES["validate"], formatter_class=help_format, help="check specs; report every error with its location")
     p.add_argument("paths", nargs="+", metavar="PATH", help="spec files or directories")
     p.set_defaults(command="validate", run=cmd_validate)
 
-    p = sub.add_parser("show", parents=[common], epilog=_EXAMPLES["show"], formatter_class=help_format, help="print a spec's graph as a table with parameter counts (and shapes, FLOPs), or as a picture")
+    p = sub.add_parser("show", parents=[common, choice], epilog=_EXAMPLES["show"], formatter_class=help_format, help="print a spec's graph as a table with parameter counts (and shapes, FLOPs), or as a picture")
     p.add_argument("path", metavar="PATH")
     p.add_argument("--format", choices=("table", "json", "mermaid", "dot", "svg"), default="table",
                    help="table (default; with declared inputs: shapes, dtypes and FLOPs), json, or a picture: "
@@ -188,9 +236,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--depth", type=_depth, default=0, metavar="N",
                    help="open the blocks' calls N levels deep: their own nodes, shapes and modules in place of the "
                         "call (a Sequential of blocks opens into its items on the way); default 0")  # fmt: skip
+    p.add_argument("--variants", action="store_true",
+                   help="a table of the spec's variants: their arguments, parameters and FLOPs (with `inputs:`)")  # fmt: skip
     p.set_defaults(command="show", run=cmd_show)
 
-    p = sub.add_parser("generate", parents=[common], epilog=_EXAMPLES["generate"], formatter_class=help_format, help="write generated/<spec>.py for each spec")
+    p = sub.add_parser("generate", parents=[common, choice], epilog=_EXAMPLES["generate"], formatter_class=help_format, help="write generated/<spec>.py for each spec")
     p.add_argument("paths", nargs="+", metavar="PATH", help="spec files or directories")
     p.add_argument("--out-dir", default="generated", type=Path, help="output directory (default: generated/)")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 if any file is missing, stale or orphaned")
@@ -244,7 +294,6 @@ def _report(diagnostics: list[Diagnostic]) -> None:
 
 # -- validate / show ---------------------------------------------------------------------------
 def cmd_validate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
-    from fxgen._api import load_spec
     from fxgen.read.paths import find_specs
 
     specs = find_specs(args.paths)
@@ -253,15 +302,31 @@ def cmd_validate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
         for done, path in enumerate(specs, 1):
             progress.step(done, str(path))
             try:
-                spec = load_spec(path, allow=allow)
+                spec = _load_spec(path, allow, args)
                 if spec.inputs or spec.passes:  # passes run and are checked; inputs must flow
                     _prepared(spec, allow, analyse=False)
+                    _variants_flow(spec, allow)
             except SpecError as exc:
                 failed += 1
                 _report(exc.diagnostics)
     ok = len(specs) - failed
     _summary(args, f"{ok} of {_count(len(specs), 'spec')} valid" if failed else f"{_count(ok, 'spec')} valid")
     return 1 if failed else 0
+
+
+def _variants_flow(spec: Any, allow: tuple[str, ...]) -> None:
+    """Each variant's model, after its passes, with the declared inputs flowing through it (as
+    the spec's own must): a failure is reported at the variant, saying where it arose."""
+    from fxgen.check.arguments import choose
+    from fxgen.spec.choice import Choice
+
+    for name in spec.variants:
+        try:
+            _prepared(choose(spec, Choice(name)), allow, analyse=False)
+        except SpecError as exc:
+            where = spec.document.key_location(("variants", name)) if spec.document else Location(f"<spec {spec.name}>")
+            raise SpecError([Diagnostic(where, f"variant {name!r}: {d.location}: {d.message}")
+                             for d in exc.diagnostics]) from None  # fmt: skip
 
 
 def _count(n: int, noun: str) -> str:
@@ -335,10 +400,17 @@ def _svg(source: str) -> str:
 
 
 def cmd_show(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
-    from fxgen._api import load_spec
-    from fxgen.cli.show import show, show_json
+    from fxgen.cli.show import show, show_json, show_variants
 
-    spec, analysis = _prepared(load_spec(args.path, allow=allow), allow, notes=True, depth=args.depth)
+    spec = _load_spec(args.path, allow, args)
+    if args.variants:
+        if args.format != "table":
+            raise FxgenError(f"--variants prints a table; leave out --format {args.format}")
+        text = show_variants(spec, lambda chosen: _prepared(chosen, allow), allow=allow)
+        sys.stdout.write(text)
+        _summary(args, f"{spec.name}: {_count(len(spec.variants), 'variant')}")
+        return 0
+    spec, analysis = _prepared(spec, allow, notes=True, depth=args.depth)
     if args.format == "json":
         text = show_json(spec, analysis, allow=allow)
     elif args.format in ("mermaid", "dot", "svg"):
@@ -371,7 +443,8 @@ def _generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
     from fxgen.read.paths import find_specs
     from fxgen.write.outputs import orphans, plan, refusal
 
-    jobs = plan(find_specs(args.paths), args.out_dir, shapes=args.shapes, imports=allow)
+    jobs = plan(find_specs(args.paths), args.out_dir, shapes=args.shapes, imports=allow, variant=args.variant,
+                arguments=tuple(args.set))  # fmt: skip
     todo = [j for j in jobs if j.status in ("missing", "stale") or (args.force and j.status != "current")]
     problems, swept = _temporaries(args)
     if todo and not args.check:

@@ -6,7 +6,7 @@ pictures (mermaid, dot, svg) drawn by ``fxgen.analysis.pictures``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from fxgen.spec.model import NO_DEFAULT, Spec, plain_nodes
@@ -14,7 +14,7 @@ from fxgen.spec.model import NO_DEFAULT, Spec, plain_nodes
 if TYPE_CHECKING:
     from fxgen.analysis.shapes import Analysis
 
-__all__ = ["show", "show_json"]
+__all__ = ["show", "show_json", "show_variants"]
 
 
 def _cell(value: object) -> str:
@@ -99,3 +99,28 @@ def show_json(spec: Spec, analysis: Analysis | None, *, allow: Iterable[str] = (
         data["flops"] = analysis.flops
         data["dims"] = analysis.dims
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def show_variants(
+    spec: Spec, prepare: Callable[[Spec], tuple[Spec, Analysis | None]], *, allow: Iterable[str] = ()
+) -> str:
+    """``fxgen show --variants``: one row per variant of the spec (and the defaults first): its
+    arguments, parameter count, and FLOPs for the declared ``inputs:`` (built on the meta device
+    and propagated on FakeTensors: nothing of the model's size is allocated or computed).
+    ``prepare`` turns a spec into what ``fxgen show`` describes (its passes, its analysis)."""
+    from fxgen.check.arguments import choose
+    from fxgen.spec.choice import Choice
+
+    rows = [["variant", "arguments", "parameters", "FLOPs"]]
+    for name in [None, *spec.variants]:
+        chosen = choose(spec, Choice(name)) if name is not None else spec
+        final, analysis = prepare(chosen)
+        values = spec.variants[name] if name is not None else {}
+        arguments = ", ".join(f"{k}={v!r}" for k, v in values.items()) if name is not None else "(the defaults)"
+        total = analysis.total_parameters if analysis is not None else sum(_parameters(final, allow, None).values())
+        flops = _count(analysis.flops) if analysis is not None else "-"
+        rows.append([name or "", _cell(arguments), f"{total:,}", flops])
+    out = [f"{spec.name}: {len(spec.variants)} variant{'s' * (len(spec.variants) != 1)}", "", *_table(rows)]
+    if not spec.inputs:
+        out.append("(FLOPs need example inputs: declare them under `inputs:`)")
+    return "\n".join(out) + "\n"

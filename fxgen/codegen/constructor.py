@@ -50,7 +50,7 @@ from fxgen.spec.model import (
 from fxgen.spec.resolve import has_arguments
 from fxgen.spec.tree import Container, ModelTree
 
-__all__ = ["ClassBuild", "body_annotations", "container_classes", "init_def", "init_lines", "loop_variable", "reached_items", "static_type"]
+__all__ = ["ClassBuild", "body_annotations", "container_classes", "init_def", "init_lines", "loop_variable", "reached_items", "static_type", "variant_methods"]
 
 
 @dataclass
@@ -82,6 +82,18 @@ def init_def(build: ClassBuild) -> str:
             text += " = " + literal(arg.default, build.imports)
         params.append(text)
     return f"def __init__(self{''.join(', ' + p for p in params)}) -> None:"
+
+
+def variant_methods(build: ClassBuild) -> list[list[str]]:
+    """A classmethod per variant of the spec (the top class only): ``WidthNet.s()`` builds size
+    ``s``, its arguments written out as a person would call the class. Each method is its
+    decorator, its ``def`` and its statement (unindented; names are validated identifiers, values
+    literals)."""
+    out = []
+    for name, values in build.spec.variants.items():
+        call = ", ".join(f"{checked(arg)}={literal(value, build.imports)}" for arg, value in values.items())
+        out.append(["@classmethod", f"def {checked(name)}(cls) -> {string(build.spec.name)}:", f"return cls({call})"])
+    return out
 
 
 def loop_variable(spec: Spec) -> str:
@@ -223,6 +235,7 @@ def _emit_children(build: ClassBuild, expr_: str, prefix: str, node: Container, 
         if isinstance(item, ModuleSpec):
             ctor = constructor(build, item)
             lines.append(f"{target} = {ctor}" if named else f"{expr_}.add_module({string(key)}, {ctor})")
+            lines.extend(module_init_lines(build, target, item))
         elif isinstance(item, ParameterSpec):
             value = _tensor(build, item, param=True)
             if named:
@@ -321,9 +334,9 @@ def declared(build: ClassBuild, value: Any) -> str:
 
 
 def _expression(build: ClassBuild, text: str) -> str:
-    """An expression as Python source; ``ceil`` and ``floor`` are ``math``'s."""
+    """An expression as Python source; ``ceil``, ``floor`` and ``sqrt`` are ``math``'s."""
     tree = expr.parse(text)
-    if expr.functions(tree) & {"ceil", "floor"}:
+    if expr.functions(tree) & {"ceil", "floor", "sqrt"}:
         build.imports.stdlib.add("math")
     return expr.source(tree)
 
@@ -371,6 +384,20 @@ def _tensor(build: ClassBuild, item: ParameterSpec | BufferSpec, *, param: bool,
 
 def _tag(value: Any) -> str | None:
     return next(iter(value)) if isinstance(value, dict) else None
+
+
+def module_init_lines(build: ClassBuild, target: str, item: ModuleSpec) -> list[str]:
+    """``nn.init.normal_(self.fc.get_parameter("weight"), std=0.02)``: a declared module's
+    ``init``, right after its constructor call, in the order written. The tensor is asked for by
+    the kind validation found it to be, so a type checker knows it is a tensor (``self.conv.bias``
+    is typed ``Tensor | None``)."""
+    lines = []
+    for path, init in item.init.items():
+        getter = "get_buffer" if item.kinds.get(path) == "buffer" else "get_parameter"
+        name, kwargs = init_call(init)
+        args = "".join(f", {checked(k)}={declared(build, v)}" for k, v in kwargs.items())
+        lines.append(f"nn.init.{checked(name)}_({target}.{getter}({string(path)}){args})")
+    return lines
 
 
 def _init_call(build: ClassBuild, target: str, item: ParameterSpec | BufferSpec) -> list[str]:

@@ -28,6 +28,7 @@ from fxgen.codegen.constructor import (
     init_lines,
     loop_variable,
     reached_items,
+    variant_methods,
 )
 from fxgen.codegen.render import (
     FORWARD_DEPTH,
@@ -151,6 +152,7 @@ def _render_class(
         "model": True,
         "init_def": ["    " + line for line in formatter.format_def(init_def(build), 1)],
         "init": formatter.block(init, 2),
+        "variants": [["    " + m[0], "    " + m[1], *formatter.block([m[2]], 2)] for m in variant_methods(build)],
         "forward_def": ["    " + line for line in formatter.format_def(f"def forward(self{params}){returns}:", 1)],
         "forward": forward,
     })  # fmt: skip

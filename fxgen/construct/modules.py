@@ -18,6 +18,7 @@ import torch
 import torch.fx
 from torch.overrides import TorchFunctionMode
 
+from fxgen.spec.init import init_call
 from fxgen.spec.values import decode, decode_kwargs
 
 __all__ = [
@@ -25,9 +26,11 @@ __all__ = [
     "SMALL_MODULE",
     "MakeModule",
     "construct_call",
+    "initialise",
     "meta_device",
     "same_random_state",
     "set_attr_path",
+    "tensor_at",
     "tensors_in",
 ]
 
@@ -64,6 +67,33 @@ def construct_call(
     with meta_device() if torch.device(device).type == "meta" else torch.device(device):
         module = cls(*decoded, **decoded_kwargs)
     return module
+
+
+def initialise(module: torch.nn.Module, inits: dict[str, Any] | None) -> torch.nn.Module:
+    """``module`` with a declaration's ``init`` applied (concrete: arguments substituted), in the
+    order written: each path's tensor (a parameter or buffer of the module, validated) filled by
+    its ``torch.nn.init`` scheme, as the generated ``__init__`` does right after the constructor
+    call. Tensors on the meta device are left as they are (no values to fill)."""
+    for path, init in (inits or {}).items():
+        tensor = tensor_at(module, path)
+        if tensor.is_meta:
+            continue
+        name, kwargs = init_call(init)
+        with torch.no_grad():
+            getattr(torch.nn.init, name + "_")(tensor, **kwargs)
+    return module
+
+
+def tensor_at(module: torch.nn.Module, path: str) -> torch.Tensor:
+    """The parameter or buffer at dotted ``path`` in ``module``; KeyError when there is none."""
+    owner_path, _, leaf = path.rpartition(".")
+    owner = module.get_submodule(owner_path) if owner_path else module
+    tensor: torch.Tensor | None = owner._parameters.get(leaf)
+    if tensor is None:
+        tensor = owner._buffers.get(leaf)
+    if tensor is None:
+        raise KeyError(path)
+    return tensor
 
 
 SMALL_MODULE = 1 << 14

@@ -17,7 +17,7 @@ model's width, depth and channel rules need (torchvision's ``_make_divisible``, 
                  | "(" expression ")"
 
 NAME is an argument or a named value of the enclosing class; NUMBER an integer (``8``) or a
-float (``0.9``, ``1e-3``); FUNCTION one of ``min max round int ceil floor abs``.
+float (``0.9``, ``1e-3``); FUNCTION one of ``min max round int ceil floor abs sqrt``.
 
 The parsed form is a tree of tuples, each ``(kind, ...)``:
 
@@ -34,7 +34,7 @@ order (so ``round`` rounds half to even and floats are IEEE doubles, exactly as 
 constructor), within bounds: integers at most 2**63 in magnitude, floats finite, a ``**``
 exponent at most 64. ``source`` writes a tree back as Python, spaced as black spaces it and
 parenthesised only where the grammar needs it; generated code contains only validated names,
-numbers, these operators and the allowed functions (``ceil``/``floor`` as ``math.ceil``/``math.floor``).
+numbers, these operators and the allowed functions (``ceil``/``floor``/``sqrt`` as ``math.ceil``/``math.floor``/``math.sqrt``).
 """
 
 from __future__ import annotations
@@ -70,8 +70,9 @@ MAX_EXPONENT = 64  # the magnitude of a ``**`` exponent
 # name -> (fewest, most arguments); the order is the one messages list them in
 FUNCTIONS: dict[str, tuple[int, int]] = {
     "min": (2, 8), "max": (2, 8), "round": (1, 2), "int": (1, 1), "ceil": (1, 1), "floor": (1, 1), "abs": (1, 1),
+    "sqrt": (1, 1),
 }  # fmt: skip
-_PYTHON_NAMES = {"ceil": "math.ceil", "floor": "math.floor"}  # how generated code spells them
+_PYTHON_NAMES = {"ceil": "math.ceil", "floor": "math.floor", "sqrt": "math.sqrt"}  # how generated code spells them
 
 ALLOWED = ("argument names, numbers, + - * / // % **, comparisons, and/or/not, `a if c else b`, and "
            f"{' '.join(FUNCTIONS)}")  # fmt: skip
@@ -403,6 +404,10 @@ def _call(function: str, args: list[Any]) -> Any:
         return int(args[0])
     if function == "abs":
         return abs(args[0])
+    if function == "sqrt":
+        if args[0] < 0:
+            raise ExprError(f"sqrt() of a negative number ({args[0]!r})")
+        return math.sqrt(args[0])
     return math.ceil(args[0]) if function == "ceil" else math.floor(args[0])
 
 
@@ -446,7 +451,7 @@ def render(tree: Expr) -> str:
 
 def source(tree: Expr, spelled: Mapping[str, str] | None = None) -> str:
     """``tree`` as Python source (``math.ceil(x)``: the file imports ``math`` when
-    ``functions(tree)`` holds ``ceil`` or ``floor``), spaced as black spaces it; ``spelled``
+    ``functions(tree)`` holds ``ceil``, ``floor`` or ``sqrt``), spaced as black spaces it; ``spelled``
     writes names otherwise (``forward`` reads an argument as ``self.n``)."""
     names_as = {_NAME_KEY + name: text for name, text in (spelled or {}).items()}
     return _join(_emit(tree, {**_PYTHON_NAMES, **names_as} if names_as else _PYTHON_NAMES))

@@ -67,11 +67,16 @@ NO_DEFAULT: Any = _NoDefault()
 
 @dataclass
 class ModuleSpec:
-    """A submodule built by ``cls(*args, **kwargs)``."""
+    """A submodule built by ``cls(*args, **kwargs)``; ``init`` initialises some of its
+    parameters and buffers afterwards (their path in the module -> an init scheme)."""
 
     cls: str
     args: list[Any] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
+    init: dict[str, Any] = field(default_factory=dict)
+    # what validation found each ``init`` path to be ("parameter" or "buffer"): the generated code
+    # asks the module for it by kind (``get_parameter``), which type checkers read exactly
+    kinds: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"class": self.cls}
@@ -79,12 +84,14 @@ class ModuleSpec:
             out["args"] = self.args
         if self.kwargs:
             out["kwargs"] = self.kwargs
+        if self.init:
+            out["init"] = self.init
         return out
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> ModuleSpec:
-        """From a schema-valid declaration (``{class, args, kwargs}``)."""
-        return cls(data["class"], list(data.get("args", [])), dict(data.get("kwargs", {})))
+        """From a schema-valid declaration (``{class, args, kwargs, init}``)."""
+        return cls(data["class"], list(data.get("args", [])), dict(data.get("kwargs", {})), dict(data.get("init", {})))
 
 
 @dataclass
@@ -355,6 +362,7 @@ class Spec:
     args: dict[str, ArgSpec] = field(default_factory=dict)
     classes: dict[str, ClassSpec] = field(default_factory=dict)
     values: dict[str, str] = field(default_factory=dict)  # format 2: named values of the top class
+    variants: dict[str, dict[str, Any]] = field(default_factory=dict)  # format 2: name -> argument presets
     inputs: dict[str, InputSpec] = field(default_factory=dict)
     shapes: bool = False
     passes: list[Any] = field(default_factory=list)
@@ -387,6 +395,7 @@ class Spec:
             fxgen=data["fxgen"],
             name=data["name"],
             classes={name: ClassSpec.from_dict(c) for name, c in data.get("classes", {}).items()},
+            variants={name: dict(v) for name, v in data.get("variants", {}).items()},
             inputs={name: InputSpec(**i) for name, i in data.get("inputs", {}).items()},
             shapes=data.get("shapes", False),
             passes=list(data.get("passes", [])),
@@ -405,6 +414,8 @@ class Spec:
             out["args"] = body.pop("args")
         if "values" in body:
             out["values"] = body.pop("values")
+        if self.variants:
+            out["variants"] = self.variants
         if self.classes:
             out["classes"] = {name: c.to_dict() for name, c in self.classes.items()}
         out.update(body)
@@ -443,7 +454,7 @@ def _yaml_body(data: dict[str, Any], indent: str, lines: list[str]) -> None:
     """A graph body's keys in block style (a block's body one level deeper, under its name)."""
     inner = indent + "  "
     for key, value in data.items():
-        if key in (*_TABLES, "args", "values", "inputs"):
+        if key in (*_TABLES, "args", "values", "variants", "inputs"):
             lines.append(f"{indent}{key}:")
             for path, item in value.items():
                 lines.append(_flow_entry(f"{inner}{_scalar(path)}: ", item, inner + "  "))

@@ -125,12 +125,14 @@ def substitute_kwargs(kwargs: Mapping[str, Any], env: Mapping[str, Any]) -> dict
 
 
 def substitute_declaration(decl: Mapping[str, Any], env: Mapping[str, Any]) -> dict[str, Any]:
-    """A module declaration (``{class, args, kwargs}``) with its arguments substituted."""
+    """A module declaration (``{class, args, kwargs, init}``) with its arguments substituted."""
     out: dict[str, Any] = {"class": decl["class"]}
     if decl.get("args"):
         out["args"] = substitute(decl["args"], env)
     if decl.get("kwargs"):
         out["kwargs"] = substitute_kwargs(decl["kwargs"], env)
+    if decl.get("init"):
+        out["init"] = {path: substitute_init(init, env) for path, init in decl["init"].items()}
     return out
 
 

@@ -7,12 +7,15 @@ date without importing torch or running black.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from fxgen._version import __version__ as VERSION  # the one version number
 
-__all__ = ["Header", "body_digest", "safe_label", "spec_digest", "split"]
+__all__ = ["Header", "body_digest", "choice_text", "safe_label", "spec_digest", "split"]
 
 
 _BLACK = "26.10.1"  # keep equal to fxgen.blackstyle.formatter.BLACK_VERSION (a test checks)
@@ -51,17 +54,30 @@ def safe_label(label: str) -> str:
     return "".join(ch if ch.isprintable() else "?" for ch in label)
 
 
-def spec_digest(spec_bytes: bytes, *, shapes: bool = False, imported: str | None = None) -> str:
+def spec_digest(
+    spec_bytes: bytes, *, shapes: bool = False, choice: str | None = None, imported: str | None = None
+) -> str:
     """Hash of the spec *and* of what turns it into code, so upgrading fxgen marks files stale;
-    ``shapes`` (``fxgen generate --shapes``) changes the code, so it counts too, and so do the
-    files the spec imports classes from (``imported``: their digest)."""
+    ``shapes`` (``fxgen generate --shapes``) and ``choice`` (the canonical text of ``--variant``
+    and ``--set``, which become the class's defaults) change the code, so they count too, and so
+    do the files the spec imports classes from (``imported``: their digest)."""
     h = hashlib.sha256(f"fxgen {VERSION}\nblack {_BLACK}\n".encode())
     h.update(spec_bytes)
     if shapes:
         h.update(b"\n--shapes")
     if imported:
         h.update(f"\n--imports {imported}".encode())
+    if choice:
+        h.update(b"\n--arguments " + choice.encode())
     return h.hexdigest()
+
+
+def choice_text(variant: str | None, values: Iterable[tuple[str, Any]]) -> str | None:
+    """The canonical text of ``fxgen generate --variant/--set`` for the spec hash (None: neither)."""
+    pairs = [list(item) for item in values]
+    if variant is None and not pairs:
+        return None
+    return json.dumps({"variant": variant, "set": pairs}, sort_keys=True)
 
 
 def body_digest(body: str) -> str:

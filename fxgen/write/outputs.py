@@ -20,10 +20,19 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fxgen._errors import Diagnostic, GenerateError, Location, SpecError
 from fxgen.read.paths import SPEC_SUFFIXES, label_of, spec_of_label
-from fxgen.write.header import VERSION, Header, body_digest, safe_label, spec_digest, split
+from fxgen.write.header import (
+    VERSION,
+    Header,
+    body_digest,
+    choice_text,
+    safe_label,
+    spec_digest,
+    split,
+)
 
 __all__ = ["Job", "guard", "orphans", "plan", "refusal", "remove_orphan", "unified_diff", "unsafe_name"]
 
@@ -40,16 +49,28 @@ class Job:
     old: str | None = None
     shapes: bool = False  # generated with `fxgen generate --shapes`
     imported: str | None = None  # the digest of the files the spec imports classes from
+    variant: str | None = None  # `fxgen generate --variant`
+    arguments: tuple[tuple[str, Any], ...] = ()  # `fxgen generate --set NAME=VALUE`, in order
 
     @property
     def digest(self) -> str:
-        return spec_digest(self.raw, shapes=self.shapes, imported=self.imported)
+        choice = choice_text(self.variant, self.arguments)
+        return spec_digest(self.raw, shapes=self.shapes, choice=choice, imported=self.imported)
 
 
-def plan(specs: Iterable[Path], out_dir: Path, *, shapes: bool = False, imports: Iterable[str] = ()) -> list[Job]:
-    """A Job per spec, its status decided from hashes alone (``shapes``: for ``--shapes``, which
-    makes other files than the spec alone). ``imports``: modules the generated files may import
-    (``--allow``), which no file may be named after; see :func:`unsafe_name`."""
+def plan(
+    specs: Iterable[Path],
+    out_dir: Path,
+    *,
+    shapes: bool = False,
+    imports: Iterable[str] = (),
+    variant: str | None = None,
+    arguments: tuple[tuple[str, Any], ...] = (),
+) -> list[Job]:
+    """A Job per spec, its status decided from hashes alone (``shapes``, ``variant`` and
+    ``arguments``: for ``--shapes``, ``--variant`` and ``--set``, which make other files than the
+    spec alone). ``imports``: modules the generated files may import (``--allow``), which no file
+    may be named after; see :func:`unsafe_name`."""
     specs = list(specs)
     reserved = frozenset(name.split(".")[0] for name in imports)
     unsafe = [Diagnostic(Location(str(spec)), problem) for spec in specs
@@ -69,7 +90,8 @@ def plan(specs: Iterable[Path], out_dir: Path, *, shapes: bool = False, imports:
             raw = spec.read_bytes()
         except OSError as exc:
             raise SpecError.at(Location(str(spec)), f"cannot read spec: {exc.strerror or exc}") from None
-        jobs.append(_status(Job(spec, out, label_of(spec), raw, "missing", shapes=shapes, imported=_imported(spec, raw))))
+        jobs.append(_status(Job(spec, out, label_of(spec), raw, "missing", shapes=shapes, imported=_imported(spec, raw),
+                                variant=variant, arguments=arguments)))  # fmt: skip
     return jobs
 
 

@@ -640,8 +640,9 @@ def test_header_and_layout(example: Path) -> None:
     assert isinstance(cls, ast.ClassDef) and cls.name == spec.name
     assert [ast.unparse(b) for b in cls.bases] == ["nn.Module"]
     assert ast.get_docstring(cls) == spec.doc
-    init, forward = (n for n in cls.body if isinstance(n, ast.FunctionDef))
+    init, *variants, forward = (n for n in cls.body if isinstance(n, ast.FunctionDef))
     assert (init.name, forward.name) == ("__init__", "forward")
+    assert [v.name for v in variants] == list(spec.variants)  # a classmethod per variant
     # __init__ builds every declared module with a constructor call
     init_text = ast.unparse(init)
     for entry in spec.modules.values():

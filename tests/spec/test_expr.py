@@ -220,7 +220,7 @@ def _trees(depth: int) -> tuple[st.SearchStrategy[Expr], st.SearchStrategy[Expr]
     num, boolean = _trees(depth - 1)
     calls = st.one_of(
         st.tuples(st.sampled_from(["min", "max"]), st.lists(num, min_size=2, max_size=3)).map(lambda c: ("call", c[0], *c[1])),
-        st.tuples(st.sampled_from(["round", "int", "ceil", "floor", "abs"]), num).map(lambda c: ("call", *c)),
+        st.tuples(st.sampled_from(["round", "int", "ceil", "floor", "abs", "sqrt"]), num).map(lambda c: ("call", *c)),
         st.tuples(num, st.integers(-3, 3)).map(lambda c: ("call", "round", c[0], ("num", c[1]) if c[1] >= 0 else ("neg", ("num", -c[1])))),
     )  # fmt: skip
     numeric = st.one_of(
@@ -278,3 +278,13 @@ def test_every_function_is_in_the_message() -> None:
     with pytest.raises(ExprError) as info:
         parse("nope(1)")
     assert all(name in str(info.value) for name in FUNCTIONS)
+
+
+def test_sqrt_is_pythons_math_sqrt_as_gpt2_scales_its_projections() -> None:
+    # nanoGPT: torch.nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+    for n_layer in (1, 2, 6, 12, 24, 36, 48):
+        assert evaluate(parse("0.02 / sqrt(2 * n_layer)"), {"n_layer": n_layer}) == 0.02 / math.sqrt(2 * n_layer)
+    assert source(parse("0.02 / sqrt(2 * n_layer)")) == "0.02 / math.sqrt(2 * n_layer)"
+    assert "sqrt" in functions(parse("sqrt(x)"))
+    with pytest.raises(ExprError, match="negative"):
+        evaluate(parse("sqrt(0 - x)"), {"x": 2})
