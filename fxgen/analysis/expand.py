@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fxgen.assemble.module import concrete_declarations
+from fxgen.assemble.module import concrete_declarations, instance_spec
 from fxgen.spec.model import (
     NO_DEFAULT,
     BufferSpec,
@@ -30,7 +30,18 @@ from fxgen.spec.model import (
 from fxgen.spec.resolve import TRAINING, bind, resolve_nodes, uses_training, with_values
 from fxgen.spec.values import parse_ref
 
-__all__ = ["expand_blocks"]
+__all__ = ["expand_blocks", "top_instance"]
+
+
+def top_instance(spec: Spec, args: Mapping[str, Any] | None = None) -> Spec:
+    """``spec`` as the model its top class builds with ``args`` (over the defaults): its
+    conditionals taken, loops unrolled, modules declared on a condition that does not hold left
+    out (in eval mode where the graph depends on the mode): the graph ``fxgen show`` shows and
+    the inputs flow through."""
+    if spec.fxgen < 2:
+        return spec
+    values = with_values(bind(spec.args, [], dict(args or {})), spec.values)
+    return instance_spec(spec, {**values, TRAINING: False} if uses_training(spec.nodes) else values)
 
 
 def expand_blocks(spec: Spec, depth: int, args: Mapping[str, Any] | None = None) -> Spec:
@@ -43,8 +54,9 @@ def expand_blocks(spec: Spec, depth: int, args: Mapping[str, Any] | None = None)
         return spec
     out = _Opened(spec)
     values = with_values(bind(spec.args, [], dict(args or {})), spec.values)
-    top = concrete_declarations(spec, values)
-    nodes = out.body(_instance(spec.nodes, values), top, prefix="", names="", inputs=None, depth=depth)
+    spec = top_instance(spec, args)
+    nodes = out.body(walk_nodes(spec.nodes), concrete_declarations(spec, values), prefix="", names="", inputs=None,
+                     depth=depth)  # fmt: skip
     assert isinstance(nodes, list)
     modules = {path: item for path, item in spec.modules.items() if path not in out.opened}
     opened: list[Item] = list(out.nodes)
@@ -84,6 +96,8 @@ class _Opened:
                 continue
             if inputs is not None and node.op == "output":
                 return _remap(node.args[0], renamed)
+            if node.op == "call_module" and depth > 0 and node.target not in modules:
+                self.spread(node.target or "", modules, prefix)
             entry = modules.get(node.target or "") if node.op == "call_module" and depth > 0 else None
             if entry is not None and node.target is not None and (items := _chain(node, entry)) is not None:
                 # a Sequential of blocks: its items called one after the other, each then opened
@@ -107,10 +121,22 @@ class _Opened:
                                    node.type, node.default))  # fmt: skip
         return self.nodes
 
+    def spread(self, target: str, modules: dict[str, ModuleSpec], prefix: str) -> None:
+        """A call of an item of a declared ``ModuleList`` or ``Sequential`` (``h.0``): the
+        container declared as its items, each on its own path, so the item can be opened."""
+        parent, _, index = target.rpartition(".")
+        items = _items(modules[parent]) if parent in modules else None
+        if items is None or not index.isdigit() or int(index) >= len(items):
+            return
+        paths = [f"{parent}.{i}" for i in range(len(items))]
+        del modules[parent]
+        modules.update(zip(paths, items, strict=True))
+        self.declare(prefix + parent, {prefix + path: item for path, item in zip(paths, items, strict=True)})
+
     def declare(self, path: str, items: Mapping[str, Any], table: str = "modules") -> None:
         """The opened module at ``path`` stands for the declarations ``items`` (full paths)."""
         self.modules.pop(path, None)
-        if "." not in path:
+        if path in self.spec.modules:  # declared at the top: the spec's own declaration goes
             self.opened.add(path)
         getattr(self, table).update(items)
 
@@ -158,11 +184,20 @@ def _instance(items: list[Item], values: Mapping[str, Any]) -> list[Node]:
 def _chain(node: Node, entry: ModuleSpec) -> list[ModuleSpec] | None:
     """The items of a ``torch.nn.Sequential`` called on one value (which it hands from item to
     item), or None for any other call."""
-    if entry.cls != "torch.nn.Sequential" or entry.kwargs or node.kwargs or len(node.args) != 1 or not entry.args:
+    if entry.cls != "torch.nn.Sequential" or node.kwargs or len(node.args) != 1:
         return None
-    if not all(isinstance(item, dict) and set(item) == {"module"} for item in entry.args):
+    return _items(entry)
+
+
+def _items(entry: ModuleSpec) -> list[ModuleSpec] | None:
+    """The declarations of a ``Sequential``'s or ``ModuleList``'s items, each a module value
+    (repeats already made copies), or None for anything else."""
+    items = entry.args[0] if entry.cls == "torch.nn.ModuleList" and len(entry.args) == 1 else entry.args
+    if entry.cls not in ("torch.nn.Sequential", "torch.nn.ModuleList") or entry.kwargs or not isinstance(items, list):
         return None
-    return [ModuleSpec.from_data(item["module"]) for item in entry.args]
+    if not items or not all(isinstance(item, dict) and set(item) == {"module"} for item in items):
+        return None
+    return [ModuleSpec.from_data(item["module"]) for item in items]
 
 
 def _remap(value: Any, renamed: Mapping[str, Any]) -> Any:

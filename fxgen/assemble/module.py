@@ -41,6 +41,7 @@ from fxgen.spec.model import BufferSpec, Item, ModuleSpec, ParameterSpec, Spec
 from fxgen.spec.resolve import (
     NodesError,
     bind,
+    declared,
     has_arguments,
     needs_resolution,
     resolve_nodes,
@@ -369,6 +370,9 @@ def instance_spec(spec: Spec, env: Mapping[str, Any]) -> Spec:
     values): conditionals taken, repeats unrolled, aliases gone (``fxgen.spec.resolve``); the
     same Spec when its graph does not depend on them. What cannot be resolved is a SpecError
     at the conditional or repeat."""
+    absent = [path for path, m in spec.modules.items() if m.when is not None and not declared(m.to_dict(), env)]
+    if absent:  # declared on a condition that does not hold for this instance
+        spec = dataclasses.replace(spec, modules={p: m for p, m in spec.modules.items() if p not in absent})
     if not needs_resolution(spec.nodes):
         return spec
     try:
@@ -383,6 +387,7 @@ def concrete_declarations(spec: Spec, values: Mapping[str, Any]) -> Spec:
     modules = {
         path: ModuleSpec.from_data(substitute_declaration(m.to_dict(), values))
         for path, m in spec.modules.items()
+        if m.when is None or declared(m.to_dict(), values)
     }
     parameters = {path: _concrete_tensor(p, values) for path, p in spec.parameters.items()}
     buffers = {path: _concrete_tensor(b, values) for path, b in spec.buffers.items()}

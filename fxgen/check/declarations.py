@@ -68,6 +68,7 @@ from fxgen.spec.packed import PACKED_TOTAL_LIMIT, PackedError, check_packed, pac
 from fxgen.spec.resolve import (
     BindError,
     bind,
+    declared,
     has_arguments,
     needs_resolution,
     substitute,
@@ -471,6 +472,8 @@ class Checker(NodeChecks):
         modules = self.data.get("modules", {})
         for table, path in self.plan or [("modules", path) for path in modules]:
             if table == "modules":
+                if "if" in modules[path] and not self.check_condition(path, modules[path]):
+                    continue  # not declared for this instance (or its condition is refused)
                 self.check_module(path, modules[path])
                 if "init" in modules[path]:
                     self.check_module_init(path, modules[path])
@@ -510,6 +513,29 @@ class Checker(NodeChecks):
                     parameters={p: ParameterSpec(**d) for p, d in self.data.get("parameters", {}).items()},
                     buffers={p: BufferSpec(**d) for p, d in self.data.get("buffers", {}).items()})  # fmt: skip
         return ModelTree(body)
+
+    def check_condition(self, path: str, entry: dict[str, Any]) -> bool:
+        """A declaration's ``if``: allowed where it is (format 2, a path of its own), naming what
+        the class has; is the module declared for this instance? (Without argument values, it is
+        checked as if it were.)"""
+        where: JsonPath = ("modules", path, "if")
+        condition = entry["if"]
+        if self.doc.data["fxgen"] < 2:
+            self.error(where, "a declaration's `if` needs `fxgen: 2` (format 2 adds constructor arguments)")
+            return False
+        if "." in path:
+            self.error(where, f"module {path!r}: only a module on an attribute of its own (a path without dots) can be "
+                       "declared on a condition; declare the container in a block class, on the condition")  # fmt: skip
+            return False
+        if isinstance(condition, str) and not self.check_declaration({"arg": condition}, where):
+            return False
+        if self.env is None:
+            return True
+        try:
+            return declared(entry, self.env)
+        except ExprError as exc:
+            self.error(where, f"module {path!r}: {exc} (with {_shown(self.env)})")
+            return False
 
     def check_module(self, path: str, entry: dict[str, Any]) -> None:
         where: JsonPath = ("modules", path)

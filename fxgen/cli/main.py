@@ -179,9 +179,9 @@ def _load_spec(path: Any, allow: tuple[str, ...], args: argparse.Namespace) -> A
     """The validated spec at ``path`` with the command's ``--variant``/``--set`` as its defaults."""
     from fxgen.check.validate import validate_document
     from fxgen.policy.policy import policy_for
-    from fxgen.read.reader import read_document
+    from fxgen.read.imports import read_spec
 
-    return validate_document(read_document(path), policy_for(allow), _choice(args))
+    return validate_document(read_spec(path), policy_for(allow), _choice(args))
 
 
 _EXAMPLES = {
@@ -365,10 +365,11 @@ def _prepared(
         origin, spec = spec, result.spec
         for note in result.notes if notes else ():
             print(note, file=sys.stderr)
+    from fxgen.analysis.expand import expand_blocks, top_instance
+
+    spec = top_instance(spec)  # the graph the model runs, as its top class builds it
     analysis = None
     if depth:
-        from fxgen.analysis.expand import expand_blocks
-
         if spec.inputs:  # where the inputs do not flow, the error is located in the spec as written
             from fxgen.analysis import shapes
 

@@ -212,13 +212,20 @@ _NOT_WORD = re.compile(r"[^A-Za-z0-9_]+")
 
 
 # -- the body -------------------------------------------------------------------------------
-def init_lines(build: ClassBuild) -> list[str]:
+def init_lines(build: ClassBuild) -> list[tuple[str, int]]:
     """The body of ``__init__`` after ``super().__init__()``: the class's named values, then
-    what it declares."""
-    lines = value_lines(build)
+    what it declares; each statement with its depth (a module declared on a condition is set
+    inside ``if COND:``)."""
+    lines: list[str | tuple[str, list[str]]] = list(value_lines(build))
     lines += [f"self.{checked(name)} = {checked(name)}" for name in build.fields]
     _emit_children(build, "self", "", build.tree.root, lines)
-    return lines
+    out: list[tuple[str, int]] = []
+    for line in lines:
+        if isinstance(line, tuple):
+            out += [(line[0], 0), *((inner, 1) for inner in line[1])]
+        else:
+            out.append((line, 0))
+    return out
 
 
 def value_lines(build: ClassBuild) -> list[str]:
@@ -227,15 +234,21 @@ def value_lines(build: ClassBuild) -> list[str]:
     return [f"{checked(name)} = {_expression(build, text)}" for name, text in build.spec.values.items()]
 
 
-def _emit_children(build: ClassBuild, expr_: str, prefix: str, node: Container, lines: list[str]) -> None:
-    """``prefix``: the path of ``node`` followed by a dot (``""`` at the class)."""
+def _emit_children(build: ClassBuild, expr_: str, prefix: str, node: Container, lines: list[Any]) -> None:
+    """``prefix``: the path of ``node`` followed by a dot (``""`` at the class). A module
+    declared on a condition comes as one item, ``(header, its statements)``."""
     for key, item in node.children.items():
         named = attribute_name(key)  # else reached as getattr(expr, "key") and set by add_module & co
         target = f"{expr_}.{key}" if named else child(expr_, key, "attr")
         if isinstance(item, ModuleSpec):
             ctor = constructor(build, item)
-            lines.append(f"{target} = {ctor}" if named else f"{expr_}.add_module({string(key)}, {ctor})")
-            lines.extend(module_init_lines(build, target, item))
+            made = [f"{target} = {ctor}" if named else f"{expr_}.add_module({string(key)}, {ctor})",
+                    *module_init_lines(build, target, item)]  # fmt: skip
+            if item.when is None:
+                lines.extend(made)
+            else:
+                condition = item.when if isinstance(item.when, str) else repr(item.when)
+                lines.append((f"if {_expression(build, condition)}:", made))
         elif isinstance(item, ParameterSpec):
             value = _tensor(build, item, param=True)
             if named:
@@ -254,7 +267,7 @@ def _emit_children(build: ClassBuild, expr_: str, prefix: str, node: Container, 
             _emit_nested(build, target, prefix + key + ".", item, lines)
 
 
-def _emit_nested(build: ClassBuild, expr_: str, prefix: str, node: Container, lines: list[str]) -> None:
+def _emit_nested(build: ClassBuild, expr_: str, prefix: str, node: Container, lines: list[Any]) -> None:
     """Statements for a container's contents that its creation expression did not hold."""
     if node.kind == "attr":
         _emit_children(build, expr_, prefix, node, lines)

@@ -151,7 +151,8 @@ def _render_class(
         "fields": body_annotations(build),
         "model": True,
         "init_def": ["    " + line for line in formatter.format_def(init_def(build), 1)],
-        "init": formatter.block(init, 2),
+        "init": _nested([(line, None, depth) for line, depth in init], 2) if any(d for _, d in init) else
+                formatter.block([line for line, _ in init], 2),
         "variants": [["    " + m[0], "    " + m[1], *formatter.block([m[2]], 2)] for m in variant_methods(build)],
         "forward_def": ["    " + line for line in formatter.format_def(f"def forward(self{params}){returns}:", 1)],
         "forward": forward,
@@ -159,23 +160,24 @@ def _render_class(
     return out
 
 
-def _nested(statements: list[tuple[str, int | None, int]]) -> list[str]:
-    """The lines of a forward with conditionals and loops: each run of statements at one depth
-    formatted as a block, each header (``if ...:``, ``else:``, ``for ...:``) on its own."""
+def _nested(statements: list[tuple[str, int | None, int]], base: int = FORWARD_DEPTH) -> list[str]:
+    """The lines of a body with conditionals and loops (``forward``'s, or ``__init__``'s at
+    ``base``): each run of statements at one depth formatted as a block, each header
+    (``if ...:``, ``else:``, ``for ...:``) on its own."""
     out: list[str] = []
     run: list[str] = []
     run_depth = 0
     for line, _, depth in statements:
         if run and (depth != run_depth or line.endswith(":")):
-            out += formatter.block(run, FORWARD_DEPTH + run_depth)
+            out += formatter.block(run, base + run_depth)
             run = []
         if line.endswith(":"):  # a compound statement's header: no simple statement ends so
-            prefix = "    " * (FORWARD_DEPTH + depth)
-            out += [prefix + part for part in formatter.format_header(line, FORWARD_DEPTH + depth)]
+            prefix = "    " * (base + depth)
+            out += [prefix + part for part in formatter.format_header(line, base + depth)]
             continue
         run.append(line)
         run_depth = depth
-    return out + (formatter.block(run, FORWARD_DEPTH + run_depth) if run else [])
+    return out + (formatter.block(run, base + run_depth) if run else [])
 
 
 def block_order(spec: Spec) -> list[str]:

@@ -74,6 +74,8 @@ class ModuleSpec:
     args: list[Any] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
     init: dict[str, Any] = field(default_factory=dict)
+    # format 2: declared only when this expression (or bool) holds for the instance; None: always
+    when: str | bool | None = None
     # what validation found each ``init`` path to be ("parameter" or "buffer"): the generated code
     # asks the module for it by kind (``get_parameter``), which type checkers read exactly
     kinds: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
@@ -86,12 +88,15 @@ class ModuleSpec:
             out["kwargs"] = self.kwargs
         if self.init:
             out["init"] = self.init
+        if self.when is not None:
+            out["if"] = self.when
         return out
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> ModuleSpec:
-        """From a schema-valid declaration (``{class, args, kwargs, init}``)."""
-        return cls(data["class"], list(data.get("args", [])), dict(data.get("kwargs", {})), dict(data.get("init", {})))
+        """From a schema-valid declaration (``{class, args, kwargs, init, if}``)."""
+        return cls(data["class"], list(data.get("args", [])), dict(data.get("kwargs", {})), dict(data.get("init", {})),
+                   data.get("if"))  # fmt: skip
 
 
 @dataclass

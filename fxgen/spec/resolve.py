@@ -29,6 +29,7 @@ __all__ = [
     "NodesError",
     "bind",
     "data_needs_resolution",
+    "declared",
     "expand_nodes",
     "has_arguments",
     "is_construct",
@@ -122,6 +123,16 @@ def substitute(value: Any, env: Mapping[str, Any]) -> Any:
 def substitute_kwargs(kwargs: Mapping[str, Any], env: Mapping[str, Any]) -> dict[str, Any]:
     """A mapping of names to encoded values (keyword arguments, init arguments), substituted."""
     return {key: substitute(item, env) for key, item in kwargs.items()}
+
+
+def declared(decl: Mapping[str, Any], env: Mapping[str, Any]) -> bool:
+    """Is a module declaration (``{class, ..., if: COND}``) declared for the instance ``env``
+    describes? ExprError when its condition cannot be evaluated or is not a bool."""
+    condition = decl.get("if", True)
+    value = condition if isinstance(condition, bool) else evaluate(parse(condition), env)
+    if not isinstance(value, bool):
+        raise ExprError(f"a declaration's condition gives True or False, not {value!r}; compare: `n > 0`, `not tie`")
+    return value
 
 
 def substitute_declaration(decl: Mapping[str, Any], env: Mapping[str, Any]) -> dict[str, Any]:

@@ -198,3 +198,13 @@ def test_a_spec_without_imports_reads_as_before(project: Path) -> None:
     path = write(project, "common/blocks.yaml", BLOCKS)
     doc = read_spec(path)
     assert type(doc).__name__ == "Document" and list(doc.data["classes"]) == ["ConvAct", "Double", "Unused"]
+
+
+def test_every_spec_file_is_read_with_its_imports() -> None:
+    """Only read/imports.py reads a spec file without resolving its imports: every other reader
+    of spec files goes through read_spec (a new entry point reading files itself would validate
+    a spec without the classes it imports)."""
+    package = Path(fxgen.__file__).parent
+    readers = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
+                     if "read_document" in p.read_text() and p.parent.name != "read")  # fmt: skip
+    assert readers == []
