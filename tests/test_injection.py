@@ -465,10 +465,15 @@ def _check_class(
         assert isinstance(stmt, ast.Assign)
         _check_expression(stmt.value, {*body.args, *body.values})
     for stmt in init.body[1 + len(body.values) :]:
-        if isinstance(stmt, ast.Assign):
-            assert len(stmt.targets) == 1 and _on_self(stmt.targets[0]), ast.unparse(stmt)
-        else:
-            assert isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call), ast.unparse(stmt)
+        conditional = isinstance(stmt, ast.If)  # a module declared on a condition: `if <expression>:` around it
+        if conditional:
+            assert not stmt.orelse and stmt.body, ast.unparse(stmt)
+            _check_expression(stmt.test, {*body.args, *body.values})
+        for inner in stmt.body if conditional else [stmt]:
+            if isinstance(inner, ast.Assign):
+                assert len(inner.targets) == 1 and _on_self(inner.targets[0]), ast.unparse(inner)
+            else:
+                assert isinstance(inner, ast.Expr) and isinstance(inner.value, ast.Call), ast.unparse(inner)
 
     # forward: one statement per non-placeholder node, the last a return, besides the statements
     # binding a container or a subscripted callee to a local (``blocks_0 = self.blocks[0]``)
@@ -712,6 +717,7 @@ SLOTS2: dict[str, Callable[[dict[str, Any], str], None]] = {
     "module init path": lambda d, s: d["classes"]["Block"]["modules"]["fc"].__setitem__(
         "init", _rename_key(d["classes"]["Block"]["modules"]["fc"]["init"], "weight", s)),
     "init expression": lambda d, s: d["classes"]["Block"]["modules"]["fc"]["init"].__setitem__("weight", {"normal": {"std": {"arg": s}}}),
+    "declaration condition": lambda d, s: d["classes"]["Block"]["modules"]["act"].__setitem__("if", s),
 }
 
 
@@ -747,10 +753,11 @@ EXPRESSIONS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("slot", ["expression", "value expression", "top value expression", "repeat count"])
+@pytest.mark.parametrize("slot", ["expression", "value expression", "top value expression", "repeat count",
+                                  "declaration condition"])
 def test_hostile_expressions(slot: str) -> None:
     accepted = 0
-    scope = {"expression": "dim", "value expression": "(wide // 2)"}.get(slot, "width")  # names there
+    scope = {"expression": "dim", "value expression": "(wide // 2)", "declaration condition": "dim > 0"}.get(slot, "width")
     for text in EXPRESSIONS:
         data = copy.deepcopy(BASE2)
         SLOTS2[slot](data, text.replace("dim", scope))
