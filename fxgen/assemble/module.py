@@ -37,13 +37,13 @@ from fxgen.construct.graph import build_graph
 from fxgen.construct.modules import construct_call, set_attr_path
 from fxgen.construct.tensors import make_tensor
 from fxgen.policy.policy import DEFAULT_POLICY, Policy
-from fxgen.spec.model import BufferSpec, Item, ModuleSpec, ParameterSpec, Spec
+from fxgen.spec.model import BufferSpec, Item, ModuleSpec, Node, ParameterSpec, Spec
 from fxgen.spec.resolve import (
     NodesError,
     bind,
+    expand_nodes,
     has_arguments,
     needs_resolution,
-    resolve_nodes,
     substitute,
     substitute_declaration,
     substitute_init,
@@ -51,7 +51,7 @@ from fxgen.spec.resolve import (
 )
 from fxgen.spec.tree import construction_plan, declaration_order
 
-__all__ = ["META_KEY", "Builder", "Declarations", "build_module", "instance_spec"]
+__all__ = ["META_KEY", "Builder", "Declarations", "build_module", "default_instance", "instance_spec"]
 
 
 META_KEY = "fxgen"
@@ -154,6 +154,7 @@ def build_module(
         with _located(spec, "values" if spec.values else "args", None, "cannot compute the class's values"):
             env = with_values(values, spec.values)
             concrete = concrete_declarations(spec, env)
+        written = spec.nodes
         spec = instance_spec(spec, env)
     graph = build_graph(spec, policy)
     tables = (concrete.modules, concrete.parameters, concrete.buffers)
@@ -186,6 +187,8 @@ def build_module(
     if spec.doc is not None:
         type(gm).__doc__ = spec.doc
     gm.meta[META_KEY] = Declarations(spec, dict(values))
+    if spec.fxgen >= 2 and spec.nodes is not written:  # resolved: remember the items as written
+        gm.meta[META_KEY].written, gm.meta[META_KEY].code = written, gm.code
     return gm
 
 
@@ -357,8 +360,12 @@ class Declarations:
     the whole spec's view of it) and the argument values it was built with."""
 
     def __init__(self, spec: Spec, values: dict[str, Any]) -> None:
-        self.spec = spec
+        self.spec = spec  # for a class with conditionals or repeats, this instance's (resolved)
         self.values = values
+        # the node list as written (conditionals, repeats) and the code of the graph it gave,
+        # when it was resolved: a graph no pass changed since gives the items back
+        self.written: list[Item] | None = None
+        self.code: str | None = None
         self.modules = dict(spec.modules)
         self.parameters = dict(spec.parameters)
         self.buffers = dict(spec.buffers)
@@ -372,13 +379,30 @@ def instance_spec(spec: Spec, env: Mapping[str, Any]) -> Spec:
     values): conditionals taken, repeats unrolled, aliases gone (``fxgen.spec.resolve``); the
     same Spec when its graph does not depend on them. What cannot be resolved is a SpecError
     at the conditional or repeat."""
+    return _resolved(spec, env)[0]
+
+
+def default_instance(spec: Spec) -> tuple[Spec, list[int | None]]:
+    """``spec`` resolved at its default arguments (what ``fxgen show`` and shape comments look
+    at), and for each of its nodes the position of the top-level item it is (None for a node
+    from inside a conditional or repeat)."""
+    if spec.fxgen < 2 or not needs_resolution(spec.nodes):
+        return spec, list(range(len(spec.nodes)))
+    with _located(spec, "values" if spec.values else "args", None, "cannot compute the class's values"):
+        env = with_values(bind(spec.args, [], {}), spec.values)
+    return _resolved(spec, env)
+
+
+def _resolved(spec: Spec, env: Mapping[str, Any]) -> tuple[Spec, list[int | None]]:
     if not needs_resolution(spec.nodes):
-        return spec
+        return spec, list(range(len(spec.nodes)))
     try:
-        nodes = resolve_nodes(spec.nodes, env)
+        flat = expand_nodes([item.to_dict() for item in spec.nodes], env)
     except NodesError as exc:
         raise SpecError.at(spec.locate(exc.path), str(exc)) from None
-    return dataclasses.replace(spec, nodes=list[Item](nodes))
+    nodes: list[Item] = [Node(**data) for data, _ in flat]
+    positions = [int(where[1]) if len(where) == 2 else None for _, where in flat]
+    return dataclasses.replace(spec, nodes=nodes), positions
 
 
 def concrete_declarations(spec: Spec, values: Mapping[str, Any]) -> Spec:
