@@ -37,7 +37,7 @@ from fxgen.construct.graph import build_graph
 from fxgen.construct.modules import construct_call, set_attr_path
 from fxgen.construct.tensors import make_tensor
 from fxgen.policy.policy import DEFAULT_POLICY, Policy
-from fxgen.spec.model import BufferSpec, Item, ModuleSpec, Node, ParameterSpec, Spec
+from fxgen.spec.model import BufferSpec, Item, ModuleSpec, Node, ParameterSpec, Spec, plain_nodes
 from fxgen.spec.resolve import (
     NodesError,
     bind,
@@ -155,7 +155,7 @@ def build_module(
             env = with_values(values, spec.values)
             concrete = concrete_declarations(spec, env)
         written = spec.nodes
-        spec = instance_spec(spec, env)
+        spec, wheres = _resolved(spec, env)
     graph = build_graph(spec, policy)
     tables = (concrete.modules, concrete.parameters, concrete.buffers)
     order = construction_plan(*tables) if made is None else declaration_order(*tables)
@@ -183,6 +183,8 @@ def build_module(
         set_attr_path(root, path, torch.nn.Parameter(made[path], requires_grad=param.requires_grad))
     for path, buffer in spec.buffers.items():
         set_attr_path(root, path, made[path], persistent=buffer.persistent)
+    if spec.fxgen >= 2 and spec.nodes is not written:
+        _check_targets(spec, wheres, root, env)
     gm = _graph_module(spec, root, graph, policy, builder if policy is builder.policy else None)
     if spec.doc is not None:
         type(gm).__doc__ = spec.doc
@@ -382,6 +384,26 @@ def instance_spec(spec: Spec, env: Mapping[str, Any]) -> Spec:
     return _resolved(spec, env)[0]
 
 
+def _check_targets(spec: Spec, wheres: list[tuple[str | int, ...]], root: torch.nn.Module, env: Mapping[str, Any]) -> None:
+    """Each target of a resolved graph is in the module built for it: validation checks the
+    instances the spec's defaults make, a load with other arguments may unroll a loop past the
+    end of a list (``m.{i}`` for i up to the count, with fewer items)."""
+    for node, where in zip(plain_nodes(spec.nodes), wheres, strict=True):
+        if node.op not in ("call_module", "get_attr") or node.target is None:
+            continue
+        value: Any = root
+        for part in node.target.split("."):
+            value = getattr(value, part, _MISSING)
+            if value is _MISSING:
+                shown = ", ".join(f"{k}={v!r}" for k, v in env.items())
+                raise SpecError.at(spec.locate((*where, "target")), f"{node.op} target {node.target!r} is not in "
+                                   f"this instance (with {shown}): a loop or condition reaches past what the "
+                                   "declarations build for these arguments")  # fmt: skip
+
+
+_MISSING: Any = object()
+
+
 def default_instance(spec: Spec) -> tuple[Spec, list[int | None]]:
     """``spec`` resolved at its default arguments (what ``fxgen show`` and shape comments look
     at), and for each of its nodes the position of the top-level item it is (None for a node
@@ -390,19 +412,20 @@ def default_instance(spec: Spec) -> tuple[Spec, list[int | None]]:
         return spec, list(range(len(spec.nodes)))
     with _located(spec, "values" if spec.values else "args", None, "cannot compute the class's values"):
         env = with_values(bind(spec.args, [], {}), spec.values)
-    return _resolved(spec, env)
+    instance, wheres = _resolved(spec, env)
+    return instance, [int(where[1]) if len(where) == 2 else None for where in wheres]
 
 
-def _resolved(spec: Spec, env: Mapping[str, Any]) -> tuple[Spec, list[int | None]]:
+def _resolved(spec: Spec, env: Mapping[str, Any]) -> tuple[Spec, list[tuple[str | int, ...]]]:
+    """``spec`` with its nodes resolved with ``env``, and where each node is written."""
     if not needs_resolution(spec.nodes):
-        return spec, list(range(len(spec.nodes)))
+        return spec, [("nodes", i) for i in range(len(spec.nodes))]
     try:
         flat = expand_nodes([item.to_dict() for item in spec.nodes], env)
     except NodesError as exc:
         raise SpecError.at(spec.locate(exc.path), str(exc)) from None
     nodes: list[Item] = [Node(**data) for data, _ in flat]
-    positions = [int(where[1]) if len(where) == 2 else None for _, where in flat]
-    return dataclasses.replace(spec, nodes=nodes), positions
+    return dataclasses.replace(spec, nodes=nodes), [where for _, where in flat]
 
 
 def concrete_declarations(spec: Spec, values: Mapping[str, Any]) -> Spec:
