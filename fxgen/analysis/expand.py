@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fxgen.assemble.module import concrete_declarations, instance_spec
+from fxgen.assemble.module import concrete_declarations, default_instance, instance_spec
 from fxgen.spec.model import (
     NO_DEFAULT,
     BufferSpec,
@@ -30,18 +30,7 @@ from fxgen.spec.model import (
 from fxgen.spec.resolve import TRAINING, bind, resolve_nodes, uses_training, with_values
 from fxgen.spec.values import parse_ref
 
-__all__ = ["expand_blocks", "top_instance"]
-
-
-def top_instance(spec: Spec, args: Mapping[str, Any] | None = None) -> Spec:
-    """``spec`` as the model its top class builds with ``args`` (over the defaults): its
-    conditionals taken, loops unrolled, modules declared on a condition that does not hold left
-    out (in eval mode where the graph depends on the mode): the graph ``fxgen show`` shows and
-    the inputs flow through."""
-    if spec.fxgen < 2:
-        return spec
-    values = with_values(bind(spec.args, [], dict(args or {})), spec.values)
-    return instance_spec(spec, {**values, TRAINING: False} if uses_training(spec.nodes) else values)
+__all__ = ["expand_blocks"]
 
 
 def expand_blocks(spec: Spec, depth: int, args: Mapping[str, Any] | None = None) -> Spec:
@@ -54,7 +43,7 @@ def expand_blocks(spec: Spec, depth: int, args: Mapping[str, Any] | None = None)
         return spec
     out = _Opened(spec)
     values = with_values(bind(spec.args, [], dict(args or {})), spec.values)
-    spec = top_instance(spec, args)
+    spec = instance_spec(spec, values) if args else default_instance(spec)[0]
     nodes = out.body(walk_nodes(spec.nodes), concrete_declarations(spec, values), prefix="", names="", inputs=None,
                      depth=depth)  # fmt: skip
     assert isinstance(nodes, list)

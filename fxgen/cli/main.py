@@ -365,9 +365,10 @@ def _prepared(
         origin, spec = spec, result.spec
         for note in result.notes if notes else ():
             print(note, file=sys.stderr)
-    from fxgen.analysis.expand import expand_blocks, top_instance
+    from fxgen.analysis.expand import expand_blocks
+    from fxgen.assemble.module import default_instance
 
-    spec = top_instance(spec)  # the graph the model runs, as its top class builds it
+    spec = default_instance(spec)[0]  # the graph the model runs, as its top class builds it at its defaults
     analysis = None
     if depth:
         if spec.inputs:  # where the inputs do not flow, the error is located in the spec as written

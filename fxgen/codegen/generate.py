@@ -136,7 +136,7 @@ def _render_class(
     statements = forward_block(spec, tree, imports, _module_of, build.fields)
     init = init_lines(build)
     if any(depth for _, _, depth in statements):
-        forward = _nested(statements)
+        forward = _nested(statements, shapes or {})
     elif shapes is None:
         forward = formatter.block([line for line, _, _ in statements], FORWARD_DEPTH)
     else:
@@ -151,7 +151,7 @@ def _render_class(
         "fields": body_annotations(build),
         "model": True,
         "init_def": ["    " + line for line in formatter.format_def(init_def(build), 1)],
-        "init": _nested([(line, None, depth) for line, depth in init], 2) if any(d for _, d in init) else
+        "init": _nested([(line, None, depth) for line, depth in init], {}, 2) if any(d for _, d in init) else
                 formatter.block([line for line, _ in init], 2),
         "variants": [["    " + m[0], "    " + m[1], *formatter.block([m[2]], 2)] for m in variant_methods(build)],
         "forward_def": ["    " + line for line in formatter.format_def(f"def forward(self{params}){returns}:", 1)],
@@ -160,24 +160,24 @@ def _render_class(
     return out
 
 
-def _nested(statements: list[tuple[str, int | None, int]], base: int = FORWARD_DEPTH) -> list[str]:
+def _nested(statements: list[tuple[str, int | None, int]], shapes: dict[int, str], base: int = FORWARD_DEPTH) -> list[str]:
     """The lines of a body with conditionals and loops (``forward``'s, or ``__init__``'s at
-    ``base``): each run of statements at one depth formatted as a block, each header
-    (``if ...:``, ``else:``, ``for ...:``) on its own."""
+    ``base``): each run of statements at one depth formatted as a block (a top-level node's with
+    its shape comment), each header (``if ...:``, ``else:``, ``for ...:``) on its own."""
     out: list[str] = []
-    run: list[str] = []
+    run: list[tuple[str, str | None]] = []
     run_depth = 0
-    for line, _, depth in statements:
+    for line, index, depth in statements:
         if run and (depth != run_depth or line.endswith(":")):
-            out += formatter.block(run, base + run_depth)
+            out += formatter.commented_block(run, base + run_depth)
             run = []
         if line.endswith(":"):  # a compound statement's header: no simple statement ends so
             prefix = "    " * (base + depth)
             out += [prefix + part for part in formatter.format_header(line, base + depth)]
             continue
-        run.append(line)
+        run.append((line, comment(shapes.get(index)) if index is not None else None))
         run_depth = depth
-    return out + (formatter.block(run, base + run_depth) if run else [])
+    return out + (formatter.commented_block(run, base + run_depth) if run else [])
 
 
 def block_order(spec: Spec) -> list[str]:

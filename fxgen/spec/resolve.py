@@ -1,13 +1,15 @@
-"""Format 2's declarations made concrete: constructor arguments bound, named values computed,
-``{arg: ...}`` evaluated, repeats expanded.
+"""Format 2 made concrete for one instance: constructor arguments bound, named values computed,
+``{arg: ...}`` evaluated, repeats expanded, conditionals and repeats of nodes resolved.
 
-A class's declarations may depend on its constructor arguments; its graph never does. Binding
-the values a class is constructed with to its ``args``, then computing its ``values:`` (each from
-the arguments and the values written before it), gives an environment; substituting it
-into a declaration's encoded values gives a format-1 declaration with ``{module: ...}`` items
-left for the constructor (each ``{repeat: N, module: D}`` list item becomes N of them). The
-check, assemble and codegen stages all go through here, so a block is built from the same
-values everywhere. Data in, data out: nothing here constructs or imports anything.
+A class's declarations and its graph may depend on its constructor arguments. Binding the
+values a class is constructed with to its ``args``, then computing its ``values:`` (each from
+the arguments and the values written before it), gives an environment; substituting it into a
+declaration's encoded values gives a format-1 declaration with ``{module: ...}`` items left for
+the constructor (each ``{repeat: N, module: D}`` list item becomes N of them), and resolving its
+node list with it (``resolve_nodes``: the branch taken, the loops unrolled, aliases followed)
+gives a plain graph; the environment may also hold ``training``, the module's mode. The check,
+assemble and codegen stages all go through here, so a block is built from the same values
+everywhere. Data in, data out: nothing here constructs or imports anything.
 """
 
 from __future__ import annotations
