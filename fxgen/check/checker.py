@@ -94,6 +94,7 @@ class CheckerBase:
         # (validating for a load): the build keeps it
         self.constructed: dict[str, Any] = {}
         self.refused: set[str] = set()  # declaration paths with a problem reported
+        self.absent: dict[str, str] = {}  # module path -> the condition it is declared on, false here
         self.unfinished = False  # a module failed for real while validating for a load
         # constructor call -> its meta instance or why it fails: models repeat the same block
         self.meta_builds: dict[tuple[type, str], tuple[Any, str | None]] = {}

@@ -532,7 +532,10 @@ class Checker(NodeChecks):
         if self.env is None:
             return True
         try:
-            return declared(entry, self.env)
+            if declared(entry, self.env):
+                return True
+            self.absent[path] = str(condition)
+            return False
         except ExprError as exc:
             self.error(where, f"module {path!r}: {exc} (with {_shown(self.env)})")
             return False

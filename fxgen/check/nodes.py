@@ -220,8 +220,22 @@ class NodeChecks(CheckerBase):
     def check_output(self, node: dict[str, Any], where: JsonPath) -> None:
         pass
 
+    def not_declared_here(self, node: dict[str, Any], where: JsonPath) -> bool:
+        """Does ``node`` reach into a module declared on a condition false for this instance?
+        (Reported: the branch using it needs the same condition.)"""
+        target: str = node["target"]
+        for path, condition in self.absent.items():
+            if target == path or target.startswith(path + "."):
+                self.error((*where, "target"), f"{node['op']} target {target!r}: module {path!r} is declared only if "
+                           f"{condition} (false with {', '.join(f'{k}={v!r}' for k, v in (self.env or {}).items())}); "
+                           "use it in a branch on the same condition")  # fmt: skip
+                return True
+        return False
+
     def check_get_attr(self, node: dict[str, Any], where: JsonPath) -> None:
         target: str = node["target"]
+        if self.absent and self.not_declared_here(node, where):
+            return
         if target in self.data.get("parameters", {}) or target in self.data.get("buffers", {}):
             return
         path = self.owning_module(target)
@@ -258,6 +272,8 @@ class NodeChecks(CheckerBase):
 
     def check_call_module(self, node: dict[str, Any], where: JsonPath) -> None:
         target = node["target"]
+        if self.absent and self.not_declared_here(node, where):
+            return
         if target in self.data.get("modules", {}):
             return
         path = self.owning_module(target) if self.doc.data["fxgen"] >= 2 else None
