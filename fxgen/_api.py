@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import torch
     import torch.fx
 
+    from fxgen.check.passes import PassArguments
     from fxgen.check.validate import SpecLike
     from fxgen.passes.run import Transformed
     from fxgen.policy.policy import Policy
@@ -30,6 +31,7 @@ __all__ = [
     "generate",
     "load",
     "load_spec",
+    "pass_arguments",
     "prepare",
     "render_job",
     "render_job_safely",
@@ -47,7 +49,15 @@ def load_spec(path: str | Path, *, allow: Iterable[str] | Policy | None = None) 
     from fxgen.policy.policy import policy_for
     from fxgen.read.reader import read_document
 
-    return validate_document(read_document(path), policy_for(allow))
+    return validate_document(read_document(path), policy_for(allow), passes=pass_arguments)
+
+
+def pass_arguments() -> Mapping[str, PassArguments]:
+    """The built-in passes and what each takes: the catalogue validation checks a spec's
+    ``passes:`` against (asked for only when a spec names a pass: it imports every pass)."""
+    from fxgen.passes.registry import pass_arguments as catalogue
+
+    return catalogue()
 
 
 def validate(path: str | Path, *, allow: Iterable[str] | Policy | None = None) -> Spec:
@@ -78,11 +88,11 @@ def load(
         document = read_document(spec)
         if not (isinstance(document.data, dict) and document.data.get("passes")):
             return assemble_load(document, weights=weights, allow=policy, args=args)
-        resolved = validate_document(document, policy)
+        resolved = validate_document(document, policy, passes=pass_arguments)
     elif not spec.passes if isinstance(spec, Spec) else not spec.get("passes"):
         return assemble_load(spec, weights=weights, allow=policy, args=args)
     else:
-        resolved = as_spec(spec, policy)
+        resolved = as_spec(spec, policy, passes=pass_arguments)
     state = None
     if weights is not None:
         from fxgen.assemble.weights import read_paired_weights
@@ -114,7 +124,7 @@ def generate(
     from fxgen.write.header import spec_digest
 
     policy = policy_for(allow)
-    resolved = as_spec(spec, policy)
+    resolved = as_spec(spec, policy, passes=pass_arguments)
     final, comments, passes = prepare(resolved, policy, shapes=shapes)
     return render_spec(final, label=label if label is not None else spec_label(resolved),
                        digest=spec_digest(spec_bytes(resolved), shapes=shapes), shapes=comments,
@@ -140,7 +150,7 @@ def transform(
     from fxgen.policy.policy import policy_for
 
     policy = policy_for(allow)
-    resolved = as_spec(spec, policy)
+    resolved = as_spec(spec, policy, passes=pass_arguments)
     doc = parse_data({"passes": list(passes)}, "<passes>")
     check_pass_list(doc, ("passes",), policy, allowed=registered())
     state: dict[str, torch.Tensor] | None = None
@@ -213,7 +223,7 @@ def render_job(job: Job, allow: tuple[str, ...], shapes: bool = False) -> str:
 
     policy = policy_for(allow)
     doc = parse_text(job.raw, str(job.spec), json_syntax=job.spec.suffix == ".json")
-    spec = validate_document(doc, policy)
+    spec = validate_document(doc, policy, passes=pass_arguments)
     final, comments, passes = prepare(spec, policy, shapes=shapes)
     return render_spec(final, label=job.label, digest=job.digest, shapes=comments, passes=passes)
 

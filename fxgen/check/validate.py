@@ -15,6 +15,7 @@ from typing import Any
 from fxgen.check.checker import Construct, MakeTensor
 from fxgen.check.declarations import run_checks, validate_body
 from fxgen.check.documents import parse_data
+from fxgen.check.passes import Catalogue
 from fxgen.policy.policy import DEFAULT_POLICY, Policy
 from fxgen.read.reader import Document, read_document
 from fxgen.spec.model import Spec
@@ -30,9 +31,11 @@ __all__ = [
 ]
 
 
-def validate_document(doc: Document, policy: Policy = DEFAULT_POLICY) -> Spec:
-    """Check ``doc`` fully and return its Spec; raise SpecError with every problem found."""
-    return run_checks(doc, policy, None)[0]
+def validate_document(doc: Document, policy: Policy = DEFAULT_POLICY, *, passes: Catalogue | None = None) -> Spec:
+    """Check ``doc`` fully and return its Spec; raise SpecError with every problem found. The
+    passes it names are checked against ``passes``, the built-in passes' catalogue (``fxgen._api``
+    hands it on; without it, the passes stage checks them when it runs them)."""
+    return run_checks(doc, policy, None, passes=passes)[0]
 
 
 def validate_for_load(
@@ -57,18 +60,20 @@ def validate_for_load(
     return run_checks(doc, policy, construct, make_tensor)
 
 
-def validate_data(data: dict[str, Any], policy: Policy = DEFAULT_POLICY, *, path: str = "<spec>") -> Spec:
+def validate_data(
+    data: dict[str, Any], policy: Policy = DEFAULT_POLICY, *, path: str = "<spec>", passes: Catalogue | None = None
+) -> Spec:
     """Validate an in-memory dict (locations come from its JSON rendering)."""
-    return validate_document(parse_data(data, path), policy)
+    return validate_document(parse_data(data, path), policy, passes=passes)
 
 
 SpecLike = Spec | str | Path | dict[str, Any]
 
 
-def as_spec(spec: SpecLike, policy: Policy) -> Spec:
+def as_spec(spec: SpecLike, policy: Policy, *, passes: Catalogue | None = None) -> Spec:
     if isinstance(spec, Spec):
         return spec
     if isinstance(spec, dict):
-        return validate_data(spec, policy)
-    return validate_document(read_document(spec), policy)
+        return validate_data(spec, policy, passes=passes)
+    return validate_document(read_document(spec), policy, passes=passes)
 
