@@ -74,7 +74,7 @@ def _names_a_device(node: torch.fx.Node) -> bool:
         if isinstance(value, torch.device):
             named = True
         elif isinstance(value, str):
-            with contextlib.suppress(RuntimeError):
+            with contextlib.suppress(RuntimeError, ValueError, TypeError):
                 torch.device(value)
                 named = True
         return value
