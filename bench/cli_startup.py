@@ -96,13 +96,13 @@ def main(argv: list[str] | None = None) -> int:
         "| spec | inputs | A wall (s) | B wall (s) | A / B wall | A / B CPU | target | met? |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
         *rows, "",
-        "The flow check (`check_flow`) propagates the inputs on FakeTensors, named dimensions at stand-in "
-        "sizes, without symbols or FLOPs (2-13x faster than the symbolic analysis `fxgen show` runs, once "
-        "imported); what is left is imports. Any propagation on torch's meta kernels, fake or "
-        "not, imports sympy (the meta kernels of conv, mm, bmm, index and layer_norm import "
-        "`torch.fx.experimental.symbolic_shapes`) and TorchDynamo (every elementwise op's type-promotion wrapper "
-        "is `torch._disable_dynamo`, which imports `torch._dynamo` on its first call; `FakeTensorMode()` imports "
-        "`torch._dynamo.config`): about as long again as `import torch` itself. Without `inputs:`, validate "
+        "The flow check (`check_flow`) propagates the inputs at stand-in sizes, without symbols or FLOPs, "
+        "first on plain meta tensors (`fxgen/analysis/flow.py`): no `FakeTensorMode`, which imports "
+        "`torch._dynamo.config` and so all of TorchDynamo, and torch's `torch._disable_dynamo` wrappers of "
+        "its elementwise meta kernels call what they wrap while TorchDynamo is not imported, instead of "
+        "importing it (1.3 s). What is left beyond `import torch` is sympy (0.6 s): every Python meta kernel "
+        "imports it (`torch._check` imports `torch.fx.experimental.symbolic_shapes`). A spec whose graph names "
+        "a device, or that fails there, goes on to FakeTensors and imports both. Without `inputs:`, validate "
         "imports neither (`tests/cli/test_cli_generate.py` holds each command to what it may import).",
     ])  # fmt: skip
     if args.out:

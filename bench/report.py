@@ -10,8 +10,8 @@ __all__ = ["render"]
 
 FXGEN_STAGES = ("read_validate", "load", "generate", "render", "format", "export_trace", "export_spec", "export",
                 "export_blocks", "load_weights", "forward", "forward_blocks")  # fmt: skip
-REFERENCES = ("fx_direct", "python_code", "black_file", "symbolic_trace", "ref_meta_assign", "ref_init_load",
-              "safetensors")  # fmt: skip
+REFERENCES = ("fx_direct", "python_code", "black_file", "symbolic_trace", "torch_export_unflatten", "ref_meta_assign",
+              "ref_init_load", "safetensors", "ref_export_load")  # fmt: skip
 STAGE_LABEL = {
     "read_validate": "read+validate (`load_spec`)",
     "load": "load (`load(spec)`)",
@@ -34,10 +34,12 @@ STAGE_LABEL = {
     "ref_meta_assign": "ref (a): class on meta + `load_state_dict(assign=True)`",
     "ref_init_load": "ref (b): class built + `load_state_dict`",
     "safetensors": "`safetensors.load_file` alone (maps the file)",
+    "torch_export_unflatten": "peer: `torch.export.export` + `torch.export.unflatten`",
+    "ref_export_load": "peer: `torch.export.load(pt2).module()`",
 }
 ORDER = ("read_validate", "load", "read_validate+load", "fx_direct", "fx_graph", "generate", "render", "format", "python_code",
-         "black_file", "export_trace", "export_spec", "export", "export_blocks", "symbolic_trace", "load_weights", "ref_meta_assign",
-         "ref_init_load", "safetensors", "forward", "forward_blocks")  # fmt: skip
+         "black_file", "export_trace", "export_spec", "export", "export_blocks", "symbolic_trace", "torch_export_unflatten", "load_weights",
+         "ref_meta_assign", "ref_init_load", "safetensors", "ref_export_load", "forward", "forward_blocks")  # fmt: skip
 EXPORT_TARGET = 2.0  # issue 21: export, verification included, <= 2x symbolic_trace
 LINEAR_TARGET = 1.2  # issue 21: fxgen's per-node growth 1k -> 100k <= 1.2x torch.fx's own
 WEIGHTS_A, WEIGHTS_B, MEMORY_TARGET = 1.3, 1.0, 1.1  # issue 21: load with weights vs (a), (b); peak / file
@@ -261,6 +263,9 @@ def render(records: list[dict[str, Any]], check: dict[str, Any] | None, meta: di
     parts = _blocks_parts_table(t, zoo)
     if parts:
         w(parts)
+    peers = _peers_table(t, examples + zoo)
+    if peers:
+        w(peers)
     if heavy:
         w(heavy_tables(t, heavy))
     if weights:
@@ -610,6 +615,33 @@ def _model_table(t: Table, keys: list[str], title: str) -> str:
             cells.append(_forward_cell(t, k, "forward_blocks"))
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
+
+
+def _peers_table(t: Table, keys: list[str]) -> str:
+    """The comparisons a user makes (issue 30's decisions): the default export against
+    ``symbolic_trace`` and against torch's own way to keep the hierarchy (``torch.export`` +
+    ``unflatten``), and load with weights against ``torch.export.load(pt2).module()``."""
+    rows = [k for k in keys if any(s in t.stages.get(k, {}) for s in ("torch_export_unflatten", "ref_export_load"))]
+    if not rows:
+        return ""
+    out = ["## Against torch's own peers (issue 30)\n",
+           "Sequential medians (wall), each ratio of the two cells before it. The default export keeps the "
+           "model's classes; its peer in torch is `torch.export.export(model, inputs, strict=False)` then "
+           "`torch.export.unflatten` (zoo models, on their example inputs). Load with weights' peer is "
+           "`torch.export.load(pt2).module()` on a .pt2 that `torch.export.save` wrote of the same model (its "
+           "graph and weights); both build a runnable model from files.\n",
+           "| model | default export | `symbolic_trace` | export / trace | torch.export + unflatten | peer / trace "
+           "| default export / peer | load with weights | `torch.export.load(pt2).module()` | load / peer |",
+           "| --- |" + " ---: |" * 9]  # fmt: skip
+    for k in rows:
+        cells = [_short(k), t.cell(k, "export_blocks"), t.cell(k, "symbolic_trace"),
+                 fmt_ratio(t.ratio(k, "export_blocks", "symbolic_trace")), t.cell(k, "torch_export_unflatten"),
+                 fmt_ratio(t.ratio(k, "torch_export_unflatten", "symbolic_trace", paired=False)),
+                 fmt_ratio(t.ratio(k, "export_blocks", "torch_export_unflatten", paired=False)),
+                 t.cell(k, "load_weights"), t.cell(k, "ref_export_load"),
+                 fmt_ratio(t.ratio(k, "load_weights", "ref_export_load", paired=False))]  # fmt: skip
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
 
 
 def _export_parts_table(t: Table, keys: list[str]) -> str:

@@ -18,11 +18,15 @@ export_trace   fxgen trace       symbolic_trace  torch.fx symbolic tracing (+ Gr
 export_spec    GraphModule->Spec
 export         both
 export_blocks  fxgen.export      symbolic_trace  the default export: the model's classes kept as blocks
+                                 torch_export_unflatten  its peer (zoo): ``torch.export.export`` on
+                                                 the example inputs + ``torch.export.unflatten``
 load_weights   fxgen.load(spec,  ref_meta_assign (a) the generated class built on meta,
                weights=path)                     load_state_dict(load_file(path), assign=True)
                                  ref_init_load   (b) the generated class built normally,
                                                  load_state_dict(load_file(path))
                                  safetensors     safetensors.torch.load_file alone (maps the file)
+                                 ref_export_load torch.export.load(pt2).module(): the peer that
+                                                 loads a graph and its weights from a file
 forward        generated class   (original)      interleaved, eval mode, no_grad
 
 The six target pairs (``TARGETS``: load, generate, export flat and with blocks, and weights
@@ -274,6 +278,24 @@ def weights_pairs(spec: Any, weights: Path, cls: type, allow: tuple[str, ...]) -
 
     return {"weights": Pair(load, lambda: ref_meta_assign(cls, weights)),
             "weights_init": Pair(load, lambda: ref_init_load(cls, weights))}  # fmt: skip
+
+
+def torch_export_unflatten(module: torch.nn.Module, inputs: tuple[Any, ...]) -> torch.nn.Module:
+    """The default export's peer in torch: ``torch.export.export`` on the example inputs, then
+    ``torch.export.unflatten`` (the model's module hierarchy back, as fxgen's blocks keep it)."""
+    return torch.export.unflatten(torch.export.export(module, inputs, strict=False))
+
+
+def save_exported(module: torch.nn.Module, inputs: tuple[Any, ...], path: Path) -> Path:
+    """``module`` exported by ``torch.export`` on ``inputs`` and saved with its weights (a .pt2)."""
+    torch.export.save(torch.export.export(module, inputs, strict=False), str(path))
+    return path
+
+
+def ref_export_load(path: Path) -> torch.nn.Module:
+    """The peer of ``fxgen.load(spec, weights=path)``: ``torch.export.load(pt2).module()``, a
+    graph and its weights read from a file, ready to run."""
+    return torch.export.load(str(path)).module()
 
 
 def zoo_trace_kw(zm: Any) -> dict[str, Any]:
@@ -545,6 +567,7 @@ def _run_stages(r: Runner, w: Workload, cfg: dict[str, Any], tmp: Path, pairs: d
             return
         pairs["export_blocks"] = Pair(lambda: _quiet_export(model, trace_kw), pairs["export"].reference)
         r.stage("export_blocks", pairs["export_blocks"].fxgen)
+        r.stage("torch_export_unflatten", lambda: torch_export_unflatten(model, inputs))
         spec0 = fxgen.export(original, flat=True, **trace_kw)  # the same specs as the runs before format 2
         blocks_spec = _blocks_export(r, original, trace_kw)  # target 5: its forward beside the flat one's
         path = tmp / f"{re.sub(r'[^A-Za-z0-9_]', '_', w.name)}.yaml"
@@ -625,6 +648,7 @@ def _run_stages(r: Runner, w: Workload, cfg: dict[str, Any], tmp: Path, pairs: d
         state = _write_weights(source, trace_kw, wpath)
         r.info(weights_bytes=wpath.stat().st_size, tensors=len(state))
         pairs.update(_weights_stages(r, spec, wpath, src, tmp, allow))
+        _export_load_stage(r, source, inputs if w.kind == "zoo" else _spec_inputs(path), tmp / f"{path.stem}.pt2")
     else:
         state = None
 
@@ -667,6 +691,27 @@ def _weights_stages(r: Runner, spec: Any, wpath: Path, src: str | None, tmp: Pat
     r.stage("ref_init_load", pairs["weights_init"].reference)
     r.stage("safetensors", lambda: load_file(str(wpath)))
     return pairs
+
+
+def _spec_inputs(path: Path) -> tuple[Any, ...] | None:
+    try:
+        return example_inputs(path)
+    except Exception:  # no inputs: declared
+        return None
+
+
+def _export_load_stage(r: Runner, source: torch.nn.Module, inputs: tuple[Any, ...] | None, pt2: Path) -> None:
+    """``ref_export_load``: the same model exported by ``torch.export`` with its weights (saved
+    untimed), loaded by ``torch.export.load(pt2).module()``; load with weights' peer."""
+    if not inputs:
+        r.emit(Result("ref_export_load", status="skipped", note="no example inputs to export with").as_dict())
+        return
+    try:
+        save_exported(source, inputs, pt2)
+    except Exception as exc:
+        r.emit(Result("ref_export_load", status="error", note=f"torch.export: {type(exc).__name__}: {exc}"[:300]).as_dict())
+        return
+    r.stage("ref_export_load", lambda: ref_export_load(pt2))
 
 
 def _has_export() -> bool:

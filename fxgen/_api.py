@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import torch
     import torch.fx
 
+    from fxgen.check.passes import PassArguments
     from fxgen.check.validate import SpecLike
     from fxgen.passes.run import Transformed
     from fxgen.policy.policy import Policy
@@ -31,6 +32,7 @@ __all__ = [
     "generate",
     "load",
     "load_spec",
+    "pass_arguments",
     "prepare",
     "render_job",
     "render_job_safely",
@@ -56,7 +58,15 @@ def load_spec(
     from fxgen.policy.policy import policy_for
     from fxgen.read.imports import read_spec
 
-    return validate_document(read_spec(path), policy_for(allow), _choice(variant, args))
+    return validate_document(read_spec(path), policy_for(allow), _choice(variant, args), passes=pass_arguments)
+
+
+def pass_arguments() -> Mapping[str, PassArguments]:
+    """The built-in passes and what each takes: the catalogue validation checks a spec's
+    ``passes:`` against (asked for only when a spec names a pass: it imports every pass)."""
+    from fxgen.passes.registry import pass_arguments as catalogue
+
+    return catalogue()
 
 
 def validate(
@@ -101,11 +111,11 @@ def load(
         document = read_spec(spec)
         if not (isinstance(document.data, dict) and document.data.get("passes")):
             return assemble_load(document, weights=weights, allow=policy, args=args, variant=variant)
-        resolved = validate_document(document, policy, _choice(variant, args, "load(args=...)"))
+        resolved = validate_document(document, policy, _choice(variant, args, "load(args=...)"), passes=pass_arguments)
     elif not spec.passes if isinstance(spec, Spec) else not spec.get("passes"):
         return assemble_load(spec, weights=weights, allow=policy, args=args, variant=variant)
     else:
-        resolved = as_spec(spec, policy, _choice(variant, args, "load(args=...)"))
+        resolved = as_spec(spec, policy, _choice(variant, args, "load(args=...)"), passes=pass_arguments)
     state = None
     if weights is not None:
         from fxgen.assemble.weights import read_paired_weights
@@ -141,7 +151,7 @@ def generate(
 
     policy = policy_for(allow)
     choice = _choice(variant, args)
-    resolved = as_spec(spec, policy, choice)
+    resolved = as_spec(spec, policy, choice, passes=pass_arguments)
     final, comments, passes = prepare(resolved, policy, shapes=shapes)
     return render_spec(final, label=label if label is not None else spec_label(resolved),
                        digest=spec_digest(spec_bytes(resolved), shapes=shapes, choice=choice.key()),
@@ -167,7 +177,7 @@ def transform(
     from fxgen.policy.policy import policy_for
 
     policy = policy_for(allow)
-    resolved = as_spec(spec, policy)
+    resolved = as_spec(spec, policy, passes=pass_arguments)
     doc = parse_data({"passes": list(passes)}, "<passes>")
     check_pass_list(doc, ("passes",), policy, allowed=registered())
     state: dict[str, torch.Tensor] | None = None
@@ -246,7 +256,7 @@ def render_job(job: Job, allow: tuple[str, ...], shapes: bool = False) -> str:
 
     policy = policy_for(allow)
     doc = with_imports(parse_text(job.raw, str(job.spec), json_syntax=job.spec.suffix == ".json"), job.spec)
-    spec = validate_document(doc, policy, Choice.of(job.variant, dict(job.arguments)))
+    spec = validate_document(doc, policy, Choice.of(job.variant, dict(job.arguments)), passes=pass_arguments)
     final, comments, passes = prepare(spec, policy, shapes=shapes)
     return render_spec(final, label=job.label, digest=job.digest, shapes=comments, passes=passes)
 

@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fxgen
+from fxgen._api import pass_arguments
 from fxgen._errors import FxgenError, SpecError
 from fxgen.check.validate import validate_data
 from fxgen.codegen.render import declared_classes
@@ -1049,7 +1050,7 @@ def run_case3(data: dict[str, Any]) -> fxgen.Spec | None:
     shape is checked against that spec (validated again by the transform), and the shape comments
     and the passes line are checked too."""
     try:
-        spec = validate_data(data)
+        spec = validate_data(data, passes=pass_arguments)  # the built-in passes, as fxgen's API hands them
     except SpecError:
         return None
     after = fxgen.transform(spec, [])

@@ -8,7 +8,7 @@ counts each node's floating-point operations. Nothing of the model's size is all
 A node that fails with the declared inputs (a ``Linear`` given the wrong number of features) is
 a located error: the node, the shapes that met there and torch's own words. ``check_flow`` asks
 only that question (``fxgen validate``): the same propagation with each named dimension at its
-stand-in size, no symbols and no FLOPs.
+stand-in size, no symbols and no FLOPs, first on plain meta tensors (``flow``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
 from fxgen._errors import Location, SpecError
+from fxgen.analysis.flow import flows_on_meta
 from fxgen.assemble.module import build_module
 from fxgen.policy.policy import Policy
 from fxgen.spec.model import Spec, plain_nodes
@@ -105,14 +106,19 @@ def check_flow(spec: Spec, policy: Policy, *, origin: Spec | None = None) -> Non
     """Raise ``analyse``'s located error when ``spec.inputs`` do not flow through its graph:
     ``fxgen validate``'s check, without what only ``analyse``'s readers need. Named dimensions
     are plain integers, their stand-in sizes (no ``ShapeEnv``, no symbolic arithmetic), and no
-    FLOPs are counted: 2-13x faster than ``analyse`` on the examples (with the imports done; TorchDynamo
-    and sympy are still imported, by ``FakeTensorMode`` and torch's meta kernels). ``analyse`` propagates its symbols with
+    FLOPs are counted: 2-13x faster than ``analyse`` on the examples. It runs first on plain meta
+    tensors (``flow.flows_on_meta``: no ``FakeTensorMode``, so no TorchDynamo import); only when
+    that cannot tell do FakeTensors decide. ``analyse`` propagates its symbols with
     the same sizes as hints, so both meet the same sizes at every node; when this check fails,
     ``analyse`` runs to report the failure with the dimensions named as the spec names them.
     What it cannot see is what only symbols can fail on (an operation torch does not support on
     a symbolic size); the sizes it meets are the same."""
     try:
-        _propagate(spec, policy, origin, symbolic=False)
+        _no_inputs(spec)
+        hints = stand_in_sizes(spec)
+        declared = [([d if isinstance(d, int) else hints[d] for d in shape], dtype) for shape, dtype in _declared(spec)]
+        if not flows_on_meta(build_module(spec, policy, device="meta"), declared):
+            _propagate(spec, policy, origin, symbolic=False)
     except SpecError:
         analyse(spec, policy, origin=origin)  # the same node fails, its shapes named
         raise  # where it would not, the sized failure stands
@@ -125,9 +131,7 @@ def _propagate(
     dimensions as symbols (``symbolic``: their values named, FLOPs counted) or as their sizes."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    if not spec.inputs:
-        raise SpecError.at(spec.locate(()), "no example inputs: declare them under `inputs:` "
-                           "(`inputs: {x: {shape: [1, 3, 224, 224], dtype: float32}}`)")  # fmt: skip
+    _no_inputs(spec)
     gm = build_module(spec, policy, device="meta")
     hints = stand_in_sizes(spec)
     # a ShapeEnv (symbols) only when a dimension is named: static shapes need none
@@ -153,14 +157,9 @@ def _propagate(
         return symbols[dim]
 
     args = []
-    for node in plain_nodes(spec.nodes):
-        if node.op != "placeholder":
-            continue
-        declared = spec.inputs.get(node.name or "")
-        if declared is None:
-            continue  # it has a default: the graph uses it
+    for shape, dtype in _declared(spec):
         with fake_mode:
-            args.append(torch.empty([size(d) for d in declared.shape], dtype=DTYPES[declared.dtype], device="cpu"))
+            args.append(torch.empty([size(d) for d in shape], dtype=dtype, device="cpu"))
     prop = _Propagation(gm, fake_mode, flops=symbolic)
     try:
         with _quiet():
@@ -168,6 +167,23 @@ def _propagate(
     except _NodeFailed as failed:
         raise SpecError.at(_where(spec, origin, failed.index), failed.message(spec, prop, names)) from None
     return gm, prop, names, symbols
+
+
+def _no_inputs(spec: Spec) -> None:
+    if not spec.inputs:
+        raise SpecError.at(spec.locate(()), "no example inputs: declare them under `inputs:` "
+                           "(`inputs: {x: {shape: [1, 3, 224, 224], dtype: float32}}`)")  # fmt: skip
+
+
+def _declared(spec: Spec) -> list[tuple[list[int | str], torch.dtype]]:
+    """The shape and dtype of each input ``spec.inputs`` declares, in its placeholders' order (a
+    placeholder it does not declare has a default: the graph uses it)."""
+    declared = []
+    for node in plain_nodes(spec.nodes):
+        if node.op == "placeholder" and (node.name or "") in spec.inputs:
+            given = spec.inputs[node.name or ""]
+            declared.append((list(given.shape), DTYPES[given.dtype]))
+    return declared
 
 
 def _shape_env() -> Any:

@@ -42,7 +42,7 @@ from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES, Construct, MakeTenso
 from fxgen.check.documents import BodyDocument
 from fxgen.check.module_init import init_problems
 from fxgen.check.nodes import NodeChecks
-from fxgen.check.passes import check_passes
+from fxgen.check.passes import Catalogue, check_passes
 from fxgen.check.schema import check_schema
 from fxgen.check.upgrade import check_version
 from fxgen.construct.draws import draw_plan
@@ -91,11 +91,14 @@ def run_checks(
     construct: Construct | None,
     make_tensor: MakeTensor | None = None,
     choice: Choice | None = None,
+    passes: Catalogue | None = None,
 ) -> tuple[Spec, dict[str, Any] | None]:
     """Every check of ``doc``: its Spec, and what was constructed for a load (``construct``), by
     path; a SpecError lists every problem. ``choice`` (a variant, overrides) gives the top
     class's argument values: the Spec has them as its defaults, and the checks run with them.
-    Every variant the spec declares is checked to build too."""
+    Every variant the spec declares is checked to build too. The passes it names are checked
+    against ``passes`` (the built-in passes' catalogue, handed down by ``fxgen._api``; None:
+    where they run)."""
     check_version(doc)
     errors = check_schema(doc)
     if errors:
@@ -103,6 +106,7 @@ def run_checks(
     if doc.data["fxgen"] >= 2:
         construct = make_tensor = None  # blocks are built by the build itself, from the validated Spec
     checker = Checker(doc, policy, construct, make_tensor)
+    checker.passes = passes
     for where, message in format_problems(doc.data) + class_cycles(doc.data) + class_depth(doc.data):
         checker.error(where, message)
     for where, message, key in variant_problems(doc.data) if doc.data["fxgen"] >= 2 else ():
@@ -185,6 +189,7 @@ class Checker(NodeChecks):
 
     # What a load makes during validation, in order, when that is not the declarations' order.
     plan: list[tuple[str, str]] | None = None
+    passes: Catalogue | None = None  # the built-in passes a spec's `passes:` may name
 
     def __init__(self, *args: Any, env: dict[str, Any] | None = None, top: Checker | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs, parent=top)
@@ -220,7 +225,7 @@ class Checker(NodeChecks):
         self.check_nodes()
         if not self.scope:
             self.check_inputs()
-            check_passes(self, self.data.get("passes", []))
+            check_passes(self, self.data.get("passes", []), self.passes)
             self.check_weights_digest()
 
     def check_body(self, where: JsonPath, body: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ from fxgen.check.arguments import choose
 from fxgen.check.checker import Construct, MakeTensor
 from fxgen.check.declarations import run_checks, validate_body
 from fxgen.check.documents import parse_data
+from fxgen.check.passes import Catalogue
 from fxgen.policy.policy import DEFAULT_POLICY, Policy
 from fxgen.read.imports import read_spec
 from fxgen.read.reader import Document
@@ -33,10 +34,14 @@ __all__ = [
 ]
 
 
-def validate_document(doc: Document, policy: Policy = DEFAULT_POLICY, choice: Choice | None = None) -> Spec:
+def validate_document(
+    doc: Document, policy: Policy = DEFAULT_POLICY, choice: Choice | None = None, *, passes: Catalogue | None = None
+) -> Spec:
     """Check ``doc`` fully and return its Spec; raise SpecError with every problem found.
-    ``choice``: the top class's chosen arguments (a variant, overrides), the Spec's defaults."""
-    return run_checks(doc, policy, None, choice=choice)[0]
+    ``choice``: the top class's chosen arguments (a variant, overrides), the Spec's defaults. The
+    passes it names are checked against ``passes``, the built-in passes' catalogue (``fxgen._api``
+    hands it on; without it, the passes stage checks them when it runs them)."""
+    return run_checks(doc, policy, None, choice=choice, passes=passes)[0]
 
 
 def validate_for_load(
@@ -66,20 +71,25 @@ def validate_for_load(
 
 
 def validate_data(
-    data: dict[str, Any], policy: Policy = DEFAULT_POLICY, *, path: str = "<spec>", choice: Choice | None = None
+    data: dict[str, Any],
+    policy: Policy = DEFAULT_POLICY,
+    *,
+    path: str = "<spec>",
+    choice: Choice | None = None,
+    passes: Catalogue | None = None,
 ) -> Spec:
     """Validate an in-memory dict (locations come from its JSON rendering)."""
-    return validate_document(parse_data(data, path), policy, choice)
+    return validate_document(parse_data(data, path), policy, choice, passes=passes)
 
 
 SpecLike = Spec | str | Path | dict[str, Any]
 
 
-def as_spec(spec: SpecLike, policy: Policy, choice: Choice | None = None) -> Spec:
+def as_spec(spec: SpecLike, policy: Policy, choice: Choice | None = None, *, passes: Catalogue | None = None) -> Spec:
     """A validated Spec of ``spec`` (a Spec is taken as validated), with ``choice`` applied."""
     if isinstance(spec, Spec):
         return choose(spec, choice) if choice else spec
     if isinstance(spec, dict):
-        return validate_data(spec, policy, choice=choice)
-    return validate_document(read_spec(spec), policy, choice)
+        return validate_data(spec, policy, choice=choice, passes=passes)
+    return validate_document(read_spec(spec), policy, choice, passes=passes)
 

@@ -9,8 +9,9 @@ from typing import Any
 import torch.fx
 
 from fxgen.passes.context import PassContext
+from fxgen.passes.registry import BuiltinPass
 
-__all__ = ["eliminate_dead_code"]
+__all__ = ["PASS", "eliminate_dead_code"]
 
 
 def eliminate_dead_code(
@@ -25,3 +26,6 @@ def eliminate_dead_code(
     context.note(f"eliminate_dead_code: removed {len(removed)} node{'s' * (len(removed) != 1)}"
                  + (f" ({', '.join(removed)})" if removed else ""))  # fmt: skip
     return gm
+
+
+PASS = BuiltinPass("eliminate_dead_code", eliminate_dead_code)

@@ -12,8 +12,9 @@ import torch
 import torch.fx
 
 from fxgen.passes.context import PassContext
+from fxgen.passes.registry import BuiltinPass
 
-__all__ = ["fold_constants"]
+__all__ = ["PASS", "fold_constants"]
 
 # Functions and methods whose result is not a function of their arguments.
 _RANDOM = ("rand", "bernoulli", "normal", "poisson", "multinomial", "dropout", "uniform", "exponential",
@@ -65,3 +66,6 @@ def fold_constants(
     context.note(f"fold_constants: computed {len(folded)} value{'s' * (len(folded) != 1)} ahead"
                  + (f" ({', '.join(folded)})" if folded else ""))  # fmt: skip
     return gm
+
+
+PASS = BuiltinPass("fold_constants", fold_constants)

@@ -21,10 +21,11 @@ from torch.utils._pytree import tree_leaves
 
 from fxgen._errors import SpecError
 from fxgen.passes.context import PassContext
+from fxgen.passes.registry import BuiltinPass
 from fxgen.spec.model import walk_nodes
 from fxgen.spec.values import DTYPES
 
-__all__ = ["TOLERANCE", "fuse_conv_bn"]
+__all__ = ["PASS", "TOLERANCE", "fuse_conv_bn"]
 
 TOLERANCE = 2.0**-19  # relative to the largest output magnitude: 32 float32 ulps
 
@@ -97,3 +98,6 @@ def _compare(want: object, got: object, context: PassContext) -> str:
                            f"on the declared inputs (largest difference {worst:.3g} on outputs up to {scale:.3g}, "
                            f"more than the {TOLERANCE:.3g} relative that rounding the fused weights explains)")  # fmt: skip
     return f"checked on the declared inputs: largest difference {worst:.3g} on outputs up to {scale:.3g}"
+
+
+PASS = BuiltinPass("fuse_conv_bn", fuse_conv_bn)

@@ -8,10 +8,13 @@ from typing import Any
 
 import torch.fx
 
+from fxgen.check.passes import CheckBody, PassArguments, check_function
 from fxgen.construct.graph import TARGET_KEY
 from fxgen.passes.context import PassContext
+from fxgen.passes.registry import BuiltinPass
+from fxgen.read.yaml_events import JsonPath
 
-__all__ = ["replace"]
+__all__ = ["PASS", "replace"]
 
 
 def replace(gm: torch.fx.GraphModule, args: Mapping[str, Any], context: PassContext) -> torch.fx.GraphModule:
@@ -27,3 +30,12 @@ def replace(gm: torch.fx.GraphModule, args: Mapping[str, Any], context: PassCont
     context.note(f"replace: {args['target']} -> {args['by']} in {len(replaced)} node{'s' * (len(replaced) != 1)}"
                  + (f" ({', '.join(replaced)})" if replaced else ""))  # fmt: skip
     return gm
+
+
+def _check(checker: Any, at: JsonPath, args: Mapping[str, Any], body: CheckBody | None) -> None:
+    for key in ("target", "by"):
+        if key in args:
+            check_function(checker, (*at, key), args[key], "replace")
+
+
+PASS = BuiltinPass("replace", replace, PassArguments(frozenset({"target", "by"}), frozenset({"target", "by"}), _check))

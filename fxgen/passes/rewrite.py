@@ -9,10 +9,13 @@ from typing import Any
 import torch.fx
 from torch.fx import subgraph_rewriter
 
+from fxgen.check.passes import CheckBody, PassArguments, is_body
 from fxgen.passes.bodies import body_module
 from fxgen.passes.context import PassContext
+from fxgen.passes.registry import BuiltinPass
+from fxgen.read.yaml_events import JsonPath
 
-__all__ = ["rewrite"]
+__all__ = ["PASS", "rewrite"]
 
 
 def rewrite(gm: torch.fx.GraphModule, args: Mapping[str, Any], context: PassContext) -> torch.fx.GraphModule:
@@ -28,3 +31,13 @@ def rewrite(gm: torch.fx.GraphModule, args: Mapping[str, Any], context: PassCont
         context.note("rewrite: the pattern matched nothing")
     gm.recompile()
     return gm
+
+
+def _check(checker: Any, at: JsonPath, args: Mapping[str, Any], body: CheckBody | None) -> None:
+    for key in ("pattern", "replacement"):
+        if key in args and is_body(checker, (*at, key), args[key]) and body is not None:
+            body((*at, key), args[key])
+
+
+_BOTH = frozenset({"pattern", "replacement"})
+PASS = BuiltinPass("rewrite", rewrite, PassArguments(_BOTH, _BOTH, _check))

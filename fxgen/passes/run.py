@@ -16,29 +16,18 @@ import torch.fx
 
 from fxgen._errors import ExportError, FxgenError, Location, SpecError
 from fxgen.assemble.module import META_KEY, Declarations, build_module
-from fxgen.check.passes import BUILTIN_PASSES, check_passes, pass_entry
+from fxgen.check.passes import check_passes, pass_entry
 from fxgen.check.validate import validate_body, validate_data
 from fxgen.construct.modules import same_random_state
 from fxgen.describe.to_spec import graph_module_to_spec, spec_state
-from fxgen.passes import dead_code, decompose, fold_constants, fuse_conv_bn, replace, rewrite
 from fxgen.passes.context import PassContext
-from fxgen.passes.registry import registered
+from fxgen.passes.registry import builtin_passes, pass_arguments, registered
 from fxgen.policy.policy import Policy
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.model import Spec
 
 __all__ = ["Transformed", "apply_passes", "check_pass_list", "pass_names"]
-
-
-_BUILTIN = {
-    "replace": replace.replace,
-    "rewrite": rewrite.rewrite,
-    "decompose": decompose.decompose,
-    "fuse_conv_bn": fuse_conv_bn.fuse_conv_bn,
-    "eliminate_dead_code": dead_code.eliminate_dead_code,
-    "fold_constants": fold_constants.fold_constants,
-}
 
 
 @dataclass
@@ -82,7 +71,7 @@ def check_pass_list(doc: Document, where: JsonPath, policy: Policy, allowed: Ite
     if not isinstance(passes, list) or not all(_entry_shape(p) for p in passes):
         raise SpecError.at(doc.locate(where), "passes are a list of names or one-entry mappings "
                            "`{name: {arguments}}`")  # fmt: skip
-    check_passes(checker, passes, where=where, allowed=allowed)
+    check_passes(checker, passes, pass_arguments, where=where, allowed=allowed)
     if checker.errors:
         raise SpecError(checker.errors)
 
@@ -119,7 +108,10 @@ def apply_passes(
     for i, entry in enumerate(passes):
         name, args = pass_entry(entry)
         where = locate(i) if locate is not None else spec.locate(("passes", i))
-        function = _BUILTIN[name] if name in BUILTIN_PASSES else registered()[name]
+        builtin = builtin_passes().get(name)
+        function = builtin.function if builtin is not None else registered().get(name)
+        if function is None:  # a Spec validated without the catalogue (fxgen._api hands it on)
+            raise SpecError.at(where, f"unknown pass {name!r}; the built-in passes are {', '.join(builtin_passes())}")
         context = PassContext(policy, spec, where, notes)
         try:
             result = function(gm, args, context)

@@ -293,6 +293,69 @@ def test_registered_passes_run_from_code_and_never_from_a_spec(tmp_path: Path, s
         fxgen.register_pass("replace", negate)
 
 
+_NEW_PASS = textwrap.dedent("""\
+    \"\"\"A built-in pass as one module: ``negate_output`` negates the output, ``times`` times.\"\"\"
+
+    import torch
+
+    from fxgen.check.passes import PassArguments
+    from fxgen.passes.registry import BuiltinPass
+
+
+    def negate_output(gm, args, context):
+        out = next(n for n in gm.graph.nodes if n.op == "output")
+        value = out.args[0]
+        with gm.graph.inserting_before(out):
+            for _ in range(args["times"]):
+                value = gm.graph.call_function(torch.neg, (value,))
+        out.args = (value,)
+        gm.recompile()
+        context.note(f"negated {args['times']} times")
+        return gm
+
+
+    def _check(checker, at, args, body):
+        if "times" in args and not isinstance(args["times"], int):
+            checker.error((*at, "times"), "negate_output: `times` is an integer")
+
+
+    PASS = BuiltinPass("negate_output", negate_output, PassArguments(frozenset({"times"}), frozenset({"times"}), _check))
+    """)
+
+
+def test_a_built_in_pass_is_one_module(tmp_path: Path, spec_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module of fxgen.passes that declares ``PASS`` is a built-in pass: validation checks its
+    arguments as it declares them, and transform runs it; nothing else names it."""
+    import sys
+
+    import fxgen.passes
+    from fxgen.passes.registry import builtin_passes
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "negate_output.py").write_text(_NEW_PASS)
+    monkeypatch.setattr(fxgen.passes, "__path__", [*fxgen.passes.__path__, str(tmp_path / "pkg")])
+    builtin_passes.cache_clear()
+    try:
+        assert "negate_output" in builtin_passes()
+        notes: list[str] = []
+        spec = fxgen.transform(spec_path, [{"negate_output": {"times": 3}}], notes=notes)
+        assert isinstance(spec, fxgen.Spec)
+        assert [n.target for n in spec.nodes if n.op == "call_function"][-3:] == ["torch.neg"] * 3
+        assert notes[-1].endswith("note: negated 3 times")
+        path = tmp_path / "spec.yaml"
+        path.write_text(SPEC + "passes: [{negate_output: {times: three}}, {negate_output: {}}]\n")
+        with pytest.raises(SpecError) as caught:
+            fxgen.load_spec(path)
+        lines = str(caught.value).splitlines()
+        assert lines[0].endswith("spec.yaml:24:34: error: negate_output: `times` is an integer"), lines
+        assert lines[1].endswith("spec.yaml:24:44: error: pass 'negate_output' needs the argument 'times'"), lines
+    finally:
+        monkeypatch.undo()
+        sys.modules.pop("fxgen.passes.negate_output", None)
+        builtin_passes.cache_clear()
+    assert "negate_output" not in builtin_passes()
+
+
 ROOT = Path(__file__).parents[2]
 FLATTEN = {"targets": ["torch.flatten"], "nodes": [
     {"op": "placeholder", "name": "x"}, {"op": "placeholder", "name": "start_dim"},
