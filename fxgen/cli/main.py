@@ -177,11 +177,12 @@ def _choice(args: argparse.Namespace) -> Any:
 
 def _load_spec(path: Any, allow: tuple[str, ...], args: argparse.Namespace) -> Any:
     """The validated spec at ``path`` with the command's ``--variant``/``--set`` as its defaults."""
+    from fxgen._api import pass_arguments
     from fxgen.check.validate import validate_document
     from fxgen.policy.policy import policy_for
     from fxgen.read.imports import read_spec
 
-    return validate_document(read_spec(path), policy_for(allow), _choice(args))
+    return validate_document(read_spec(path), policy_for(allow), _choice(args), passes=pass_arguments)
 
 
 _EXAMPLES = {

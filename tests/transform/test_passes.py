@@ -351,7 +351,7 @@ def test_a_built_in_pass_is_one_module(tmp_path: Path, spec_path: Path, monkeypa
         assert lines[1].endswith("spec.yaml:24:44: error: pass 'negate_output' needs the argument 'times'"), lines
     finally:
         monkeypatch.undo()
-        sys.modules.pop("fxgen.passes.negate_output", None)
+        sys.modules.pop(f"{fxgen.passes.__name__}.negate_output", None)
         builtin_passes.cache_clear()
     assert "negate_output" not in builtin_passes()
 
