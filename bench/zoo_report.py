@@ -293,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
         checked = type_check(Path(tmp)) if args.type_check else ""
     elapsed = time.perf_counter() - started
     if args.environment:
-        text = environment_section(results, args.environment, elapsed)
+        command = " ".join(sys.argv[1:] if argv is None else argv)
+        text = environment_section(results, args.environment, elapsed, command)
         print(text)
         if args.out:
             write_section(args.out, ENVIRONMENTS[args.environment], text)
@@ -334,7 +335,7 @@ def installed(zm: ZooModel) -> str:
     return " ".join(f"{name} {version(name)}" for name in dict.fromkeys(names))
 
 
-def environment_section(results: list[Result], environment: str, elapsed: float) -> str:
+def environment_section(results: list[Result], environment: str, elapsed: float, command: str) -> str:
     """docs/zoo.md's section for one environment: per library, the version installed and how
     many of its models round-trip exactly; the entries it does not run, and every failure."""
     by_name = {z.name: z for z in ZOO}
@@ -342,7 +343,7 @@ def environment_section(results: list[Result], environment: str, elapsed: float)
     explained = {**LIMITATIONS, **DYNAMO_LIMITATIONS}
     title = "the pinned versions" if environment == "pinned" else "the current releases"
     rows = [f"## Libraries and versions: {title} (torch {torch.__version__})\n",
-            f"`python bench/zoo_report.py --environment {environment} --out docs/zoo.md` ({len(run)} models run, "
+            f"`python bench/zoo_report.py {command}` ({len(run)} models run, "
             f"{elapsed / 60:.0f} min), in the environment "
             + ("`bash bench/install_zoo.sh` installs" if environment == "pinned"
                else "`bash bench/install_zoo.sh --current DIR` makes (the newest release of each library that "
