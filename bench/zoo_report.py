@@ -364,7 +364,7 @@ def environment_section(results: list[Result], environment: str, elapsed: float,
     skipped = Counter(r.unmet.split(" (")[0] for r in results if r.unmet)
     text = "\n".join(rows) + "\n"
     if skipped:
-        text += "\nNot run here: " + "; ".join(f"{n} entries that {why}" for why, n in skipped.items()) + ".\n"
+        text += "\nNot run here: " + "; ".join(f"{n} entries ({why})" for why, n in skipped.items()) + ".\n"
     failed = [r for r in run if not r.passed]
     if failed:
         text += "\n" + "".join(f"- {r.name}: {'limitation: ' + explained[r.name] if r.name in explained else ''}"

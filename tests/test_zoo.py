@@ -10,6 +10,7 @@ directory first on its path."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import re
@@ -100,6 +101,33 @@ def test_ci_subset_is_representative() -> None:
     only_dynamo = {z.library for z in FAST if not z.traceable}  # captured with TorchDynamo (capture="auto")
     assert {"monai", "hf_decoders"} <= only_dynamo, only_dynamo
     assert ON_CURRENT, "no model of the subset runs on the current transformers release"
+
+
+def test_an_entry_names_the_version_it_needs_and_the_installed_one() -> None:
+    import torch
+
+    needs = dataclasses.replace(FAST[0], versions=("torch>=99",))
+    assert needs.unmet() == f"needs torch>=99 (installed: {torch.__version__})"
+    assert dataclasses.replace(FAST[0], versions=("torch>=2",)).unmet() == ""
+    assert dataclasses.replace(FAST[0], versions=("no-such-zoo-library<1",)).unmet() == (
+        "needs no-such-zoo-library<1 (not installed)")
+
+
+def test_an_environment_section_gives_each_library_its_version_and_counts_what_it_left_out() -> None:
+    from importlib.metadata import version
+
+    from zoo_report import Result, environment_section
+
+    unmet = "needs transformers<=4.46.3 (installed: 5.24.0)"
+    results = [Result("mlp_mixer_pytorch.MLPMixer", "mlp_mixer_pytorch", capture="trace", exported=True),
+               Result("transformers.BertModel", "transformers", problem=f"not run: {unmet}", unmet=unmet),
+               Result("transformers.GPT2Model", "transformers", problem=f"not run: {unmet}", unmet=unmet)]
+    text = environment_section(results, "current", 60.0, "--environment current --out docs/zoo.md")
+    assert text.startswith("## Libraries and versions: the current releases")
+    assert "`python bench/zoo_report.py --environment current --out docs/zoo.md` (1 models run, 1 min)" in text
+    row = f"| mlp_mixer_pytorch | mlp-mixer-pytorch {version('mlp-mixer-pytorch')} | 1 | 0 | 1 (100%) | 0 | 0 |"
+    assert row in text and "transformers |" not in text
+    assert "Not run here: 2 entries (needs transformers<=4.46.3)." in text
 
 
 def test_a_missing_zoo_library_fails_under_ci_and_skips_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
