@@ -14,7 +14,8 @@ one tensor whose leading dimensions are its batch dimensions, outermost vmap fir
 the dimensions ``f`` sees (its logical ones); the logical rank of each value is the one Dynamo
 recorded in the node's ``example_value``. Then
 
-- ``_add_batch_dim`` moves the mapped dimension to the front (``torch.movedim``);
+- ``_add_batch_dim`` moves the mapped dimension to the front (``torch.movedim``, where it is
+  not there already);
 - ``_remove_batch_dim`` moves the batch dimension to ``out_dim`` among the logical ones, or,
   for a value the vmap's function did not batch, inserts it there and expands it to the batch
   size (``unsqueeze``, ``expand``), as functorch does;
@@ -140,6 +141,10 @@ def unbatch(graph: torch.fx.Graph, where: Where) -> None:
         if node.op == "output":
             _refuse(node, "returns a batched value", where)
         _rewrite(graph, node, layouts, where)
+    for node in list(graph.nodes):  # the markers that moved nothing: their value itself
+        if node.op == "call_function" and node.target in (_ADD, _REMOVE):
+            node.replace_all_uses_with(node.args[0])
+            graph.erase_node(node)
 
 
 def _rank(node: Any) -> int:
@@ -227,10 +232,11 @@ def _args(node: torch.fx.Node, count: int) -> list[Any]:
 
 
 def _moved(graph: torch.fx.Graph, node: torch.fx.Node, value: torch.fx.Node, source: int, target: int) -> torch.fx.Node:
-    """``value`` with dimension ``source`` moved to ``target``, as a node of its own unless
-    ``node`` is the value's only user (then the value itself, which changes layout with it)."""
-    if source == target and len(value.users) == 1:
-        return value
+    """``value`` with dimension ``source`` moved to ``target``. Where nothing moves, ``node``
+    itself, kept until the end as the name of the value in its new layout (the value may be
+    used in another layout too: one arange mapped as the queries and as the keys)."""
+    if source == target:
+        return node
     with graph.inserting_before(node):
         return graph.call_function(torch.movedim, (value, source, target))
 
