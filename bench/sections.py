@@ -22,7 +22,7 @@ CLI_STARTUP: Markers = ("<!-- bench/cli_startup.py -->", "<!-- end bench/cli_sta
 # zoo_report.py --environment NAME: the figures per library and version in one environment
 ENVIRONMENTS: dict[str, Markers] = {
     name: (f"<!-- zoo_report --environment {name} -->", f"<!-- /zoo_report --environment {name} -->")
-    for name in ("pinned", "current")
+    for name in ("pinned", "current", "last-4.x")
 }
 
 

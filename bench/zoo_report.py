@@ -335,19 +335,25 @@ def installed(zm: ZooModel) -> str:
     return " ".join(f"{name} {version(name)}" for name in dict.fromkeys(names))
 
 
+#: Each environment ``--environment`` names: its title in docs/zoo.md and how it is made.
+ENVIRONMENT_TITLES = {
+    "pinned": ("the pinned versions", "the environment `bash bench/install_zoo.sh` installs"),
+    "current": ("the current releases", "the environment `bash bench/install_zoo.sh --current DIR` makes (the newest "
+                "release of each library that installs with torch 2.13.0)"),
+    "last-4.x": ("transformers 4.57.6, the last 4.x", "the pinned environment with transformers 4.57.6 first on the "
+                 "path (`pip install --target DIR -c constraints.txt transformers==4.57.6`, `PYTHONPATH=DIR`)"),
+}  # fmt: skip
+
+
 def environment_section(results: list[Result], environment: str, elapsed: float, command: str) -> str:
     """docs/zoo.md's section for one environment: per library, the version installed and how
     many of its models round-trip exactly; the entries it does not run, and every failure."""
     by_name = {z.name: z for z in ZOO}
     run = [r for r in results if not r.unmet]
     explained = {**LIMITATIONS, **DYNAMO_LIMITATIONS}
-    title = "the pinned versions" if environment == "pinned" else "the current releases"
+    title, where = ENVIRONMENT_TITLES[environment]
     rows = [f"## Libraries and versions: {title} (torch {torch.__version__})\n",
-            f"`python bench/zoo_report.py {command}` ({len(run)} models run, "
-            f"{elapsed / 60:.0f} min), in the environment "
-            + ("`bash bench/install_zoo.sh` installs" if environment == "pinned"
-               else "`bash bench/install_zoo.sh --current DIR` makes (the newest release of each library that "
-                    "installs with torch 2.13.0)") + ".\n",
+            f"`python bench/zoo_report.py {command}` ({len(run)} models run, {elapsed / 60:.0f} min), in {where}.\n",
             "| library | installed | models | captured by Dynamo | exact round trip | limitations | failures |",
             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
     for library in dict.fromkeys(r.library for r in run):
