@@ -4,7 +4,10 @@ torch.fx's own tracer (fxgen's default) cannot trace them: their forward raises 
 (``You must specify exactly one of input_ids or inputs_embeds``), builds masks from shapes and
 caches. transformers 4.46.3's ``HFTracer`` still traces most of them (``hf_models``), but from
 4.5x on it fails on GPT-2, OPT, Llama, Mistral and Qwen2 too; these entries are what
-``capture="auto"`` exports with TorchDynamo instead. Every config is built from a config object
+``capture="auto"`` exports with TorchDynamo instead. Needing no ``HFTracer``, they run on every
+release: the pinned 4.46.3, the last 4.x (4.57.6, whose attention masks are built with
+``torch.vmap``: ``fxgen.capture.vmap``) and the current 5.x (``bench/install_zoo.sh --current``;
+docs/zoo.md has the figures of each). Every config is built from a config object
 with random weights from ``torch.manual_seed(0)`` (nothing is downloaded; ``use_cache=False``),
 and takes ``input_ids`` of shape (2, 8).
 """
