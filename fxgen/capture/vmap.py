@@ -304,7 +304,10 @@ def _elementwise(graph: torch.fx.Graph, node: torch.fx.Node, layouts: dict[torch
 
 
 def _is_tensor(node: torch.fx.Node) -> bool:
-    return isinstance(node.meta.get("example_value"), torch.Tensor)
+    """Is the value Dynamo recorded for ``node`` a tensor? (Unknown: it recorded none.)"""
+    if "example_value" not in node.meta:
+        raise _Unknown
+    return isinstance(node.meta["example_value"], torch.Tensor)
 
 
 def _index(graph: torch.fx.Graph, node: torch.fx.Node, layouts: dict[torch.fx.Node, _Layout], where: Where) -> None:
