@@ -37,7 +37,8 @@ _DECODERS: dict[str, tuple[str, dict[str, Any]]] = {
     "Phi3ForCausalLM": ("Phi3Config", {**_SMALL, "pad_token_id": 0}),
     "GemmaForCausalLM": ("GemmaConfig", {**_SMALL, "num_key_value_heads": 2, "head_dim": 8}),
     "Gemma2ForCausalLM": ("Gemma2Config", {**_SMALL, "num_key_value_heads": 2, "head_dim": 8}),
-    "StableLmForCausalLM": ("StableLmConfig", _SMALL),
+    # num_key_value_heads: its default (32) exceeds the 4 heads, which 5.x refuses while running
+    "StableLmForCausalLM": ("StableLmConfig", {**_SMALL, "num_key_value_heads": 4}),
     "GPTNeoXForCausalLM": ("GPTNeoXConfig", _SMALL),
     "FalconForCausalLM": ("FalconConfig", {"vocab_size": 99, "hidden_size": 32, "num_hidden_layers": 2,
                                            "num_attention_heads": 4}),
