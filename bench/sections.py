@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["BLOCKS", "BLOCKS_DYNAMO", "CLI_STARTUP", "COMPARED", "DYNAMO_CAPTURE", "keep_sections", "write_section"]
+__all__ = ["BLOCKS", "BLOCKS_DYNAMO", "CLI_STARTUP", "COMPARED", "DYNAMO_CAPTURE", "ENVIRONMENTS", "keep_sections",
+           "write_section"]
 
 Markers = tuple[str, str]
 
@@ -18,6 +19,11 @@ BLOCKS_DYNAMO: Markers = ("<!-- zoo_blocks --dynamo: written by bench/zoo_blocks
 COMPARED: Markers = ("<!-- bench/zoo_compare.py -->", "<!-- end bench/zoo_compare.py -->")
 DYNAMO_CAPTURE: Markers = ("<!-- bench/dynamo_capture.py -->", "<!-- end bench/dynamo_capture.py -->")
 CLI_STARTUP: Markers = ("<!-- bench/cli_startup.py -->", "<!-- end bench/cli_startup.py -->")
+# zoo_report.py --environment NAME: the figures per library and version in one environment
+ENVIRONMENTS: dict[str, Markers] = {
+    name: (f"<!-- zoo_report --environment {name} -->", f"<!-- /zoo_report --environment {name} -->")
+    for name in ("pinned", "current", "last-4.x")
+}
 
 
 def _read(out: Path) -> str:

@@ -7,9 +7,14 @@ was, YAML -> ``load_spec`` gives the same spec, and the generated class, ``fxgen
 give outputs equal (``torch.equal``) to those of a second instance that was never traced.
 
     python bench/zoo_report.py [--only NAME ...] [--library LIB ...] [--fast] [--out docs/zoo.md]
+    python bench/zoo_report.py --environment current --out docs/zoo.md
 
 prints a table (model, nodes, traceable?, where it stopped, max abs error) and the pass rate per
 library. ``tests/test_zoo.py`` runs the ``fast`` subset through the same ``round_trip``.
+``--environment`` writes only that environment's section of ``--out``: the figures per library
+and installed version (``pinned``: ``bash bench/install_zoo.sh``'s versions; ``current``: the
+newest releases, ``bash bench/install_zoo.sh --current DIR``), entries whose ``versions`` the
+environment does not meet left out and counted.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's fxgen first
 
 from parity import ParityError, check_parity
-from sections import BLOCKS, BLOCKS_DYNAMO, COMPARED, keep_sections
+from sections import BLOCKS, BLOCKS_DYNAMO, COMPARED, ENVIRONMENTS, keep_sections, write_section
 from zoo_models import FEATURES, ZOO, ZooModel
 
 import fxgen
@@ -76,6 +81,7 @@ class Result:
     error: float | None = None
     seconds: float = 0.0
     problem: str = ""
+    unmet: str = ""  # why the installed versions cannot run it (it was not run)
 
     @property
     def passed(self) -> bool:
@@ -264,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--type-check", action="store_true",
                         help="also run mypy and ruff (default settings) over every generated file")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="also write the table to this Markdown file")
+    parser.add_argument("--environment", choices=sorted(ENVIRONMENTS), default=None,
+                        help="write only this environment's figures per library and version to --out")  # fmt: skip
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     models = [z for z in ZOO if (not args.fast or z.fast) and (not args.only or z.name in args.only)
@@ -277,9 +285,20 @@ def main(argv: list[str] | None = None) -> int:
             if missing:
                 results.append(Result(zm.name, zm.library, problem=f"not installed: {', '.join(missing)}"))
                 continue
+            unmet = zm.unmet()
+            if unmet:
+                results.append(Result(zm.name, zm.library, problem=f"not run: {unmet}", unmet=unmet))
+                continue
             results.append(round_trip(zm, Path(tmp)))
         checked = type_check(Path(tmp)) if args.type_check else ""
     elapsed = time.perf_counter() - started
+    if args.environment:
+        command = " ".join(sys.argv[1:] if argv is None else argv)
+        text = environment_section(results, args.environment, elapsed, command)
+        print(text)
+        if args.out:
+            write_section(args.out, ENVIRONMENTS[args.environment], text)
+        return 1 if unexplained(results) else 0
     text = summary(results) + "\n" + checked + exercised(results) + "\n" + table(results)
     print(text)
     if args.out:
@@ -297,10 +316,67 @@ def main(argv: list[str] | None = None) -> int:
             "neither capture takes is listed with the reason; docs/export.md says what export promises and "
             "what a capture by TorchDynamo means for other input shapes.\n\n"
         )
-        keep_sections(args.out, header + text, BLOCKS, BLOCKS_DYNAMO, COMPARED)  # what zoo_blocks.py and zoo_compare.py wrote
-    unexplained = [r for r in results if r.capture and not r.passed and r.name not in LIMITATIONS
-                   and r.name not in DYNAMO_LIMITATIONS]  # fmt: skip
-    return 1 if unexplained else 0
+        # what zoo_blocks.py, zoo_compare.py and the --environment runs wrote
+        keep_sections(args.out, header + text, BLOCKS, BLOCKS_DYNAMO, COMPARED, *ENVIRONMENTS.values())
+    return 1 if unexplained(results) else 0
+
+
+def unexplained(results: list[Result]) -> list[Result]:
+    """The models a capture took whose round trip failed for no reason the zoo lists."""
+    return [r for r in results if r.capture and not r.passed and r.name not in LIMITATIONS
+            and r.name not in DYNAMO_LIMITATIONS]  # fmt: skip
+
+
+def installed(zm: ZooModel) -> str:
+    """``distribution version`` of the library an entry is built from (its first import)."""
+    from importlib.metadata import packages_distributions, version
+
+    names = packages_distributions().get(zm.requires[0], [zm.requires[0]]) if zm.requires else []
+    return " ".join(f"{name} {version(name)}" for name in dict.fromkeys(names))
+
+
+#: Each environment ``--environment`` names: its title in docs/zoo.md and how it is made.
+ENVIRONMENT_TITLES = {
+    "pinned": ("the pinned versions", "the environment `bash bench/install_zoo.sh` installs"),
+    "current": ("the current releases", "the environment `bash bench/install_zoo.sh --current DIR` makes (the newest "
+                "release of each library that installs with torch 2.13.0)"),
+    "last-4.x": ("transformers 4.57.6, the last 4.x", "the pinned environment with transformers 4.57.6 first on the "
+                 "path (`pip install --target DIR -c constraints.txt transformers==4.57.6`, `PYTHONPATH=DIR`)"),
+}  # fmt: skip
+
+
+def environment_section(results: list[Result], environment: str, elapsed: float, command: str) -> str:
+    """docs/zoo.md's section for one environment: per library, the version installed and how
+    many of its models round-trip exactly; the entries it does not run, and every failure."""
+    by_name = {z.name: z for z in ZOO}
+    run = [r for r in results if not r.unmet]
+    explained = {**LIMITATIONS, **DYNAMO_LIMITATIONS}
+    title, where = ENVIRONMENT_TITLES[environment]
+    rows = [f"## Libraries and versions: {title} (torch {torch.__version__})\n",
+            f"`python bench/zoo_report.py {command}` ({len(run)} models run, {elapsed / 60:.0f} min), in {where}.\n",
+            "| library | installed | models | captured by Dynamo | exact round trip | limitations | failures |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for library in dict.fromkeys(r.library for r in run):
+        mine = [r for r in run if r.library == library]
+        exact = sum(r.passed for r in mine)
+        rows.append(f"| {library} | {installed(by_name[mine[0].name]) or '-'} | {len(mine)} | "
+                    f"{sum(r.capture == 'dynamo' for r in mine)} | {exact} ({100 * exact / len(mine):.0f}%) | "
+                    f"{sum(not r.passed and r.name in explained for r in mine)} | "
+                    f"{sum(not r.passed and r.name not in explained for r in mine)} |")  # fmt: skip
+    exact = sum(r.passed for r in run)
+    rows.append(f"| **all** | | {len(run)} | {sum(r.capture == 'dynamo' for r in run)} | {exact} "
+                f"({100 * exact / max(len(run), 1):.0f}%) | {sum(not r.passed and r.name in explained for r in run)} | "
+                f"{sum(not r.passed and r.name not in explained for r in run)} |")  # fmt: skip
+    skipped = Counter(r.unmet.split(" (")[0] for r in results if r.unmet)
+    text = "\n".join(rows) + "\n"
+    if skipped:
+        text += "\nNot run here: " + "; ".join(f"{n} entries ({why})" for why, n in skipped.items()) + ".\n"
+    failed = [r for r in run if not r.passed]
+    if failed:
+        text += "\n" + "".join(f"- {r.name}: {'limitation: ' + explained[r.name] if r.name in explained else ''}"
+                                f"{_short(r.problem, 300) if r.name not in explained else ''}\n"
+                                for r in failed)  # fmt: skip
+    return text
 
 
 if __name__ == "__main__":

@@ -1,13 +1,22 @@
 """Checkpoint parity on the CI subset of the real-model zoo (bench/zoo_report.py runs all of it),
 its TorchDynamo captures included. CI installs the dev extras, which hold every library the subset
-needs: there a missing one fails the test; elsewhere it skips it."""
+needs: there a missing one fails the test; elsewhere it skips it.
+
+The dev extras pin transformers 4.46.3, the last release whose HFTracer the zoo's hf_models use.
+The subset's transformers models that need no HFTracer also run on the current release: CI
+installs it into a directory of its own (``pip install --target``, named by the environment
+variable ``FXGEN_CURRENT_TRANSFORMERS``), and the test runs the model in a Python with that
+directory first on its path."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import re
+import subprocess
 import sys
+import textwrap
 import tomllib
 from pathlib import Path
 
@@ -15,7 +24,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
-from zoo_models import ZOO
+from zoo_models import ZOO, ZooModel
 from zoo_report import LIMITATIONS, round_trip
 
 FAST = [z for z in ZOO if z.fast]
@@ -34,12 +43,52 @@ def require(packages: tuple[str, ...]) -> None:
         pytest.skip(message)
 
 
+def require_versions(zm: ZooModel) -> None:
+    """Skip an entry the installed versions cannot run, or fail under CI, which installs them."""
+    unmet = zm.unmet()
+    if unmet:
+        if os.environ.get("CI"):
+            pytest.fail(f"{zm.name} {unmet}: CI installs the dev extras, which must meet it")
+        pytest.skip(f"{zm.name} {unmet}")
+
+
 @pytest.mark.parametrize("zm", FAST, ids=[z.name for z in FAST])
 def test_zoo_model_round_trips_exactly(zm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     require(zm.requires)
+    require_versions(zm)
     result = round_trip(zm, tmp_path)
     assert result.passed, result.problem
     assert result.capture == ("trace" if zm.traceable else "dynamo")
+
+
+CURRENT_TRANSFORMERS = "FXGEN_CURRENT_TRANSFORMERS"
+ON_CURRENT = [z for z in FAST if "transformers" in z.requires and not z.versions]
+
+
+@pytest.mark.parametrize("zm", ON_CURRENT, ids=[z.name for z in ON_CURRENT])
+def test_zoo_model_round_trips_exactly_on_the_current_transformers_release(zm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    site = os.environ.get(CURRENT_TRANSFORMERS, "")
+    if not Path(site, "transformers").is_dir():
+        message = f"{CURRENT_TRANSFORMERS}={site!r} is no directory holding a transformers release"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}: .ci/run installs the current one there (pip install --target)")
+        pytest.skip(message)
+    code = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        sys.path.insert(0, {str(ROOT / "bench")!r})
+        import transformers
+        from zoo_models import ZOO
+        from zoo_report import round_trip
+        result = round_trip(next(z for z in ZOO if z.name == {zm.name!r}), Path({str(tmp_path)!r}))
+        print(f"transformers {{transformers.__version__}}: {{result.capture}} {{result.problem}}")
+        major = int(transformers.__version__.split(".")[0])
+        sys.exit(0 if result.passed and result.capture == "dynamo" and major >= 5 else 1)
+    """)
+    path = [site, str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    run = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": os.pathsep.join(path)},
+                         capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr[-3000:]
 
 
 def test_ci_subset_is_representative() -> None:
@@ -51,6 +100,34 @@ def test_ci_subset_is_representative() -> None:
     assert len({z.library for z in FAST}) >= 3
     only_dynamo = {z.library for z in FAST if not z.traceable}  # captured with TorchDynamo (capture="auto")
     assert {"monai", "hf_decoders"} <= only_dynamo, only_dynamo
+    assert ON_CURRENT, "no model of the subset runs on the current transformers release"
+
+
+def test_an_entry_names_the_version_it_needs_and_the_installed_one() -> None:
+    import torch
+
+    needs = dataclasses.replace(FAST[0], versions=("torch>=99",))
+    assert needs.unmet() == f"needs torch>=99 (installed: {torch.__version__})"
+    assert dataclasses.replace(FAST[0], versions=("torch>=2",)).unmet() == ""
+    assert dataclasses.replace(FAST[0], versions=("no-such-zoo-library<1",)).unmet() == (
+        "needs no-such-zoo-library<1 (not installed)")
+
+
+def test_an_environment_section_gives_each_library_its_version_and_counts_what_it_left_out() -> None:
+    from importlib.metadata import version
+
+    from zoo_report import Result, environment_section
+
+    unmet = "needs transformers<=4.46.3 (installed: 5.24.0)"
+    results = [Result("mlp_mixer_pytorch.MLPMixer", "mlp_mixer_pytorch", capture="trace", exported=True),
+               Result("transformers.BertModel", "transformers", problem=f"not run: {unmet}", unmet=unmet),
+               Result("transformers.GPT2Model", "transformers", problem=f"not run: {unmet}", unmet=unmet)]
+    text = environment_section(results, "current", 60.0, "--environment current --out docs/zoo.md")
+    assert text.startswith("## Libraries and versions: the current releases")
+    assert "`python bench/zoo_report.py --environment current --out docs/zoo.md` (1 models run, 1 min)" in text
+    row = f"| mlp_mixer_pytorch | mlp-mixer-pytorch {version('mlp-mixer-pytorch')} | 1 | 0 | 1 (100%) | 0 | 0 |"
+    assert row in text and "transformers |" not in text
+    assert "Not run here: 2 entries (needs transformers<=4.46.3)." in text
 
 
 def test_a_missing_zoo_library_fails_under_ci_and_skips_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:

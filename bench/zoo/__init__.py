@@ -10,6 +10,7 @@ on CPU in well under a second. One module per library holds its entries:
 ``pytorchcv_models``      pytorchcv 0.0.74: classification/segmentation/detection/pose nets
 ``hf_models``             Hugging Face ``transformers`` 4.46.3 at tiny configs (``HFTracer``)
 ``hf_decoders``           its decoder language models without ``HFTracer`` (TorchDynamo)
+``hf_encoders``           five of its encoders without ``HFTracer`` (TorchDynamo), any release
 ``vit_pytorch_models``    vit-pytorch 1.26.11's Vision Transformer variants
 ``x_transformers_models`` x-transformers 2.31.10 (three untraceable examples)
 ``kornia_models``         kornia 0.9.0's local-feature networks and image-processing modules
@@ -109,6 +110,10 @@ class ZooModel:
         prepare: run before anything of the library is imported (by :meth:`leaf_module_types`,
             :meth:`autowrap_function_objects` and the factory): vit-pytorch's entries use it
             to import the package without its ``__init__``, which needs torchvision.
+        versions: requirements on the installed distributions (``"transformers<=4.46.3"``):
+            an entry whose feature needs a version range is not run elsewhere
+            (:meth:`unmet`); ``bench/install_zoo.sh --current`` makes an environment with the
+            newest releases, where ``HFTracer``'s entries are left out.
     """
 
     name: str
@@ -125,6 +130,7 @@ class ZooModel:
     autowrap_functions: tuple[str, ...] = ()
     features: frozenset[str] = field(default_factory=frozenset)
     prepare: Callable[[], None] | None = None
+    versions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.library:
@@ -132,6 +138,22 @@ class ZooModel:
         unknown = set(self.features) - set(FEATURES)
         if unknown:
             raise ValueError(f"{self.name}: unknown features {sorted(unknown)}")
+
+    def unmet(self) -> str:
+        """Why the installed versions cannot run this entry (``""`` when they can)."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        from packaging.requirements import Requirement
+
+        for text in self.versions:
+            wanted = Requirement(text)
+            try:
+                installed = version(wanted.name)
+            except PackageNotFoundError:
+                return f"needs {text} (not installed)"
+            if not wanted.specifier.contains(installed, prereleases=True):
+                return f"needs {text} (installed: {installed})"
+        return ""
 
     def leaf_module_types(self) -> tuple[type[nn.Module], ...]:
         """Import and return the classes named in :attr:`leaf_modules`."""
@@ -249,6 +271,7 @@ def _apply_features(entries: list[ZooModel], found: dict[str, frozenset[str]]) -
 def _catalogue() -> list[ZooModel]:
     from . import (
         hf_decoders,
+        hf_encoders,
         hf_models,
         kornia_models,
         lucidrains_models,
@@ -266,6 +289,7 @@ def _catalogue() -> list[ZooModel]:
         *pytorchcv_models.ENTRIES,
         *hf_models.ENTRIES,
         *hf_decoders.ENTRIES,
+        *hf_encoders.ENTRIES,
         *vit_pytorch_models.ENTRIES,
         *x_transformers_models.ENTRIES,
         *kornia_models.ENTRIES,

@@ -36,6 +36,7 @@ from fxgen.capture.effects import (
 )
 from fxgen.capture.fold import fold_modules, public_callables
 from fxgen.capture.trace import at_user_line
+from fxgen.capture.vmap import unbatch
 
 __all__ = ["NOTES_KEY", "attribute_at", "lift", "shallow_root", "tensor_paths"]
 
@@ -95,6 +96,7 @@ def _lift(captured: Captured, module: torch.nn.Module, is_leaf: Any) -> torch.fx
         raise ExportError(f"TorchDynamo's graph has {len(old_placeholders)} inputs but was given "
                           f"{len(captured.graph_inputs)}; export it with capture='trace'")  # fmt: skip
     graph, new_inputs = _detached_copy(gm.graph, list(captured.inputs))
+    unbatch(graph, _where)  # torch.vmap as plain operations, while each node has Dynamo's example value
     paths = tensor_paths(module)
     inputs = {id(tensor): name for name, tensor in captured.inputs.items()}
     old = [node for node in graph.nodes if node.op == "placeholder" and node not in new_inputs.values()]
