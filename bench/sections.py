@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["BLOCKS", "BLOCKS_DYNAMO", "CLI_STARTUP", "COMPARED", "DYNAMO_CAPTURE", "keep_sections", "write_section"]
+__all__ = ["BEYOND", "BLOCKS", "BLOCKS_DYNAMO", "CLI_STARTUP", "COMPARED", "DYNAMO_CAPTURE", "keep_sections", "write_section"]
 
 Markers = tuple[str, str]
 
@@ -17,6 +17,7 @@ BLOCKS: Markers = ("<!-- zoo_blocks: written by bench/zoo_blocks.py -->", "<!-- 
 BLOCKS_DYNAMO: Markers = ("<!-- zoo_blocks --dynamo: written by bench/zoo_blocks.py -->", "<!-- /zoo_blocks --dynamo -->")
 COMPARED: Markers = ("<!-- bench/zoo_compare.py -->", "<!-- end bench/zoo_compare.py -->")
 DYNAMO_CAPTURE: Markers = ("<!-- bench/dynamo_capture.py -->", "<!-- end bench/dynamo_capture.py -->")
+BEYOND: Markers = ("<!-- zoo_report: beyond the example -->", "<!-- /zoo_report: beyond the example -->")
 CLI_STARTUP: Markers = ("<!-- bench/cli_startup.py -->", "<!-- end bench/cli_startup.py -->")
 
 
