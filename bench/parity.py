@@ -151,6 +151,9 @@ class Exported:
 
 def _expect(stage: str, want: Any, got: Any, inexact: str) -> None:
     if not _same(want, got, inexact):
+        wanted, gave = len(tensor_leaves(want)), len(tensor_leaves(got))
+        if wanted != gave:
+            raise ParityError(stage, f"outputs differ: {gave} tensors where the original gives {wanted}", float("inf"))
         error = max_error(want, got)
         raise ParityError(stage, f"outputs differ from the original's (max abs error {error:.3g})", error)
 

@@ -106,3 +106,16 @@ def test_second_shapes_change_the_declared_axes_with_the_examples_values() -> No
     flat = ZooModel("x.Flat", nn.Identity, lambda: (torch.randn(2, 8),), requires=())  # no spatial axis to change
     assert [axes for axes, _ in flat.other_inputs()] == ["batch"]
     assert ZooModel("x.One", nn.Identity, lambda: (image,), requires=(), varies=BATCH).other_inputs()[0][0] == "batch"
+
+
+class ExtraOutput(Net):
+    def forward(self, x: torch.Tensor, scale: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
+        y = super().forward(x, scale)
+        return (y, y.sum()) if self.training else (y,)
+
+
+def test_a_copy_that_returns_other_outputs_differs_by_infinity(tmp_path: Path) -> None:
+    with pytest.raises(ParityError, match="train mode: the generated class: outputs differ: 2 tensors where the "
+                       "original gives 1") as caught:  # fmt: skip
+        check_train(_net, X, _exported(tmp_path, ExtraOutput))
+    assert caught.value.error == float("inf")
