@@ -48,7 +48,7 @@ from parity import (
     required_inputs,
 )
 from sections import BEYOND, BLOCKS, BLOCKS_DYNAMO, COMPARED, keep_sections, write_section
-from zoo import AXES
+from zoo import AXES, resized
 from zoo_models import FEATURES, ZOO, ZooModel
 
 import fxgen
@@ -134,9 +134,13 @@ def status(check: Callable[[], None], where: str = "") -> str:
 
 def check_beyond(zm: ZooModel, proved: Exported, result: Result) -> None:
     """The three checks beyond the example, recorded on ``result``. The second shape is the first
-    of ``zm.other_inputs()`` the original accepts (every declared axis, else the batch alone)."""
+    of ``zm.other_inputs()`` the original accepts (every declared axis, else the batch alone); train
+    mode runs on the example, or with one more sample where the original refuses it (BatchNorm
+    needs more than one value per channel in train mode: a batch of one image often has one)."""
     inputs = zm.inputs()
     result.train = status(lambda: check_train(zm.build, inputs, proved))
+    if kind(result.train) == "n/a" and "batch" in zm.varies:
+        result.train = status(lambda: check_train(zm.build, resized(inputs, ("batch",)), proved), "batch")
     result.shape = "n/a: the entry declares no axis that may vary"
     for axes, other in zm.other_inputs():
         result.shape = status(lambda: check_inputs(zm.build, other, proved, "second shape"), axes)  # noqa: B023
@@ -323,7 +327,9 @@ def beyond(results: list[Result], command: str) -> str:
         "(the generated class and `fxgen.load`, the original `state_dict()` loaded strictly) against a fresh "
         "original (`bench/parity.py`'s `check_train` and `check_inputs`):\n\n"
         "- **train mode**: `.train()`, one forward seeded the same (`torch.manual_seed(0)`): the outputs are "
-        "`torch.equal` and so is the `state_dict()` after it (BatchNorm's running statistics);\n"
+        "`torch.equal` and so is the `state_dict()` after it (BatchNorm's running statistics); where the original "
+        "refuses train mode on its example (BatchNorm needs more than one value per channel, and a batch of one image "
+        "often has one), with one more sample: `(batch)`;\n"
         "- **second shape**: in eval mode, the inputs changed along the axes the zoo entry declares (`varies`: "
         + "; ".join(f"{axis}: {rule}" for axis, rule in AXES.items())
         + "); if the original refuses that, the batch alone; the axes are in parentheses;\n"
