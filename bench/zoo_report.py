@@ -394,7 +394,7 @@ def type_check(workdir: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="*", default=None, help="model names to run")
+    parser.add_argument("--only", nargs="*", default=None, help="model names to run, in this order")
     parser.add_argument("--library", nargs="*", default=None, help="libraries to run")
     parser.add_argument("--fast", action="store_true", help="only the CI subset")
     parser.add_argument("--type-check", action="store_true",
@@ -411,6 +411,8 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore")
     models = [z for z in ZOO if (not args.fast or z.fast) and (not args.only or z.name in args.only)
               and (not args.library or z.library in args.library)]  # fmt: skip
+    if args.only:  # in the order given: a run split in parts can spread each part over the libraries
+        models.sort(key=lambda z: args.only.index(z.name))
     results = []
     started = time.perf_counter()
     earlier = {row["name"]: Result(**row) for path in args.from_json or () for row in json.loads(path.read_text())}
