@@ -347,7 +347,7 @@ def beyond(results: list[Result], command: str) -> str:
 def causes(results: list[Result]) -> str:
     """The failures beyond the example grouped by their message (numbers, shapes and names in quotes
     left out, and which copy failed): the most common first, with the models' count and examples."""
-    groups: dict[tuple[str, str], list[str]] = {}
+    groups: dict[tuple[str, str], list[Result]] = {}
     for r in results:
         for column, text in r.beyond().items():
             if kind(text) in ("differs", "error"):
@@ -357,10 +357,13 @@ def causes(results: list[Result]) -> str:
                 for pattern, same in ((r"\b[\w.]+\.forward\(\)", "forward()"), (r"arguments?:( … and)* …", "argument(s): …"),
                                       (r"after one forward, \S+ differs", "after one forward, a buffer differs")):  # fmt: skip
                     message = re.sub(pattern, same, message)
-                groups.setdefault((BEYOND_COLUMNS[column], _short(message, 160)), []).append(r.name)
-    rows = ["| check | failure (numbers and quoted names left out) | models | for example |", "| --- | --- | ---: | --- |"]
-    for (column, message), names in sorted(groups.items(), key=lambda item: -len(item[1])):
-        rows.append(f"| {column} | {message.replace('|', '/')} | {len(names)} | {', '.join(names[:3])} |")
+                groups.setdefault((BEYOND_COLUMNS[column], _short(message, 160)), []).append(r)
+    rows = ["| check | failure (numbers and quoted names left out) | models | captured by trace / dynamo | for example |",
+            "| --- | --- | ---: | ---: | --- |"]  # fmt: skip
+    for (column, message), failed in sorted(groups.items(), key=lambda item: -len(item[1])):
+        by = Counter(r.capture for r in failed)
+        rows.append(f"| {column} | {message.replace('|', '/')} | {len(failed)} | {by['trace']} / {by['dynamo']} | "
+                    f"{', '.join(r.name for r in failed[:3])} |")  # fmt: skip
     return "The failures grouped by message:\n\n" + "\n".join(rows) + "\n" if groups else ""
 
 
