@@ -457,7 +457,8 @@ def main(argv: list[str] | None = None) -> int:
             "neither capture takes is listed with the reason; docs/export.md says what export promises and "
             "what a capture by TorchDynamo means for other input shapes.\n\n"
         )
-        keep_sections(args.out, header + text, BLOCKS, BLOCKS_DYNAMO, COMPARED)  # what zoo_blocks.py and zoo_compare.py wrote
+        kept = (BLOCKS, BLOCKS_DYNAMO, COMPARED) if section else (BLOCKS, BLOCKS_DYNAMO, COMPARED, BEYOND)
+        keep_sections(args.out, header + text, *kept)  # what zoo_blocks.py and zoo_compare.py (and --beyond-only) wrote
     unexplained = [r for r in results if r.capture and not r.passed and r.name not in LIMITATIONS
                    and r.name not in DYNAMO_LIMITATIONS]  # fmt: skip
     return 1 if unexplained else 0
