@@ -5,7 +5,9 @@ subset needs: there a missing one fails the test; elsewhere it skips it."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
+import json
 import os
 import re
 import sys
@@ -121,3 +123,25 @@ def test_the_dev_extras_hold_every_zoo_library_the_tests_use() -> None:
     named = {re.split(r"[<>=!~\[; ]", entry, maxsplit=1)[0].lower().replace("-", "_") for entry in dev}
     needed = {package for zm in FAST for package in zm.requires}
     assert needed <= named, needed - named
+
+
+def test_the_report_writes_its_section_beyond_the_example_and_keeps_the_rest(tmp_path: Path) -> None:
+    """`zoo_report.py --from-json ... --out docs/zoo.md --beyond-only`: a run split in parts, joined."""
+    import zoo_report
+    from sections import BEYOND
+
+    found = {"train": "exact", "shape": "exact (batch, spatial)", "optional": "n/a: nothing to leave out"}
+    wrong = {"train": "differs by 0.5: train mode: the generated class: outputs differ from the original's",
+             "shape": "error (batch): second shape: fxgen.load: RuntimeError: shape '[1, 2]' is invalid for input of size 3"}  # fmt: skip
+    rows = [Result("monai.UNet", "monai", exported=True, capture="trace", **found),
+            Result("monai.BasicUNet", "monai", exported=True, capture="dynamo", **{**found, **wrong})]  # fmt: skip
+    part = tmp_path / "part.json"
+    part.write_text(json.dumps([dataclasses.asdict(r) for r in rows]), encoding="utf-8")
+    out = tmp_path / "zoo.md"
+    out.write_text("# written by a full run\n", encoding="utf-8")
+    zoo_report.main(["--from-json", str(part), "--out", str(out), "--beyond-only"])
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# written by a full run\n") and BEYOND[0] in text and BEYOND[1] in text
+    assert "2 of the zoo's" in text and "(a partial run)" in text
+    assert "| monai | 2 | 2 | 1 / 1 / 0 / 0 | 1 / 0 / 1 / 0 | 0 / 0 / 0 / 2 |" in text
+    assert "| second shape | RuntimeError: shape … is invalid for input of size … | 1 | 0 / 1 | monai.BasicUNet |" in text
