@@ -195,8 +195,9 @@ def check_train(factory: Callable[[], torch.nn.Module], inputs: tuple[Any, ...],
         _expect(stage, want, got, exported.inexact)
         for key, value in copy.state_dict().items():
             if not _same(state[key], value, exported.inexact):
+                error = max_error(state[key], value)
                 raise ParityError(stage, f"after one forward, {key} differs from the original's "
-                                  f"(max abs error {max_error(state[key], value):.3g})")  # fmt: skip
+                                  f"(max abs error {error:.3g})", error)  # fmt: skip
 
 
 def check_inputs(

@@ -71,8 +71,9 @@ def test_an_optional_argument_the_example_gives_can_be_left_out(tmp_path: Path) 
 
 
 def test_train_mode_compares_the_running_statistics_after_one_forward(tmp_path: Path) -> None:
-    with pytest.raises(ParityError, match=r"train mode: the generated class: after one forward, bn.running_mean"):
+    with pytest.raises(ParityError, match=r"train mode: the generated class: after one forward, bn.running_mean") as caught:
         check_train(_net, X, _exported(tmp_path, SlowStats))  # the same outputs, other statistics
+    assert caught.value.error is not None and caught.value.error > 0
 
 
 def test_a_copy_that_raises_is_an_error_and_an_original_that_raises_does_not_apply(tmp_path: Path) -> None:
