@@ -16,14 +16,31 @@ Outputs are compared with ``torch.equal`` (NaNs equal where both have them): the
 runs the graph's own operations, so any difference is a bug. ``inexact`` (a reason) relaxes this
 to ``allclose`` for a model whose traced graph computes differently from its eager forward.
 ``tests/test_exactness.py`` and ``bench/zoo_report.py`` both use it.
+
+Beyond the example, ``export_checked(...)`` returns what ``check_parity`` proved (the spec, the
+checkpoint, the generated class) for three more promises, each checked on both copies (the
+generated class and ``fxgen.load``'s GraphModule, the original ``state_dict()`` loaded strictly)
+against a fresh instance of the original:
+
+6. ``check_train``: in train mode, seeded the same, the outputs are equal and so is the
+   ``state_dict()`` after that one forward (BatchNorm's running statistics);
+7. ``check_inputs`` on other inputs (another batch size, sequence length or resolution) the
+   original accepts: the outputs are equal, in eval mode;
+8. ``check_inputs`` on ``required_inputs(...)``: called with the arguments that have defaults
+   left out, as the original is called most often.
+
+Each raises ``ParityError`` (its ``error`` the largest difference when outputs differ) or, when
+the original itself refuses the call, ``OriginalRefuses``: a check that does not apply.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import sys
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +48,22 @@ import torch
 
 import fxgen
 
-__all__ = ["ParityError", "check_parity", "import_file", "max_error", "tensor_leaves"]
+__all__ = ["Exported", "OriginalRefuses", "ParityError", "check_inputs", "check_parity", "check_train", "export_checked",
+           "import_file", "max_error", "required_inputs", "tensor_leaves"]  # fmt: skip
 
 
 class ParityError(AssertionError):
-    """A promise of export broken; ``stage`` says which."""
+    """A promise of export broken; ``stage`` says which, ``error`` by how much the outputs differ
+    (None when a copy raised or differs otherwise)."""
 
-    def __init__(self, stage: str, message: str) -> None:
+    def __init__(self, stage: str, message: str, error: float | None = None) -> None:
         super().__init__(f"{stage}: {message}")
         self.stage = stage
+        self.error = error
+
+
+class OriginalRefuses(Exception):
+    """The original model itself raises on the call a check would compare: the check does not apply."""
 
 
 def tensor_leaves(out: Any) -> list[torch.Tensor]:
@@ -107,7 +131,111 @@ def _run(model: Callable[..., Any], inputs: tuple[Any, ...]) -> Any:
         return model(*inputs)
 
 
+@dataclass(frozen=True)
+class Exported:
+    """What ``check_parity`` proved on the example, kept for the checks beyond it."""
+
+    spec: fxgen.Spec
+    checkpoint: dict[str, torch.Tensor]
+    generated: type[torch.nn.Module]
+    allow: tuple[str, ...] = ()
+    inexact: str = ""
+
+    def copies(self) -> dict[str, torch.nn.Module]:
+        """Fresh copies, the original ``state_dict()`` loaded strictly into each."""
+        made = {"the generated class": self.generated(), "fxgen.load": fxgen.load(self.spec, allow=self.allow)}
+        for model in made.values():
+            model.load_state_dict(self.checkpoint, strict=True)
+        return made
+
+
+def _expect(stage: str, want: Any, got: Any, inexact: str) -> None:
+    if not _same(want, got, inexact):
+        wanted, gave = len(tensor_leaves(want)), len(tensor_leaves(got))
+        if wanted != gave:
+            raise ParityError(stage, f"outputs differ: {gave} tensors where the original gives {wanted}", float("inf"))
+        error = max_error(want, got)
+        raise ParityError(stage, f"outputs differ from the original's (max abs error {error:.3g})", error)
+
+
+def _reference(factory: Callable[[], torch.nn.Module], inputs: tuple[Any, ...], train: bool) -> tuple[Any, Any]:
+    """A fresh original in the mode asked, and its outputs; ``OriginalRefuses`` if it raises."""
+    reference = factory().train(train)
+    try:
+        return reference, _run(reference, inputs)
+    except Exception as exc:
+        raise OriginalRefuses(_first_line(exc)) from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def _copies_run(
+    exported: Exported, inputs: tuple[Any, ...], train: bool, what: str
+) -> Iterator[tuple[str, torch.nn.Module, Any]]:
+    """Each copy in the mode asked, run on ``inputs``: yields (stage, copy, outputs); a copy
+    that raises is a ``ParityError`` naming the copy and the exception."""
+    for name, copy in exported.copies().items():
+        stage = f"{what}: {name}"
+        try:
+            got = _run(copy.train(train), inputs)
+        except Exception as exc:
+            raise ParityError(stage, _first_line(exc)) from exc
+        yield stage, copy, got
+
+
+def check_train(factory: Callable[[], torch.nn.Module], inputs: tuple[Any, ...], exported: Exported) -> None:
+    """Train mode (6.): seeded the same, each copy's outputs and ``state_dict()`` after one
+    forward equal a fresh original's."""
+    reference, want = _reference(factory, inputs, train=True)
+    state = reference.state_dict()
+    for stage, copy, got in _copies_run(exported, inputs, True, "train mode"):
+        _expect(stage, want, got, exported.inexact)
+        for key, value in copy.state_dict().items():
+            if not _same(state[key], value, exported.inexact):
+                error = max_error(state[key], value)
+                raise ParityError(stage, f"after one forward, {key} differs from the original's "
+                                  f"(max abs error {error:.3g})", error)  # fmt: skip
+
+
+def check_inputs(
+    factory: Callable[[], torch.nn.Module], inputs: tuple[Any, ...], exported: Exported, what: str
+) -> None:
+    """Other inputs than the example's (7., 8.): in eval mode each copy's outputs equal a
+    fresh original's; ``what`` names the inputs in the error."""
+    _, want = _reference(factory, inputs, train=False)
+    for stage, _, got in _copies_run(exported, inputs, False, what):
+        _expect(stage, want, got, exported.inexact)
+
+
+def required_inputs(model: torch.nn.Module, inputs: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """``inputs`` without those bound to a parameter of ``model.forward`` that has a default, or
+    None when none is (nothing to leave out; a ``*args`` parameter keeps what it takes). The first
+    input always stays: a forward whose every parameter has a default (as Hugging Face's) still
+    needs its main input."""
+    parameters = list(inspect.signature(model.forward).parameters.values())
+    kept = list(inputs[:1])
+    for i, value in enumerate(inputs[1:], 1):
+        parameter = parameters[i] if i < len(parameters) else None
+        if parameter is None or parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            kept.extend(inputs[i:])
+            break
+        if parameter.default is inspect.Parameter.empty:
+            kept.append(value)
+    return tuple(kept) if len(kept) < len(inputs) else None
+
+
 def check_parity(
+    factory: Callable[[], torch.nn.Module], inputs: tuple[Any, ...], workdir: Path, **options: Any
+) -> fxgen.Spec:
+    """Export ``factory()`` and check every promise on the example (module docstring); returns the
+    spec. ``options`` are ``export_checked``'s."""
+    return export_checked(factory, inputs, workdir, **options).spec
+
+
+def export_checked(
     factory: Callable[[], torch.nn.Module],
     inputs: tuple[Any, ...],
     workdir: Path,
@@ -116,8 +244,9 @@ def check_parity(
     inexact: str = "",
     stem: str = "model",
     export_options: dict[str, Any] | None = None,
-) -> fxgen.Spec:
-    """Export ``factory()`` and check every promise (module docstring); returns the spec."""
+) -> Exported:
+    """Export ``factory()`` and check every promise on the example (module docstring); returns what
+    it proved, for ``check_train`` and ``check_inputs``."""
     options = dict(export_options or {})
     allow = tuple(allow)
     original = factory().eval()
@@ -125,8 +254,7 @@ def check_parity(
     want = _run(reference, inputs)
 
     def expect(stage: str, got: Any) -> None:
-        if not _same(want, got, inexact):
-            raise ParityError(stage, f"outputs differ from the original's (max abs error {max_error(want, got):.3g})")
+        _expect(stage, want, got, inexact)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tied-weight notes and the like: the checks below decide
@@ -160,4 +288,4 @@ def check_parity(
     fxgen.save_weights(original, weights, **options)
     with_weights = fxgen.load(reloaded, weights=weights, allow=allow).eval()
     expect("fxgen.load(weights=...)", _run(with_weights, inputs))
-    return spec
+    return Exported(reloaded, checkpoint, cls, allow, inexact)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["render"]
@@ -797,20 +799,9 @@ def heavy_tables(t: Table, keys: list[str]) -> str:
              "| --- | ---: |" + " ---: |" * len(methods)]  # fmt: skip
     for k in keys:
         info = t.info[k]
-        size = info["weights_bytes"] / 2**20
-        cells = []
-        for s, _ in methods:
-            rec = t.stages.get(k, {}).get(s)
-            if not rec or rec.get("status") != "ok":
-                cells.append(rec.get("status", "-") if rec else "-")
-                continue
-            x = rec["extra"]
-            peak = f"{x['peak_mib'] / size:.2f}x"
-            if s.startswith("load_weights") and x["peak_mib"] / size > MEMORY_TARGET:
-                peak = f"**{peak}**"
-            cells.append(f"{peak}, {x['rss_mib'] / size:.2f}x, {x['touched_rss_mib'] / size:.2f}x, {x['misaligned']}"
-                         + ("" if x.get("exact", True) else " (**not exact**)"))  # fmt: skip
-        rows.append(f"| {_heavy_name(info)} | {_mib(info['weights_bytes'])} | " + " | ".join(cells) + " |")
+        memory = functools.partial(_memory_cell, size=info["weights_bytes"] / 2**20)
+        rows.append(f"| {_heavy_name(info)} | {_mib(info['weights_bytes'])} | "
+                    + " | ".join(_cells(t, k, methods, memory)) + " |")  # fmt: skip
     if not any(sum(k.split("/")[1] == dt for k in keys) > 1 for dt in {k.split("/")[1] for k in keys}):
         return "\n".join(rows) + "\n"
     rows += ["", "Growth from one size to the next: the file's size, then each method's time and peak memory, as "
@@ -855,24 +846,41 @@ def weights_io_table(t: Table, keys: list[str]) -> str:
             "| --- | ---: |" + " ---: |" * len(methods)]  # fmt: skip
     for k in keys:
         info = t.info[k]
-        cells = []
-        for s, _ in methods:
-            rec = t.stages.get(k, {}).get(s)
-            if not rec or rec.get("status") != "ok":
-                cells.append(rec.get("status", "-") if rec else "-")
-                continue
-            x = rec["extra"]
-            speed, peak = f"{x['gb_per_s']:.2f} GB/s", f"{x['peak_ratio']:.2f}x"
-            if s.startswith("load_save_file") and x["gb_per_s"] < WEIGHTS_SPEED:
-                speed = f"**{speed}**"
-            limit = WEIGHTS_SAVE_PEAK if s.startswith("save_weights") else WEIGHTS_LOAD_PEAK
-            if x["peak_ratio"] > limit:
-                peak = f"**{peak}**"
-            cells.append(f"{fmt_time(rec['median'])}, {speed}, {peak}" + ("" if x.get("exact", True) else
-                         " (**not exact**)") + (f", {x['misaligned']} off 64 B" if x.get("misaligned") else ""))  # fmt: skip
         rows.append(f"| {info.get('blocks')} blocks, d={info.get('width')}, float32 | {_mib(info['weights_bytes'])} | "
-                    + " | ".join(cells) + " |")  # fmt: skip
+                    + " | ".join(_cells(t, k, methods, _speed_cell)) + " |")  # fmt: skip
     return "\n".join(rows) + "\n"
+
+
+def _memory_cell(s: str, rec: dict[str, Any], size: float) -> str:
+    """A heavy_tables memory cell: peak, after, after use (multiples of the file's MiB ``size``), off 64 B."""
+    x = rec["extra"]
+    peak = f"{x['peak_mib'] / size:.2f}x"
+    if s.startswith("load_weights") and x["peak_mib"] / size > MEMORY_TARGET:
+        peak = f"**{peak}**"
+    return (f"{peak}, {x['rss_mib'] / size:.2f}x, {x['touched_rss_mib'] / size:.2f}x, {x['misaligned']}"
+            + ("" if x.get("exact", True) else " (**not exact**)"))  # fmt: skip
+
+
+def _speed_cell(s: str, rec: dict[str, Any]) -> str:
+    """A weights_io_table cell: time, speed and peak of one method's record, beyond a target in bold."""
+    x = rec["extra"]
+    speed, peak = f"{x['gb_per_s']:.2f} GB/s", f"{x['peak_ratio']:.2f}x"
+    if s.startswith("load_save_file") and x["gb_per_s"] < WEIGHTS_SPEED:
+        speed = f"**{speed}**"
+    limit = WEIGHTS_SAVE_PEAK if s.startswith("save_weights") else WEIGHTS_LOAD_PEAK
+    if x["peak_ratio"] > limit:
+        peak = f"**{peak}**"
+    return (f"{fmt_time(rec['median'])}, {speed}, {peak}" + ("" if x.get("exact", True) else " (**not exact**)")
+            + (f", {x['misaligned']} off 64 B" if x.get("misaligned") else ""))  # fmt: skip
+
+
+def _cells(t: Table, key: str, methods: list[tuple[str, str]], cell: Callable[[str, dict[str, Any]], str]) -> list[str]:
+    """One row's cells, a method each: ``cell(stage, record)`` for a record that ran, else its status or "-"."""
+    cells = []
+    for s, _ in methods:
+        rec = t.stages.get(key, {}).get(s)
+        cells.append(cell(s, rec) if rec and rec.get("status") == "ok" else rec.get("status", "-") if rec else "-")
+    return cells
 
 
 def _heavy_name(info: dict[str, Any]) -> str:

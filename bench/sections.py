@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["BLOCKS", "BLOCKS_DYNAMO", "CLI_STARTUP", "COMPARED", "DYNAMO_CAPTURE", "ENVIRONMENTS", "keep_sections",
-           "write_section"]
+__all__ = ["BEYOND", "BLOCKS", "BLOCKS_DYNAMO", "CLI_STARTUP", "COMPARED", "DYNAMO_CAPTURE", "ENVIRONMENTS",
+           "keep_sections", "write_section"]
 
 Markers = tuple[str, str]
 
@@ -18,6 +18,7 @@ BLOCKS: Markers = ("<!-- zoo_blocks: written by bench/zoo_blocks.py -->", "<!-- 
 BLOCKS_DYNAMO: Markers = ("<!-- zoo_blocks --dynamo: written by bench/zoo_blocks.py -->", "<!-- /zoo_blocks --dynamo -->")
 COMPARED: Markers = ("<!-- bench/zoo_compare.py -->", "<!-- end bench/zoo_compare.py -->")
 DYNAMO_CAPTURE: Markers = ("<!-- bench/dynamo_capture.py -->", "<!-- end bench/dynamo_capture.py -->")
+BEYOND: Markers = ("<!-- zoo_report: beyond the example -->", "<!-- /zoo_report: beyond the example -->")
 CLI_STARTUP: Markers = ("<!-- bench/cli_startup.py -->", "<!-- end bench/cli_startup.py -->")
 # zoo_report.py --environment NAME: the figures per library and version in one environment
 ENVIRONMENTS: dict[str, Markers] = {

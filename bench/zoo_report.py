@@ -5,12 +5,16 @@ own tracer, then check every promise of ``bench/parity.py`` -- export leaves the
 was, YAML -> ``load_spec`` gives the same spec, and the generated class, ``fxgen.load`` and
 ``fxgen.load(weights=...)`` all load the **original** model's ``state_dict()`` strictly and
 give outputs equal (``torch.equal``) to those of a second instance that was never traced.
+Beyond the example, three more columns: train mode (seeded, outputs and the state after one
+forward), a second input shape (the entry's ``varies``: another batch size, plus another sequence
+length or resolution where the model accepts one) and the call with the arguments that have
+defaults left out; each exact, differs by X, error: message, or n/a with the reason.
 
     python bench/zoo_report.py [--only NAME ...] [--library LIB ...] [--fast] [--out docs/zoo.md]
     python bench/zoo_report.py --environment current --out docs/zoo.md
 
-prints a table (model, nodes, traceable?, where it stopped, max abs error) and the pass rate per
-library. ``tests/test_zoo.py`` runs the ``fast`` subset through the same ``round_trip``.
+prints a table (model, nodes, traceable?, where it stopped, max abs error, the three columns) and
+the pass rate per library. ``tests/test_zoo.py`` runs the ``fast`` subset through the same ``round_trip``.
 ``--environment`` writes only that environment's section of ``--out``: the figures per library
 and installed version (``pinned``: ``bash bench/install_zoo.sh``'s versions; ``current``: the
 newest releases, ``bash bench/install_zoo.sh --current DIR``), entries whose ``versions`` the
@@ -21,13 +25,16 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
+import re
 import subprocess
 import sys
 import tempfile
 import time
 import warnings
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +43,25 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's fxgen first
 
-from parity import ParityError, check_parity
-from sections import BLOCKS, BLOCKS_DYNAMO, COMPARED, ENVIRONMENTS, keep_sections, write_section
+from parity import (
+    Exported,
+    OriginalRefuses,
+    ParityError,
+    check_inputs,
+    check_train,
+    export_checked,
+    required_inputs,
+)
+from sections import (
+    BEYOND,
+    BLOCKS,
+    BLOCKS_DYNAMO,
+    COMPARED,
+    ENVIRONMENTS,
+    keep_sections,
+    write_section,
+)
+from zoo import AXES, resized
 from zoo_models import FEATURES, ZOO, ZooModel
 
 import fxgen
@@ -82,10 +106,63 @@ class Result:
     seconds: float = 0.0
     problem: str = ""
     unmet: str = ""  # why the installed versions cannot run it (it was not run)
+    # Beyond the example (see status()): train mode, a second input shape, optional arguments left out.
+    train: str = ""
+    shape: str = ""
+    optional: str = ""
 
     @property
     def passed(self) -> bool:
         return self.exported and not self.problem
+
+    def beyond(self) -> dict[str, str]:
+        """The three columns beyond the example, each a status (``NOT_CHECKED`` when the round
+        trip on the example did not pass)."""
+        return {column: getattr(self, column) or NOT_CHECKED for column in BEYOND_COLUMNS}
+
+
+#: The columns beyond the example: the Result attribute and the heading.
+BEYOND_COLUMNS = {"train": "train mode", "shape": "second shape", "optional": "optional args left out"}
+NOT_CHECKED = "n/a: no exact round trip on the example"
+KINDS = ("exact", "differs", "error", "n/a")
+
+
+def kind(status: str) -> str:
+    """Which of ``KINDS`` a status is: "exact", "differs by 0.3: ...", "error: ...", "n/a: ..."."""
+    return next(k for k in KINDS if status.startswith(k))
+
+
+def status(check: Callable[[], None], where: str = "") -> str:
+    """What one check beyond the example found, as a column's text (``where``: what it changed)."""
+    at = f" ({where})" if where else ""
+    try:
+        check()
+    except OriginalRefuses as exc:
+        return f"n/a{at}: the original raises {exc}"
+    except ParityError as exc:
+        return f"differs by {exc.error:.3g}{at}: {exc}" if exc.error is not None else f"error{at}: {exc}"
+    except Exception as exc:  # a report records every failure
+        return f"error{at}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return f"exact{at}"
+
+
+def check_beyond(zm: ZooModel, proved: Exported, result: Result) -> None:
+    """The three checks beyond the example, recorded on ``result``. The second shape is the first
+    of ``zm.other_inputs()`` the original accepts (every declared axis, else the batch alone); train
+    mode runs on the example, or with one more sample where the original refuses it (BatchNorm
+    needs more than one value per channel in train mode: a batch of one image often has one)."""
+    inputs = zm.inputs()
+    result.train = status(lambda: check_train(zm.build, inputs, proved))
+    if kind(result.train) == "n/a" and "batch" in zm.varies:
+        result.train = status(lambda: check_train(zm.build, resized(inputs, ("batch",)), proved), "batch")
+    result.shape = "n/a: the entry declares no axis that may vary"
+    for axes, other in zm.other_inputs():
+        result.shape = status(lambda: check_inputs(zm.build, other, proved, "second shape"), axes)  # noqa: B023
+        if kind(result.shape) != "n/a":
+            break
+    fewer = required_inputs(zm.build(), inputs)
+    result.optional = ("n/a: the example passes no argument that has a default" if fewer is None else
+                       status(lambda: check_inputs(zm.build, fewer, proved, "optional arguments left out")))  # fmt: skip
 
 
 def export_options(zm: ZooModel) -> dict[str, Any]:
@@ -103,8 +180,9 @@ def dynamo_options(zm: ZooModel) -> dict[str, Any]:
     return {"capture": "dynamo", "example_inputs": zm.inputs(), "leaf_modules": zm.leaf_module_types()}
 
 
-def round_trip(zm: ZooModel, workdir: Path, *, dynamo: bool = True) -> Result:
+def round_trip(zm: ZooModel, workdir: Path, *, dynamo: bool = True, beyond: bool = True) -> Result:
     """Check checkpoint parity for one model; never raises (the problem is recorded instead).
+    ``beyond``: also the three checks beyond the example (``check_beyond``).
 
     As ``capture="auto"`` does, a model torch.fx cannot trace is captured with TorchDynamo on
     its example inputs (unless ``dynamo`` is False); so is one the survey found torch.fx traces
@@ -120,15 +198,15 @@ def round_trip(zm: ZooModel, workdir: Path, *, dynamo: bool = True) -> Result:
             gm = trace(zm.build(), **options)
         except fxgen.ExportError as exc:
             result.problem = f"not traceable: {exc.message}"
-            return _with_dynamo(zm, workdir, stem, result) if dynamo else result
+            return _with_dynamo(zm, workdir, stem, result, beyond) if dynamo else result
         if not zm.traceable:  # the survey found the traced graph computes something else
             result.problem = f"torch.fx traces it wrongly: {zm.note}"
-            return _with_dynamo(zm, workdir, stem, result) if dynamo else result
+            return _with_dynamo(zm, workdir, stem, result, beyond) if dynamo else result
         result.traceable = True
         result.capture = "trace"
         result.nodes = len(gm.graph.nodes)
         try:
-            check_parity(zm.build, zm.inputs(), workdir, allow=ALLOW, stem=stem, export_options=options)
+            proved = export_checked(zm.build, zm.inputs(), workdir, allow=ALLOW, stem=stem, export_options=options)
         except ParityError as exc:
             result.exported = True
             result.stage = exc.stage
@@ -136,6 +214,8 @@ def round_trip(zm: ZooModel, workdir: Path, *, dynamo: bool = True) -> Result:
             return result
         result.exported = True
         result.error = 0.0
+        if beyond:
+            check_beyond(zm, proved, result)
     except Exception as exc:  # a report records every failure; tests assert on the result
         result.problem = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     finally:
@@ -143,12 +223,12 @@ def round_trip(zm: ZooModel, workdir: Path, *, dynamo: bool = True) -> Result:
     return result
 
 
-def _with_dynamo(zm: ZooModel, workdir: Path, stem: str, result: Result) -> Result:
+def _with_dynamo(zm: ZooModel, workdir: Path, stem: str, result: Result, beyond: bool) -> Result:
     """The parity checks on the TorchDynamo capture of a model torch.fx cannot take."""
     result.trace_problem = result.problem
     try:
-        spec = check_parity(zm.build, zm.inputs(), workdir, allow=ALLOW, stem=stem,
-                            export_options=dynamo_options(zm))  # fmt: skip
+        proved = export_checked(zm.build, zm.inputs(), workdir, allow=ALLOW, stem=stem,
+                                export_options=dynamo_options(zm))  # fmt: skip
     except ParityError as exc:
         result.capture, result.exported, result.stage = "dynamo", True, exc.stage
         result.problem = f"dynamo: {exc}"
@@ -160,7 +240,9 @@ def _with_dynamo(zm: ZooModel, workdir: Path, stem: str, result: Result) -> Resu
         result.problem = f"dynamo: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         return result
     result.capture, result.exported, result.error, result.problem = "dynamo", True, 0.0, ""
-    result.nodes = flat_nodes(fxgen.load(spec, allow=ALLOW))
+    result.nodes = flat_nodes(fxgen.load(proved.spec, allow=ALLOW))
+    if beyond:
+        check_beyond(zm, proved, result)
     return result
 
 
@@ -234,6 +316,71 @@ def summary(results: list[Result]) -> str:
     return "\n".join(rows) + "\n"
 
 
+def beyond(results: list[Result], command: str) -> str:
+    """The section on the three checks beyond the example: counts per library, the failures
+    grouped, then each model; ``command`` is the run's."""
+    libraries = list(dict.fromkeys(r.library for r in results))
+    heads = " | ".join(f"{title}: exact / differs / error / n/a" for title in BEYOND_COLUMNS.values())
+    rows = [f"| library | models | exact round trip | {heads} |", "| --- | ---: | ---: |" + " --- |" * len(BEYOND_COLUMNS)]
+    for library in [*libraries, None]:
+        mine = [r for r in results if library is None or r.library == library]
+        cells = []
+        for column in BEYOND_COLUMNS:
+            counts = Counter(kind(r.beyond()[column]) for r in mine)
+            cells.append(" / ".join(str(counts[k]) for k in KINDS))
+        name = f"**all {len(libraries)} libraries**" if library is None else library
+        rows.append(f"| {name} | {len(mine)} | {sum(r.passed for r in mine)} | {' | '.join(cells)} |")
+    models = ["| model | captured by | " + " | ".join(BEYOND_COLUMNS.values()) + " |",
+              "| --- | --- |" + " --- |" * len(BEYOND_COLUMNS)]  # fmt: skip
+    for r in results:
+        cells = [_short(text, 200).replace("|", "/").replace("\n", " ") for text in r.beyond().values()]
+        models.append(f"| {r.name} | {r.capture or 'neither'} | " + " | ".join(cells) + " |")
+    return (
+        "## Beyond the example: train mode, a second input shape, optional arguments left out\n\n"
+        "Each model that round-trips exactly on its example is checked three more ways, on both copies "
+        "(the generated class and `fxgen.load`, the original `state_dict()` loaded strictly) against a fresh "
+        "original (`bench/parity.py`'s `check_train` and `check_inputs`):\n\n"
+        "- **train mode**: `.train()`, one forward seeded the same (`torch.manual_seed(0)`): the outputs are "
+        "`torch.equal` and so is the `state_dict()` after it (BatchNorm's running statistics); where the original "
+        "refuses train mode on its example (BatchNorm needs more than one value per channel, and a batch of one image "
+        "often has one), with one more sample: `(batch)`;\n"
+        "- **second shape**: in eval mode, the inputs changed along the axes the zoo entry declares (`varies`: "
+        + "; ".join(f"{axis}: {rule}" for axis, rule in AXES.items())
+        + "); if the original refuses that, the batch alone; the axes are in parentheses;\n"
+        "- **optional args left out**: the example called without the inputs bound to parameters that have a "
+        "default (the first input always stays).\n\n"
+        "Each is exact, differs by the largest absolute difference, an error (the first copy that raised and "
+        "its message), or n/a with the reason (no exact round trip on the example; the original itself raises; "
+        "nothing to leave out). The last row counts every model.\n\n"
+        f"Generated by `{command}` (torch {torch.__version__}): {len(results)} "
+        + (f"of the zoo's {len(ZOO)} models (a partial run).\n\n" if len(results) < len(ZOO) else "models.\n\n")
+        + "\n".join(rows) + "\n\n" + causes(results) + "\n" + "\n".join(models) + "\n"
+    )
+
+
+def causes(results: list[Result]) -> str:
+    """The failures beyond the example grouped by their message (numbers, shapes and names in quotes
+    left out, and which copy failed): the most common first, with the models' count and examples."""
+    groups: dict[tuple[str, str], list[Result]] = {}
+    for r in results:
+        for column, text in r.beyond().items():
+            if kind(text) in ("differs", "error"):
+                message = text.split(": ", 1)[1]  # after "differs by 0.3 (axes)" or "error (axes)"
+                message = re.sub(r"^[^:]+: (the generated class|fxgen\.load): ", "", message)
+                message = re.sub(r"'[^']*'|\[[^\]]*\]|\b\d+(\.\d+)?(e-?\d+)?\b", "…", message)
+                for pattern, same in ((r"\b[\w.]+\.forward\(\)", "forward()"), (r"arguments?:( … and)* …", "argument(s): …"),
+                                      (r"after one forward, \S+ differs", "after one forward, a buffer differs")):  # fmt: skip
+                    message = re.sub(pattern, same, message)
+                groups.setdefault((BEYOND_COLUMNS[column], _short(message, 160)), []).append(r)
+    rows = ["| check | failure (numbers and quoted names left out) | models | captured by trace / dynamo | for example |",
+            "| --- | --- | ---: | ---: | --- |"]  # fmt: skip
+    for (column, message), failed in sorted(groups.items(), key=lambda item: -len(item[1])):
+        by = Counter(r.capture for r in failed)
+        rows.append(f"| {column} | {message.replace('|', '/')} | {len(failed)} | {by['trace']} / {by['dynamo']} | "
+                    f"{', '.join(r.name for r in failed[:3])} |")  # fmt: skip
+    return "The failures grouped by message:\n\n" + "\n".join(rows) + "\n" if groups else ""
+
+
 def exercised(results: list[Result]) -> str:
     """How many exactly round-tripping models exercise each class of model export once got wrong."""
     by_name = {z.name: z for z in ZOO}
@@ -264,7 +411,7 @@ def type_check(workdir: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="*", default=None, help="model names to run")
+    parser.add_argument("--only", nargs="*", default=None, help="model names to run, in this order")
     parser.add_argument("--library", nargs="*", default=None, help="libraries to run")
     parser.add_argument("--fast", action="store_true", help="only the CI subset")
     parser.add_argument("--type-check", action="store_true",
@@ -272,12 +419,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="also write the table to this Markdown file")
     parser.add_argument("--environment", choices=sorted(ENVIRONMENTS), default=None,
                         help="write only this environment's figures per library and version to --out")  # fmt: skip
+    parser.add_argument("--example-only", action="store_true",
+                        help="skip the checks beyond the example (train mode, second shape, optional args)")  # fmt: skip
+    parser.add_argument("--json", type=Path, default=None, help="also write every result to this JSON file")
+    parser.add_argument("--beyond-only", action="store_true",
+                        help="with --out: write only the section beyond the example; the rest of the file stays")  # fmt: skip
+    parser.add_argument("--from-json", type=Path, nargs="+", default=None,
+                        help="report the results earlier runs wrote with --json (in the zoo's order) instead")  # fmt: skip
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     models = [z for z in ZOO if (not args.fast or z.fast) and (not args.only or z.name in args.only)
               and (not args.library or z.library in args.library)]  # fmt: skip
+    if args.only:  # in the order given: a run split in parts can spread each part over the libraries
+        models.sort(key=lambda z: args.only.index(z.name))
     results = []
     started = time.perf_counter()
+    earlier = {row["name"]: Result(**row) for path in args.from_json or () for row in json.loads(path.read_text())}
+    if args.from_json:
+        models, results = [], [earlier[z.name] for z in ZOO if z.name in earlier]
     with tempfile.TemporaryDirectory() as tmp, Progress("checking", len(models)) as progress:
         for done, zm in enumerate(models, 1):
             progress.step(done, zm.name)  # on a terminal only: a log gets the table alone
@@ -289,9 +448,11 @@ def main(argv: list[str] | None = None) -> int:
             if unmet:
                 results.append(Result(zm.name, zm.library, problem=f"not run: {unmet}", unmet=unmet))
                 continue
-            results.append(round_trip(zm, Path(tmp)))
+            results.append(round_trip(zm, Path(tmp), beyond=not args.example_only))
+            if args.json:  # after each model: a long run stopped early keeps what it found
+                args.json.write_text(json.dumps([asdict(r) for r in results], indent=1), encoding="utf-8")
         checked = type_check(Path(tmp)) if args.type_check else ""
-    elapsed = time.perf_counter() - started
+    elapsed = sum(r.seconds for r in results) if args.from_json else time.perf_counter() - started
     if args.environment:
         command = " ".join(sys.argv[1:] if argv is None else argv)
         text = environment_section(results, args.environment, elapsed, command)
@@ -299,14 +460,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.out:
             write_section(args.out, ENVIRONMENTS[args.environment], text)
         return 1 if unexplained(results) else 0
-    text = summary(results) + "\n" + checked + exercised(results) + "\n" + table(results)
+    given = argv if argv is not None else sys.argv[1:]  # the JSON files of earlier runs by their names alone
+    command = " ".join(["python bench/zoo_report.py", *(Path(a).name if a.endswith(".json") else a for a in given)])
+    section = f"{BEYOND[0]}\n{beyond(results, command)}{BEYOND[1]}\n" if any(r.train for r in results) else ""
+    text = summary(results) + "\n" + checked + exercised(results) + "\n" + table(results) + "\n" + section
     print(text)
-    if args.out:
+    if args.out and args.beyond_only:
+        write_section(args.out, BEYOND, beyond(results, command))
+    elif args.out:
         header = (
             f"# Model zoo: checkpoint parity on models written by others\n\n"
             f"Generated by `python bench/zoo_report.py{' --type-check' if args.type_check else ''} --out {args.out}` "
             f"(torch {torch.__version__}, "
-            f"{len(results)} models, {elapsed / 60:.0f} minutes; `bash bench/install_zoo.sh` installs the "
+            f"{len(results)} models, {elapsed / 60:.0f} minutes"
+            f"{f' in {len(args.from_json)} runs with `--json`, joined with `--from-json`' if args.from_json else ''}"
+            "; `bash bench/install_zoo.sh` installs the "
             "libraries). For each model: trace it (a model torch.fx cannot trace, or traces wrongly, is captured "
             "with TorchDynamo on its example inputs instead, as `capture=\"auto\"` does), export it, and check every "
             "promise of `bench/parity.py`: "
@@ -316,8 +484,9 @@ def main(argv: list[str] | None = None) -> int:
             "neither capture takes is listed with the reason; docs/export.md says what export promises and "
             "what a capture by TorchDynamo means for other input shapes.\n\n"
         )
-        # what zoo_blocks.py, zoo_compare.py and the --environment runs wrote
-        keep_sections(args.out, header + text, BLOCKS, BLOCKS_DYNAMO, COMPARED, *ENVIRONMENTS.values())
+        # what zoo_blocks.py, zoo_compare.py, the --environment runs (and --beyond-only) wrote
+        kept = (BLOCKS, BLOCKS_DYNAMO, COMPARED) if section else (BLOCKS, BLOCKS_DYNAMO, COMPARED, BEYOND)
+        keep_sections(args.out, header + text, *kept, *ENVIRONMENTS.values())
     return 1 if unexplained(results) else 0
 
 

@@ -114,6 +114,10 @@ class ZooModel:
             an entry whose feature needs a version range is not run elsewhere
             (:meth:`unmet`); ``bench/install_zoo.sh --current`` makes an environment with the
             newest releases, where ``HFTracer``'s entries are left out.
+        varies: the axes of :data:`AXES` the model's inputs may change along, which
+            :meth:`other_inputs` changes. The default suits the zoo's most common input, an
+            image batch (``spatial`` changes no input of fewer than three dimensions);
+            sequence models declare ``("batch", "length")``.
     """
 
     name: str
@@ -131,6 +135,7 @@ class ZooModel:
     features: frozenset[str] = field(default_factory=frozenset)
     prepare: Callable[[], None] | None = None
     versions: tuple[str, ...] = ()
+    varies: tuple[str, ...] = ("batch", "spatial")
 
     def __post_init__(self) -> None:
         if not self.library:
@@ -138,6 +143,18 @@ class ZooModel:
         unknown = set(self.features) - set(FEATURES)
         if unknown:
             raise ValueError(f"{self.name}: unknown features {sorted(unknown)}")
+        if set(self.varies) - set(AXES):
+            raise ValueError(f"{self.name}: unknown axes {sorted(set(self.varies) - set(AXES))}")
+
+    def other_inputs(self) -> list[tuple[str, tuple[Any, ...]]]:
+        """Inputs of another shape than :attr:`inputs`, each with the axes it changes: first
+        every axis of :attr:`varies` that changes an input, then the batch alone (a model may
+        accept only its own resolution or length). Empty when no declared axis changes one."""
+        example = self.inputs()
+        shapes = _shapes(example)
+        changed = tuple(a for a in AXES if a in self.varies and _shapes(resized(example, (a,))) != shapes)
+        tries = [changed, ("batch",)] if len(changed) > 1 and "batch" in changed else [changed]
+        return [(", ".join(axes), resized(example, axes)) for axes in tries if axes]
 
     def unmet(self) -> str:
         """Why the installed versions cannot run this entry (``""`` when they can)."""
@@ -218,6 +235,59 @@ def _with_leaves(
 
 
 # ----------------------------------------------------------------------------- inputs
+
+#: The axes an entry's inputs may vary along, and how :func:`resized` changes each one.
+AXES: dict[str, str] = {
+    "batch": "dim 0 of each input whose dim 0 is the first input's: one more sample (the batch's samples repeated)",
+    "length": "dim 1 of each input of two or more dimensions whose dim 1 is the first such input's: half as long "
+    "(the leading half kept)",
+    "spatial": "dims 2 and on of each input of three or more dimensions whose dims 2 and on are the first such "
+    "input's: twice the resolution (each value repeated, as a nearest-neighbour resize does)",
+}
+
+
+#: ``varies`` of a sequence model: another batch size and another sequence length.
+SEQUENCE = ("batch", "length")
+#: ``varies`` of a model whose inputs have no other axis that may vary (or none the rules of
+#: :data:`AXES` find, as a channels-last image).
+BATCH = ("batch",)
+
+
+def _shapes(inputs: tuple[Any, ...]) -> list[Any]:
+    return [tuple(t.shape) if isinstance(t, torch.Tensor) else None for t in inputs]
+
+
+def resized(inputs: tuple[Any, ...], axes: tuple[str, ...]) -> tuple[Any, ...]:
+    """``inputs`` changed along ``axes`` (see :data:`AXES`); values other than tensors stay.
+
+    Every new value is one of the example's, so token ids stay in the vocabulary, masks stay
+    masks and images keep their range; inputs that share a size keep sharing it."""
+    tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+    out = list(inputs)
+
+    def each(ndim: int, dims: slice, change: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        shaped = [t for t in tensors if t.dim() >= ndim]
+        if not shaped:
+            return
+        sizes = shaped[0].shape[dims]
+        for i, value in enumerate(out):
+            if isinstance(value, torch.Tensor) and value.dim() >= ndim and value.shape[dims] == sizes:
+                out[i] = change(value)
+
+    if "batch" in axes:
+        each(1, slice(0, 1), lambda t: t[torch.arange(t.shape[0] + 1) % t.shape[0]])
+    if "length" in axes:
+        each(2, slice(1, 2), lambda t: t[:, : max(1, t.shape[1] // 2)])
+    if "spatial" in axes:
+
+        def twice(t: torch.Tensor) -> torch.Tensor:
+            for dim in range(2, t.dim()):
+                t = t.repeat_interleave(2, dim)
+            return t
+
+        each(3, slice(2, None), twice)
+    return tuple(out)
+
 
 
 def randn(*shape: int, seed: int = 0) -> torch.Tensor:
@@ -305,4 +375,4 @@ def _catalogue() -> list[ZooModel]:
 #: Every entry, in a stable order (MONAI's first, as in the original ``zoo_models.py``).
 ZOO: list[ZooModel] = _catalogue()
 
-__all__ = ["FEATURES", "ZOO", "Inputs", "ZooModel", "img", "imgs", "randn", "token_ids", "tokens"]
+__all__ = ["AXES", "BATCH", "FEATURES", "SEQUENCE", "ZOO", "Inputs", "ZooModel", "img", "imgs", "randn", "resized", "token_ids", "tokens"]

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import ZooModel, token_ids
+from . import SEQUENCE, ZooModel, token_ids
 from .hf_models import _CONFIGS, _LLAMA
 
 _SMALL = {"vocab_size": 99, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -77,6 +77,7 @@ ENTRIES: list[ZooModel] = [
         traceable=False,
         note="torch.fx's own tracer cannot trace it (transformers' HFTracer can in 4.46.3, not from 4.5x)",
         fast=cls == "LlamaForCausalLM",
+        varies=SEQUENCE,
     )
     for cls, (config_cls, config) in _DECODERS.items()
 ]

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import Inputs, ZooModel, randn, token_ids
+from . import BATCH, SEQUENCE, Inputs, ZooModel, randn, token_ids
 
 _TEXT = {
     "vocab_size": 99,
@@ -420,6 +420,11 @@ def _input(name: str, kind: str) -> torch.Tensor:
     return makers[name]()
 
 
+#: What each kind of input may vary along (a multiple-choice input's dim 1 is its choices).
+_VARIES = {"text": SEQUENCE, "speech": SEQUENCE, "audio": SEQUENCE, "lxmert": SEQUENCE, "choice": BATCH,
+           "image": ("batch", "spatial"), "image64": ("batch", "spatial")}  # fmt: skip
+
+
 def _inputs(names: tuple[str, ...], kind: str) -> Inputs:
     return lambda: tuple(_input(name, kind) for name in names)
 
@@ -446,6 +451,7 @@ def _hf(
         requires=("transformers",),
         tracer_class=_hf_tracer,
         versions=(HF_TRACER,),
+        varies=_VARIES[kind],
         **kwargs,
     )
 

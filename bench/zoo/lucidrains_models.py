@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import Inputs, ZooModel, img, tokens
+from . import BATCH, SEQUENCE, Inputs, ZooModel, img, tokens
 
 LEAVES = ("einops.layers.torch.Rearrange", "einops.layers.torch.Reduce")
 EINOPS = ("einops.rearrange", "einops.repeat", "einops.reduce", "einops.pack", "einops.unpack")
@@ -39,6 +39,7 @@ def _lib(
     note: str = "",
     leaves: tuple[str, ...] = (),
     concrete_args: dict[str, Any] | None = None,
+    varies: tuple[str, ...] = ("batch", "spatial"),
     **kwargs: Any,
 ) -> ZooModel:
     """An entry ``<name>`` for ``<module>.<cls>(**kwargs)``; ``leaves`` are dotted class paths."""
@@ -53,6 +54,7 @@ def _lib(
         traceable=traceable,
         note=note,
         requires=(package, "einops"),
+        varies=varies,
     )
 
 
@@ -66,6 +68,7 @@ ENTRIES: list[ZooModel] = [
         "perceiver_pytorch",
         "Perceiver",
         img(1, 16, 16, 3),
+        varies=BATCH,  # channels last
         input_channels=3,
         input_axis=2,
         num_freq_bands=6,
@@ -92,6 +95,7 @@ ENTRIES: list[ZooModel] = [
         "linformer",
         "Linformer",
         _SEQ,
+        varies=SEQUENCE,
         dim=32,
         seq_len=16,
         depth=2,
@@ -105,6 +109,7 @@ ENTRIES: list[ZooModel] = [
         "linformer",
         "LinformerLM",
         _TOK,
+        varies=SEQUENCE,
         num_tokens=99,
         dim=32,
         seq_len=16,
@@ -119,6 +124,7 @@ ENTRIES: list[ZooModel] = [
         "performer_pytorch",
         "Performer",
         _SEQ,
+        varies=SEQUENCE,
         dim=32,
         depth=2,
         heads=2,
@@ -133,6 +139,7 @@ ENTRIES: list[ZooModel] = [
         "g_mlp_pytorch",
         "gMLP",
         _TOK,
+        varies=SEQUENCE,
         num_tokens=99,
         dim=32,
         depth=2,
@@ -156,6 +163,7 @@ ENTRIES: list[ZooModel] = [
         "nystrom_attention",
         "Nystromformer",
         _SEQ,
+        varies=SEQUENCE,
         dim=32,
         depth=2,
         heads=2,
@@ -169,6 +177,7 @@ ENTRIES: list[ZooModel] = [
         "conformer",
         "ConformerBlock",
         _SEQ,
+        varies=SEQUENCE,
         dim=32,
         dim_head=16,
         heads=2,
@@ -183,6 +192,7 @@ ENTRIES: list[ZooModel] = [
         "conformer",
         "Conformer",
         _SEQ,
+        varies=SEQUENCE,
         dim=32,
         depth=2,
         dim_head=16,

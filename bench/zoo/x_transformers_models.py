@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from . import ZooModel, img, tokens
+from . import SEQUENCE, ZooModel, img, tokens
 
 LEAVES = (
     "einops.layers.torch.Rearrange",
@@ -149,6 +149,7 @@ def _xt(name: str, factory: Any, inputs: Any, concrete_args: dict[str, Any], not
         traceable=False,
         note=note,
         requires=("x_transformers", "einops"),
+        varies=SEQUENCE,
     )
 
 
