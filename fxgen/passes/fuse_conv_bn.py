@@ -37,7 +37,7 @@ def fuse_conv_bn(gm: torch.fx.GraphModule, args: Mapping[str, Any], context: Pas
     example = _example(context)
     if example is not None:
         with torch.no_grad():
-            want = gm(*example)
+            want = gm.forward(*example)  # not gm(...): torch.fx prints a traceback to stderr on an error
     fused = fuse(gm, inplace=True, no_trace=True)  # in place: the modules it leaves stay as they were
     assert isinstance(fused, torch.fx.GraphModule)
     for path, module in fused.named_modules():
@@ -51,7 +51,7 @@ def fuse_conv_bn(gm: torch.fx.GraphModule, args: Mapping[str, Any], context: Pas
     checked = ""
     if example is not None and folded:
         with torch.no_grad():
-            got = fused(*example)
+            got = fused.forward(*example)
         checked = "; " + _compare(want, got, context)
     context.note(f"fuse_conv_bn: folded {len(folded)} batch norm{'s' * (len(folded) != 1)} into the layer "
                  f"before {'them' if len(folded) != 1 else 'it'}" + (f" ({', '.join(folded)})" if folded else "")

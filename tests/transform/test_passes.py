@@ -475,3 +475,15 @@ def test_fusion_is_checked_on_the_declared_inputs(
     monkeypatch.setattr(optimization, "fuse_conv_bn_eval", wrong)
     with pytest.raises(SpecError, match=r"<passes>:3:3: error: fuse_conv_bn: the fused model computes other values"):
         fxgen.transform(spec_path, ["fuse_conv_bn"], weights=weights)
+
+
+def test_a_model_failing_while_fuse_conv_bn_checks_it_prints_no_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    """fuse_conv_bn runs the model on the declared inputs; a model that fails there is a located
+    error, and torch.fx's own traceback print (GraphModule.__call__) does not reach stderr."""
+    data = {"fxgen": 1, "name": "M", "passes": ["fuse_conv_bn"], "inputs": {"x": {"shape": [2, 4]}},
+            "nodes": [{"op": "placeholder", "name": "x"},
+                      {"op": "call_function", "name": "y", "target": "torch.nn.functional.linear"},
+                      {"op": "output", "args": ["%y"]}]}  # fmt: skip
+    with pytest.raises(fxgen.SpecError, match="pass 'fuse_conv_bn' failed: TypeError"):
+        fxgen.load(data)
+    assert "Traceback" not in capsys.readouterr().err
