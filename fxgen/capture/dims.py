@@ -1,0 +1,209 @@
+"""What a dynamic-shape capture assumed about its inputs' sizes: named dimensions and checks.
+
+TorchDynamo captures with symbolic sizes (``fxgen.capture.dynamo``): each dimension of an input
+it keeps dynamic is a symbol of a ``ShapeEnv``, and whatever the forward decided from a size
+(``if h % 8:``, ``view(b, -1)`` into a ``Linear(12, ...)``) is recorded there as a guard, a
+replacement (a symbol that must equal a number or another symbol) or a range. The graph is
+right exactly where those hold. Here they become what a spec says (``inputs:``, ``checks:``):
+
+- each input's shape, a dimension either a number (static: the capture assumed that size) or
+  a name (symbolic; a name repeated means the capture assumed those sizes equal);
+- each guard as a condition in fxgen's expression grammar over those names
+  (``height % 8 != 0``), so the generated forward refuses an input outside them;
+- a guard that pins a symbol (``x_dim1 * x_dim2 == 12``) or that the grammar cannot write
+  fixes that symbol at its example size instead (a check of that size): never wider than what
+  the capture proved;
+- for each symbol the graph reads, where it comes from at run time: an input's dimension
+  (``x.size(2)``) or a number.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import sympy
+import torch
+
+from fxgen._errors import ExportError
+from fxgen.spec.expr import Expr, render
+
+__all__ = ["DimFacts", "dim_facts"]
+
+
+@dataclasses.dataclass
+class DimFacts:
+    """``shapes``: input -> its sizes (numbers, names); ``checks``: conditions over the names;
+    ``where``: symbol -> ``(input, dim)`` or a number, how the graph gets it; ``notes``: what
+    the user asked that the capture could not keep."""
+
+    shapes: dict[str, list[int | str]]
+    checks: list[str]
+    where: dict[sympy.Symbol, tuple[str, int] | int]
+    notes: list[str]
+
+
+def dim_facts(
+    shape_env: Any,
+    fakes: Mapping[str, torch.Tensor],
+    names: Mapping[str, Sequence[str | None]],
+) -> DimFacts:
+    """The facts of a capture: ``fakes`` are the inputs' fake tensors (their sizes symbolic where
+    the capture kept them so), ``names`` the dimension names the user gave (None: static)."""
+    guards = [_bound(shape_env.simplify(g.expr)) for g in shape_env.guards if not _inside_an_operator(g)]
+    for asserts in getattr(shape_env, "deferred_runtime_asserts", {}).values():
+        guards.extend(_bound(shape_env.simplify(a.expr)) for a in asserts)
+    sizes = {name: [_expr(shape_env, size) for size in fake.shape] for name, fake in fakes.items()}
+    hints = {s: int(v) for s, v in getattr(shape_env, "backed_var_to_val", shape_env.var_to_val).items()}
+    pinned: dict[sympy.Symbol, int] = {}
+
+    def pin(expr: Any) -> None:
+        for symbol in expr.free_symbols:
+            pinned.setdefault(symbol, sympy.Integer(hints[symbol]))
+
+    for guard in guards:  # a symbol an equality fixes, or one a condition fxgen cannot write, is static
+        if isinstance(guard, sympy.Eq) or _tree(guard, {}) is None:
+            pin(guard)
+    for shape in sizes.values():  # a dimension that is an expression of others (2 * s0): fixed too
+        for size in shape:
+            if not size.is_Integer and not size.is_Symbol:
+                pin(size)
+    shapes: dict[str, list[int | str]] = {}
+    where: dict[sympy.Symbol, tuple[str, int] | int] = {s: int(v) for s, v in pinned.items()}
+    spelled: dict[sympy.Symbol, str] = {}
+    taken = set(fakes)
+    notes: list[str] = []
+    for name, shape in sizes.items():
+        wanted = list(names.get(name, ()))
+        out: list[int | str] = []
+        for d, size in enumerate(shape):
+            size = size.xreplace(pinned)
+            asked = wanted[d] if d < len(wanted) else ""
+            if size.is_Integer:
+                out.append(int(size))
+                if asked:
+                    notes.append(f"input {name!r} dimension {d} ({asked}) is static, {int(size)}: the capture "
+                                 "computed with that size, so the exported model accepts only it")  # fmt: skip
+                continue
+            if size not in spelled:
+                spelled[size] = _fresh(asked or f"{name}_dim{d}", taken)
+                where[size] = (name, d)
+            out.append(spelled[size])
+        shapes[name] = out
+    checks: list[str] = []
+    for guard in guards:
+        guard = guard.xreplace(pinned)
+        if guard is sympy.true or guard == sympy.true:
+            continue
+        tree = _tree(guard, spelled)
+        if tree is None:
+            raise ExportError(f"the capture assumed {guard}, which fxgen cannot write as a check; report it, or "
+                              "mark the dimensions it names static (dynamic=)")  # fmt: skip
+        text = render(tree)
+        if text not in checks:
+            checks.append(text)
+    return DimFacts(shapes, checks, where, notes)
+
+
+# Where torch computes an operator's fake result: a guard made there chose how that result is
+# laid out (a convolution's memory format from its batch size), which the real operator decides
+# again when the graph runs. The graph records the operator call, not that choice: such a guard
+# is no assumption of the graph (its equalities are kept: they fixed sizes the graph then used).
+_OPERATOR_FILES = tuple(
+    str(Path(torch.__file__).parent / name)
+    for name in ("_subclasses", "_meta_registrations.py", "_refs", "_prims", "_prims_common", "_decomp")
+)
+
+
+def _inside_an_operator(guard: Any) -> bool:
+    where = getattr(guard.sloc, "framework_loc", None)
+    filename = getattr(where, "filename", None)
+    return (isinstance(filename, str) and filename.startswith(_OPERATOR_FILES)
+            and not isinstance(guard.expr, sympy.Eq))  # fmt: skip
+
+
+def _bound(guard: Any) -> Any:
+    """An equality that is a bound written as one, as the bound: ``a == min(b, a)`` (a slice
+    ``t[:a]`` of a table of ``b`` rows, as long as ``a``) is ``a <= b``; ``a == max(b, a)`` is
+    ``a >= b``. Any other guard as it is."""
+    if isinstance(guard, sympy.Eq):
+        for a, other in (guard.args, guard.args[::-1]):
+            kind = type(other).__name__
+            if kind in ("Min", "Max") and len(other.args) == 2 and a in other.args:
+                b = other.args[0] if other.args[1] == a else other.args[1]
+                return sympy.Le(a, b) if kind == "Min" else sympy.Ge(a, b)
+    return guard
+
+
+def _expr(shape_env: Any, size: Any) -> Any:
+    if isinstance(size, int):
+        return sympy.Integer(size)
+    return shape_env.simplify(size.node.expr)
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    out, n = name, 1
+    while out in taken:
+        n += 1
+        out = f"{name}_{n}"
+    taken.add(out)
+    return out
+
+
+_RELATIONS = {sympy.Ne: "!=", sympy.Lt: "<", sympy.Le: "<=", sympy.Gt: ">", sympy.Ge: ">="}
+_CALLS = {"Max": "max", "Min": "min"}
+
+
+def _tree(expr: Any, spelled: Mapping[Any, str]) -> Expr | None:
+    """``expr`` as a tree of fxgen's expression grammar (``fxgen.spec.expr``), or None when it
+    holds anything the grammar cannot write. Symbols not in ``spelled`` are written as their own
+    names (only to learn whether the expression can be written)."""
+    if expr is sympy.true or expr is sympy.false:
+        return ("bool", bool(expr))
+    if expr.is_Integer:
+        value = int(expr)
+        return ("neg", ("num", -value)) if value < 0 else ("num", value)
+    if expr.is_Symbol:
+        return ("name", spelled.get(expr, str(expr)))
+    kind = type(expr).__name__
+    args = [_tree(a, spelled) for a in expr.args]
+    if any(a is None for a in args):
+        return None
+    if type(expr) in _RELATIONS:
+        return (_RELATIONS[type(expr)], args[0], args[1])
+    if isinstance(expr, (sympy.And, sympy.Or)):
+        return _chain("and" if isinstance(expr, sympy.And) else "or", args)
+    if isinstance(expr, sympy.Not):
+        return ("not", args[0])
+    if isinstance(expr, sympy.Add):  # the positive terms first, then each negative one subtracted
+        terms = sorted(zip(expr.args, args, strict=True), key=lambda t: t[0].could_extract_minus_sign())
+        tree: Any = None
+        for term, written in terms:
+            if term.could_extract_minus_sign():
+                positive = _tree(-term, spelled)
+                tree = ("-", tree, positive) if tree is not None else ("neg", positive)
+            else:
+                tree = ("+", tree, written) if tree is not None else written
+        return tree
+    if isinstance(expr, sympy.Mul):
+        if expr.args[0] == -1:
+            return ("neg", _chain("*", args[1:]))
+        return _chain("*", args)
+    if kind in ("Mod", "PythonMod"):
+        return ("%", args[0], args[1])
+    if kind in ("FloorDiv", "CleanDiv"):
+        return ("//", args[0], args[1])
+    if kind in ("Pow", "PowByNatural") and expr.args[1].is_Integer and int(expr.args[1]) >= 0:
+        return ("**", args[0], args[1])
+    if kind in _CALLS:
+        return ("call", _CALLS[kind], *args)
+    return None
+
+
+def _chain(op: str, args: list[Any]) -> Expr:
+    tree = args[0]
+    for arg in args[1:]:
+        tree = (op, tree, arg)
+    return tree
