@@ -129,7 +129,9 @@ def _propagate(
     if not spec.inputs:
         raise SpecError.at(spec.locate(()), "no example inputs: declare them under `inputs:` "
                            "(`inputs: {x: {shape: [1, 3, 224, 224], dtype: float32}}`)")  # fmt: skip
-    gm = build_module(spec, policy, device="meta")
+    # the graph without the check of ``checks:`` (its nodes are the spec's, one for one): the sizes
+    # chosen below meet the checks, and what they check is no shape the graph computes
+    gm = build_module(dataclasses.replace(spec, checks=None), policy, device="meta")
     hints = stand_in_sizes(spec)
     # a ShapeEnv (symbols) only when a dimension is named: static shapes need none
     shape_env = _shape_env() if symbolic and hints else None

@@ -208,3 +208,31 @@ def test_symbolic_tracing_is_shape_generic_where_it_bakes_no_size(tmp_path: Path
         h = torch.randn(batch, seq, 8)
         for copy in _both(model, spec, tmp_path):
             assert torch.equal(copy(h), model(h))
+
+
+def test_checks_survive_to_spec_passes_and_analysis(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``to_spec(fxgen.load(spec))`` and a transform keep ``inputs:`` and ``checks:``; ``fxgen
+    validate`` and ``fxgen show`` propagate shapes at sizes that meet them (``ids_dim1 <= 16``)."""
+    model = Transformer().eval()
+    spec = _export(model, torch.randint(0, 20, (1, 5)), torch.ones(1, 5, dtype=torch.long))
+    assert fxgen.to_spec(fxgen.load(spec)) == spec
+    flat = _export(PadTo8(), torch.randn(1, 3, 5, 4))
+    assert fxgen.to_spec(fxgen.load(flat)) == flat
+    pruned = fxgen.transform(flat, ["eliminate_dead_code"])
+    assert pruned.checks == flat.checks and pruned.inputs == flat.inputs
+    path = tmp_path / "transformer.yaml"
+    spec.to_file(path)
+    assert main(["validate", str(path)]) == 0
+    assert main(["show", str(path)]) == 0
+    assert "float32[ids_dim0, ids_dim1, 20]" in capsys.readouterr().out
+
+
+def test_a_spec_with_checks_and_one_without_do_not_share_code() -> None:
+    """The code torch.fx writes is reused for equal nodes: the check is part of what it depends on."""
+    data: dict[str, Any] = {
+        "fxgen": 1, "name": "Twice", "inputs": {"x": {"shape": ["batch", 4]}},
+        "nodes": [{"op": "placeholder", "name": "x"}, {"op": "call_function", "name": "y", "target": "torch.relu",
+                                                      "args": ["%x"]}, {"op": "output", "args": ["%y"]}]}  # fmt: skip
+    assert torch.equal(fxgen.load(data)(-torch.ones(65, 4)), torch.zeros(65, 4))
+    with pytest.raises(ValueError, match=r"^input 'x' dimension 0 \(batch\) is 65: the model was exported for batch <= 64$"):
+        fxgen.load({**data, "checks": ["batch <= 64"]})(torch.ones(65, 4))
