@@ -57,21 +57,10 @@ def dim_facts(
         guards.extend(_bound(shape_env.simplify(a.expr)) for a in asserts)
     sizes = {name: [_expr(shape_env, size) for size in fake.shape] for name, fake in fakes.items()}
     hints = {s: int(v) for s, v in getattr(shape_env, "backed_var_to_val", shape_env.var_to_val).items()}
-    pinned: dict[sympy.Symbol, int] = {}
-
-    def pin(expr: Any) -> None:
-        for symbol in expr.free_symbols:
-            pinned.setdefault(symbol, sympy.Integer(hints[symbol]))
-
-    for guard in guards:  # a symbol an equality fixes, or one a condition fxgen cannot write, is static
-        if isinstance(guard, sympy.Eq) or _tree(guard, {}) is None:
-            pin(guard)
-    for shape in sizes.values():  # a dimension that is an expression of others (2 * s0): fixed too
-        for size in shape:
-            if not size.is_Integer and not size.is_Symbol:
-                pin(size)
+    order = {e: i for i, e in enumerate(e for shape in sizes.values() for e in shape if e.is_Symbol)}
+    subst = _settled(guards, sizes, hints, order)
     shapes: dict[str, list[int | str]] = {}
-    where: dict[sympy.Symbol, tuple[str, int] | int] = {s: int(v) for s, v in pinned.items()}
+    where: dict[sympy.Symbol, tuple[str, int] | int] = {s: int(v) for s, v in subst.items() if v.is_Integer}
     spelled: dict[sympy.Symbol, str] = {}
     taken = set(fakes)
     notes: list[str] = []
@@ -79,7 +68,7 @@ def dim_facts(
         wanted = list(names.get(name, ()))
         out: list[int | str] = []
         for d, size in enumerate(shape):
-            size = size.xreplace(pinned)
+            size = size.xreplace(subst)
             asked = wanted[d] if d < len(wanted) else ""
             if size.is_Integer:
                 out.append(int(size))
@@ -94,7 +83,7 @@ def dim_facts(
         shapes[name] = out
     checks: list[str] = []
     for guard in guards:
-        guard = guard.xreplace(pinned)
+        guard = guard.xreplace(subst)
         if guard is sympy.true or guard == sympy.true:
             continue
         tree = _tree(guard, spelled)
@@ -104,7 +93,59 @@ def dim_facts(
         text = render(tree)
         if text not in checks:
             checks.append(text)
+    for symbol, value in subst.items():  # a symbol made another: read where that one is
+        if value.is_Symbol and value in where:
+            where[symbol] = where[value]
     return DimFacts(shapes, checks, where, notes)
+
+
+def _settled(guards: list[Any], sizes: dict[str, list[Any]], hints: dict[Any, int],
+             order: dict[Any, int]) -> dict[Any, Any]:  # fmt: skip
+    """Symbol -> what it is taken to be: another symbol, or its example size.
+
+    An equality guard (or one fxgen's grammar cannot write) over several symbols is first tried
+    as the equalities of its symbols with equal example sizes (``mask.view(batch, -1)`` of a
+    mask as large as the ids: the mask's dimensions are the ids'); if that makes it true, they
+    are taken to be equal (one name, and the check that the sizes are). Otherwise its symbols are
+    fixed at their example sizes (``x_dim1 * x_dim2 == 12``: static, and checked). A dimension
+    that is an expression of symbols (``2 * s0``) fixes them too."""
+    subst: dict[Any, Any] = {}
+
+    def pin(expr: Any) -> None:
+        for symbol in expr.free_symbols:
+            if symbol not in subst:
+                subst[symbol] = sympy.Integer(hints[symbol])
+
+    for guard in guards:
+        guard = guard.xreplace(subst)
+        if guard == sympy.true or not (isinstance(guard, sympy.Eq) or _tree(guard, {}) is None):
+            continue
+        symbols = sorted(guard.free_symbols, key=lambda s: order.get(s, len(order)))
+        first: dict[int, Any] = {}
+        trial = {s: first.setdefault(hints[s], s) for s in symbols}
+        trial = {s: r for s, r in trial.items() if r != s}
+        if trial and _true(guard.xreplace(trial)):
+            for symbol, rep in trial.items():
+                subst[symbol] = rep
+            for symbol, value in list(subst.items()):
+                subst[symbol] = value.xreplace(trial)
+        else:
+            pin(guard)
+    for shape in sizes.values():
+        for size in shape:
+            size = size.xreplace(subst)
+            if not size.is_Integer and not size.is_Symbol:
+                pin(size)
+    return subst
+
+
+def _true(expr: Any) -> bool:
+    if expr == sympy.true:
+        return True
+    try:
+        return bool(sympy.simplify(expr) == sympy.true)
+    except Exception:  # (sympy cannot decide it: not taken)
+        return False
 
 
 # Where torch computes an operator's fake result: a guard made there chose how that result is

@@ -236,3 +236,45 @@ def test_a_spec_with_checks_and_one_without_do_not_share_code() -> None:
     assert torch.equal(fxgen.load(data)(-torch.ones(65, 4)), torch.zeros(65, 4))
     with pytest.raises(ValueError, match=r"^input 'x' dimension 0 \(batch\) is 65: the model was exported for batch <= 64$"):
         fxgen.load({**data, "checks": ["batch <= 64"]})(torch.ones(65, 4))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["gpt2", "llama", "bert"])
+def test_hugging_face_models_at_other_batch_sizes_and_lengths(family: str, tmp_path: Path) -> None:
+    """Captured at batch 1, length 5: exact at (3, 9) and (2, 17); the decoders refuse length 1
+    (the causal mask's branch was decided for longer inputs) with the clear error."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    small = {"vocab_size": 50}
+    if family == "gpt2":
+        model = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=2, n_head=2, n_embd=16, n_positions=32,
+                                                                     **small))  # fmt: skip
+    elif family == "llama":
+        model = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+            num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, hidden_size=16, intermediate_size=32,
+            max_position_embeddings=32, **small))  # fmt: skip
+    else:
+        model = transformers.BertModel(transformers.BertConfig(
+            num_hidden_layers=2, num_attention_heads=2, hidden_size=16, intermediate_size=32,
+            max_position_embeddings=32, **small))  # fmt: skip
+    model.eval()
+    fixed = {"use_cache": False, "return_dict": False}
+    ids, mask = torch.randint(0, 50, (1, 5)), torch.ones(1, 5, dtype=torch.long)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        spec = fxgen.export(model, capture="dynamo", example_inputs={"input_ids": ids, "attention_mask": mask},
+                            example_kwargs=fixed, flat=True)  # fmt: skip
+    assert spec.inputs["input_ids"].shape == ["input_ids_dim0", "input_ids_dim1"]
+    copies = _both(model, spec, tmp_path)
+    for batch, seq in ((3, 9), (2, 17)):
+        ids = torch.randint(0, 50, (batch, seq), generator=torch.Generator().manual_seed(seq))
+        mask = torch.ones(batch, seq, dtype=torch.long)
+        mask[0, : seq // 2] = 0 if family == "bert" else 1
+        with torch.no_grad():
+            want = model(input_ids=ids, attention_mask=mask, **fixed)[0]
+            for copy in copies:
+                assert torch.equal(copy(input_ids=ids, attention_mask=mask)[0], want)
+    if family != "bert":
+        for copy in copies:
+            with pytest.raises(ValueError, match=r"input 'input_ids' dimension 1 \(input_ids_dim1\) is 1"):
+                copy(input_ids=torch.randint(0, 50, (1, 1)), attention_mask=torch.ones(1, 1, dtype=torch.long))
