@@ -53,12 +53,15 @@ def dim_facts(
     """The facts of a capture: ``fakes`` are the inputs' fake tensors (their sizes symbolic where
     the capture kept them so), ``names`` the dimension names the user gave (None: static)."""
     guards = [_bound(shape_env.simplify(g.expr)) for g in shape_env.guards if not _inside_an_operator(g)]
+    lines = [str(g.sloc.maybe_user_loc or "") for g in shape_env.guards if not _inside_an_operator(g)]
     for asserts in getattr(shape_env, "deferred_runtime_asserts", {}).values():
         guards.extend(_bound(shape_env.simplify(a.expr)) for a in asserts)
+        lines.extend("" for _ in asserts)
     sizes = {name: [_expr(shape_env, size) for size in fake.shape] for name, fake in fakes.items()}
-    hints = {s: int(v) for s, v in getattr(shape_env, "backed_var_to_val", shape_env.var_to_val).items()}
+    known = shape_env.backed_var_to_val if hasattr(shape_env, "backed_var_to_val") else shape_env.var_to_val
+    hints = {s: int(v) for s, v in known.items()}
     order = {e: i for i, e in enumerate(e for shape in sizes.values() for e in shape if e.is_Symbol)}
-    subst = _settled(guards, sizes, hints, order)
+    subst, why = _settled(guards, lines, sizes, hints, order)
     shapes: dict[str, list[int | str]] = {}
     where: dict[sympy.Symbol, tuple[str, int] | int] = {s: int(v) for s, v in subst.items() if v.is_Integer}
     spelled: dict[sympy.Symbol, str] = {}
@@ -72,9 +75,12 @@ def dim_facts(
             asked = wanted[d] if d < len(wanted) else ""
             if size.is_Integer:
                 out.append(int(size))
-                if asked:
-                    notes.append(f"input {name!r} dimension {d} ({asked}) is static, {int(size)}: the capture "
-                                 "computed with that size, so the exported model accepts only it")  # fmt: skip
+                reason = why.get(shape[d]) if shape[d].is_Symbol else None
+                if asked or reason:
+                    notes.append(f"input {name!r} dimension {d}{f' ({asked})' if asked else ''} is static, "
+                                 f"{int(size)}: the capture needed that size{f' ({reason})' if reason else ''}, "
+                                 "so the exported model accepts only it (capture on an example of another size "
+                                 "if the model takes others)")  # fmt: skip
                 continue
             if size not in spelled:
                 spelled[size] = _fresh(asked or f"{name}_dim{d}", taken)
@@ -99,27 +105,37 @@ def dim_facts(
     return DimFacts(shapes, checks, where, notes)
 
 
-def _settled(guards: list[Any], sizes: dict[str, list[Any]], hints: dict[Any, int],
-             order: dict[Any, int]) -> dict[Any, Any]:  # fmt: skip
-    """Symbol -> what it is taken to be: another symbol, or its example size.
+def _settled(guards: list[Any], lines: list[str], sizes: dict[str, list[Any]], hints: dict[Any, int],
+             order: dict[Any, int]) -> tuple[dict[Any, Any], dict[Any, str]]:  # fmt: skip
+    """Symbol -> what it is taken to be: another symbol, or its example size; and for each
+    symbol fixed, the line of the guard that fixed it (``lines``: each guard's, or "").
 
-    An equality guard (or one fxgen's grammar cannot write) over several symbols is first tried
-    as the equalities of its symbols with equal example sizes (``mask.view(batch, -1)`` of a
-    mask as large as the ids: the mask's dimensions are the ids'); if that makes it true, they
-    are taken to be equal (one name, and the check that the sizes are). Otherwise its symbols are
-    fixed at their example sizes (``x_dim1 * x_dim2 == 12``: static, and checked). A dimension
-    that is an expression of symbols (``2 * s0``) fixes them too."""
+    An equality guard that holds at twice and three times the example sizes too (a size
+    divisible by 16, for a U-Net's poolings) is a condition like any other. One over several
+    symbols is then tried as the equalities of its symbols with equal example sizes
+    (``mask.view(batch, -1)`` of a mask as large as the ids: the mask's dimensions are the ids');
+    if that makes it true, they are taken to be equal (one name, and the check that the sizes
+    are). Otherwise, as for a guard fxgen's grammar cannot write, its symbols are fixed at their
+    example sizes (``x_dim1 * x_dim2 == 12``: static, and checked). A dimension that is an
+    expression of symbols (``2 * s0``) fixes them too."""
     subst: dict[Any, Any] = {}
+    why: dict[Any, str] = {}
 
-    def pin(expr: Any) -> None:
+    def pin(expr: Any, line: str = "") -> None:
         for symbol in expr.free_symbols:
             if symbol not in subst:
                 subst[symbol] = sympy.Integer(hints[symbol])
+                if line:
+                    why[symbol] = line
 
-    for guard in guards:
+    for guard, line in zip(guards, lines, strict=True):
         guard = guard.xreplace(subst)
         if guard == sympy.true or not (isinstance(guard, sympy.Eq) or _tree(guard, {}) is None):
             continue
+        if _tree(guard, {}) is not None and all(
+            _true(guard.xreplace({s: sympy.Integer(hints[s] * k) for s in guard.free_symbols})) for k in (2, 3)
+        ):
+            continue  # holds beyond the example: written as a check
         symbols = sorted(guard.free_symbols, key=lambda s: order.get(s, len(order)))
         first: dict[int, Any] = {}
         trial = {s: first.setdefault(hints[s], s) for s in symbols}
@@ -130,13 +146,13 @@ def _settled(guards: list[Any], sizes: dict[str, list[Any]], hints: dict[Any, in
             for symbol, value in list(subst.items()):
                 subst[symbol] = value.xreplace(trial)
         else:
-            pin(guard)
+            pin(guard, line)
     for shape in sizes.values():
         for size in shape:
             size = size.xreplace(subst)
             if not size.is_Integer and not size.is_Symbol:
                 pin(size)
-    return subst
+    return subst, why
 
 
 def _true(expr: Any) -> bool:
@@ -193,7 +209,7 @@ def _fresh(name: str, taken: set[str]) -> str:
     return out
 
 
-_RELATIONS = {sympy.Ne: "!=", sympy.Lt: "<", sympy.Le: "<=", sympy.Gt: ">", sympy.Ge: ">="}
+_RELATIONS = {sympy.Eq: "==", sympy.Ne: "!=", sympy.Lt: "<", sympy.Le: "<=", sympy.Gt: ">", sympy.Ge: ">="}
 _CALLS = {"Max": "max", "Min": "min"}
 
 

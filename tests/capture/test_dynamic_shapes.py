@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from helpers import import_source
-from reference_models import EncoderBlock
+from reference_models import EncoderBlock, UNet
 from torch import nn
 
 import fxgen
@@ -137,7 +137,9 @@ def test_an_input_outside_what_the_capture_proved_raises_a_clear_error(tmp_path:
 def test_a_view_by_the_batch_size_captured_at_batch_1_runs_at_batch_2(tmp_path: Path) -> None:
     torch.manual_seed(0)
     model = Flatten().eval()
-    spec = _export(model, torch.randn(1, 3, 4))
+    with pytest.warns(UserWarning, match=r"input 'x' dimension 1 is static, 3: the capture needed that size \(.*"
+                                         r"nn/modules/linear.py:\d+ in forward\)"):  # fmt: skip
+        spec = fxgen.export(model, capture="dynamo", example_inputs=torch.randn(1, 3, 4))
     assert spec.inputs["x"].shape == ["x_dim0", 3, 4]  # 3 * 4 must be the Linear's 12: fixed, and checked
     x = torch.randn(2, 3, 4)
     for copy in _both(model, spec, tmp_path):
@@ -166,6 +168,22 @@ def test_a_small_transformer_at_another_batch_size_and_sequence_length(tmp_path:
             copy(torch.randint(0, 20, (2, 5)), torch.ones(2, 4, dtype=torch.long))
         with pytest.raises(ValueError, match=r"ids_dim1\) is 17: the model was exported for ids_dim1 <= 16"):
             copy(torch.randint(0, 20, (1, 17)), torch.ones(1, 17, dtype=torch.long))
+
+
+def test_a_unet_takes_every_size_its_poolings_divide(tmp_path: Path) -> None:
+    """Captured at 32 x 32: exact at 64 x 48 and 16 x 16; 40 (not a multiple of 16: the
+    original fails inside torch.cat) refused by the check of the size the skip connections need."""
+    torch.manual_seed(0)
+    model = UNet(3, 2, 8).eval()
+    spec = _export(model, torch.randn(1, 3, 32, 32))
+    assert spec.inputs["x"].shape == ["x_dim0", 3, "x_dim2", "x_dim3"]
+    assert "2 * (x_dim2 // 2) == x_dim2" in (spec.checks or [])
+    for copy in _both(model, spec, tmp_path):
+        for shape in ((2, 3, 64, 48), (1, 3, 16, 16)):
+            x = torch.randn(*shape)
+            assert torch.equal(copy(x), model(x))
+        with pytest.raises(ValueError, match=r"input 'x' dimension 2 \(x_dim2\) is 40: the model was exported for"):
+            copy(torch.randn(1, 3, 40, 40))
 
 
 def test_dimensions_named_and_static_by_choice(tmp_path: Path) -> None:
