@@ -61,6 +61,11 @@ def dim_facts(
     known = shape_env.backed_var_to_val if hasattr(shape_env, "backed_var_to_val") else shape_env.var_to_val
     hints = {s: int(v) for s, v in known.items()}
     order = {e: i for i, e in enumerate(e for shape in sizes.values() for e in shape if e.is_Symbol)}
+    own = {symbol for shape in sizes.values() for size in shape for symbol in size.free_symbols}
+    # a guard of a size that depends on data (``nonzero``: an unbacked symbol) is the operator's own
+    # runtime assert, which holds for any tensor torch makes: no assumption about the inputs
+    kept = [i for i, guard in enumerate(guards) if guard.free_symbols <= own]
+    guards, lines = [guards[i] for i in kept], [lines[i] for i in kept]
     subst, why = _settled(guards, lines, sizes, hints, order)
     shapes: dict[str, list[int | str]] = {}
     where: dict[sympy.Symbol, tuple[str, int] | int] = {s: int(v) for s, v in subst.items() if v.is_Integer}

@@ -296,3 +296,23 @@ def test_hugging_face_models_at_other_batch_sizes_and_lengths(family: str, tmp_p
         for copy in copies:
             with pytest.raises(ValueError, match=r"input 'input_ids' dimension 1 \(input_ids_dim1\) is 1"):
                 copy(input_ids=torch.randint(0, 50, (1, 1)), attention_mask=torch.ones(1, 1, dtype=torch.long))
+
+
+class Counted(nn.Module):
+    """A size read from the data (``.item()``), bounded by ``torch._check``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = (x > 0).sum().item()
+        torch._check(n <= x.shape[0])
+        return x.new_zeros(n) + 1
+
+
+def test_a_size_from_the_data_is_no_check_of_the_inputs(tmp_path: Path) -> None:
+    """The guards of a data-dependent size (an unbacked symbol) are runtime asserts of the
+    operators, which name no input dimension: no check (they made export fail before)."""
+    spec = _export(Counted(), torch.randn(6))
+    assert spec.inputs["x"].shape == ["x_dim0"] and spec.checks == []
+    for copy in _both(Counted(), spec, tmp_path):
+        for size in (6, 9):
+            x = torch.randn(size, generator=torch.Generator().manual_seed(size))
+            assert torch.equal(copy(x), Counted()(x))
