@@ -87,8 +87,9 @@ def dim_facts(
                                  "so the exported model accepts only it (capture on an example of another size "
                                  "if the model takes others)")  # fmt: skip
                 continue
-            if size not in spelled:
-                spelled[size] = _fresh(asked or f"{name}_dim{d}", taken)
+            if size not in spelled:  # a name the user gave twice stays one (its sizes checked equal)
+                given = bool(asked) and asked in spelled.values()
+                spelled[size] = str(asked) if given else _fresh(asked or f"{name}_dim{d}", taken)
                 where[size] = (name, d)
             out.append(spelled[size])
         shapes[name] = out

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+import keyword
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -234,9 +235,21 @@ def _dimension_names(inputs: dict[str, torch.Tensor], dynamic: Dynamic) -> dict[
         if len(given) > tensor.dim():
             raise ExportError(f"dynamic gives {len(given)} dimensions for input {name!r}, which has {tensor.dim()}")
         for dim in given:
-            if dim is not None and not (isinstance(dim, str) and dim.isidentifier()):
-                raise ExportError(f"dynamic: dimension {dim!r} of input {name!r} is no name (an identifier) or None")
+            if dim is not None and not (isinstance(dim, str) and dim.isidentifier() and dim.isascii()
+                                        and not keyword.iskeyword(dim) and dim not in inputs):  # fmt: skip
+                raise ExportError(f"dynamic: dimension {dim!r} of input {name!r} is no name (an identifier, not a "
+                                  "keyword or an input's name) or None")  # fmt: skip
         out[name] = [*given, *[""] * (tensor.dim() - len(given))]
+    seen: dict[str, tuple[str, int]] = {}
+    for name, dims in out.items():
+        for d, dim in enumerate(dims):
+            if not dim:
+                continue
+            other, e = seen.setdefault(dim, (name, d))
+            if inputs[other].shape[e] != inputs[name].shape[d]:
+                raise ExportError(f"dynamic gives the name {dim!r} to input {other!r} dimension {e} and input {name!r} "
+                                  f"dimension {d}, whose example sizes differ ({inputs[other].shape[e]}, "
+                                  f"{inputs[name].shape[d]}): one name is one size")  # fmt: skip
     return out
 
 

@@ -202,6 +202,12 @@ def test_dimensions_named_and_static_by_choice(tmp_path: Path) -> None:
             copy(torch.randint(0, 20, (3, 5)), torch.ones(3, 5, dtype=torch.long))
     with pytest.raises(ExportError, match="dynamic names 'x', which is no example input"):
         _export(model, ids, mask, dynamic={"x": ["batch"]})
+    with pytest.raises(ExportError, match=r"dynamic gives the name 'seq' to input 'ids' dimension 1 and input 'mask' "
+                                          r"dimension 0, whose example sizes differ \(5, 2\): one name is one size"):
+        _export(model, ids, mask, dynamic={"ids": ["batch", "seq"], "mask": ["seq"]})
+    for bad in ("class", "mask", "bätch", 3):
+        with pytest.raises(ExportError, match=f"dimension {bad!r} of input 'ids' is no name"):
+            _export(model, ids, mask, dynamic={"ids": [bad]})
 
 
 def test_cli_dynamic_names_dimensions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
