@@ -64,6 +64,8 @@ VOCABULARY = [
     "inputs", "shapes", "passes", "batch", "seq", "replace", "rewrite", "decompose", "fuse_conv_bn",
     "eliminate_dead_code", "fold_constants", "rules", "targets", "pattern", "replacement", "by", "relu",
     "silu", "torch.nn.BatchNorm2d", "torch.nn.Conv2d",
+    # checks of the inputs
+    "checks", "batch <= 64", "batch % 8 == 0", "batch * 2", "batch < seq < 9", "bacth != 1", "not batch",
     # the weights file's digest
     "weights_digest", "sha256:" + "0" * 64, "sha256:" + "f" * 63,
     # classes from other files
@@ -162,8 +164,21 @@ _PASSES = ["eliminate_dead_code", {"replace": {"target": "torch.relu", "by": "to
 WITH_PASSES = [{**d, "passes": copy.deepcopy(_PASSES)} for d in EXAMPLE_DICTS if d["fxgen"] == 1]
 # The examples with named values, one expression drawn from every form of the grammar.
 WITH_VALUES = [d for d in EXAMPLE_DICTS if d.get("values")]
+
+
+def _checks(data: dict[str, Any]) -> list[str]:
+    """Conditions over the named dimensions of an example's ``inputs:`` (every form a capture writes)."""
+    dims = list(dict.fromkeys(d for i in data["inputs"].values() for d in i["shape"] if isinstance(d, str)))
+    first = dims[0]
+    return [f"{first} <= 4096", f"(8 - {first} % 8) % 8 != 0 or {first} >= 1", f"min(4096, {first}) == {first}",
+            *(f"{d} != 1" for d in dims[1:])]  # fmt: skip
+
+
+# The examples with named dimensions, with checks of them: the forward checks its inputs.
+WITH_CHECKS = [{**d, "checks": _checks(d)} for d in EXAMPLE_DICTS
+               if any(isinstance(s, str) for i in d.get("inputs", {}).values() for s in i["shape"])]  # fmt: skip
 bases = st.one_of(spec_dicts(max_nodes=6, weights_digest=True), st.sampled_from(EXAMPLE_DICTS), st.sampled_from(WITH_PASSES),
-                  st.sampled_from(WITH_VALUES).flatmap(expression_specs))  # fmt: skip
+                  st.sampled_from(WITH_VALUES).flatmap(expression_specs), st.sampled_from(WITH_CHECKS))  # fmt: skip
 mutants = mutated(bases)
 
 
@@ -363,3 +378,11 @@ def _valid(path: Path) -> bool:
     passes and the flow of its inputs, as ``generate`` does.)"""
     with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
         return main(["validate", str(path)]) == 0
+
+
+def test_the_examples_with_checks_are_valid_and_check_their_inputs() -> None:
+    """The bases the mutants of ``checks:`` start from are valid specs whose forward checks."""
+    assert len(WITH_CHECKS) >= 3
+    for data in WITH_CHECKS:
+        spec = validate_data(copy.deepcopy(data))
+        assert spec.checks and "raise ValueError(" in fxgen.generate(spec)

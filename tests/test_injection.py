@@ -34,6 +34,7 @@ from fxgen._errors import FxgenError, SpecError
 from fxgen.check.validate import validate_data
 from fxgen.codegen.render import declared_classes
 from fxgen.policy.tables import SAFE_BUILTINS
+from fxgen.spec.checks import shape_checks
 from fxgen.spec.init import INIT_SCHEMES
 from fxgen.spec.model import walk_loops, walk_nodes
 from fxgen.spec.resolve import needs_resolution
@@ -260,7 +261,7 @@ EXPRESSION_NODES = (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.BoolOp, 
                     ast.Attribute, ast.Load, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)  # fmt: skip
 INIT_CALLS = {"super", "super().__init__", "nn.Parameter", "torch.tensor", "torch.zeros", "torch.ones", "torch.full",
               "torch.empty", "nn.ModuleList", "nn.ModuleDict", "nn.Module"} | {f"nn.init.{s}_" for s in INIT_SCHEMES}
-NAMES = {"self", "cls", "classmethod", "super", "torch", "nn", "F", "operator", "math", "typing", "float", "complex", "slice", "None",
+NAMES = {"self", "cls", "classmethod", "super", "torch", "nn", "F", "operator", "math", "typing", "float", "complex", "slice", "None", "ValueError",
          "getattr", "int", "str", "bool", "tuple", "list", "dict", "__doc__", *SAFE_BUILTINS}
 
 
@@ -460,6 +461,7 @@ def _check_class(
     assert [a.arg for a in init.args.args] == ["self", *body.args]
     placeholders = [n.name for n in walk_nodes(body.nodes) if n.op == "placeholder"]
     assert [a.arg for a in forward.args.args] == ["self", *placeholders]
+    messages = _input_checks(forward, body if body.name == spec.name else None)
 
     # __init__: super().__init__(), the named values (``hidden = <expression>``, in the order
     # written), then assignments to self... and registration calls
@@ -539,7 +541,53 @@ def _check_class(
         is_method = isinstance(call.func, ast.Attribute) and call.func.attr in methods
         assert callee in allowed or _on_self(_uncast(call.func), locals_) or is_method, callee
     assert forward_calls <= node_calls
-    return {doc_node} if doc_node is not None else set()
+    return ({doc_node} if doc_node is not None else set()) | messages
+
+
+def _input_checks(forward: ast.FunctionDef, top: fxgen.Spec | None) -> set[ast.AST]:
+    """The checks of ``inputs:`` and ``checks:`` that begin the top class's forward, taken off
+    its body: one per rule of ``fxgen.spec.checks`` and per condition, each exactly
+    ``if <sizes, numbers, operators, the expression functions>: raise ValueError(f"...")``
+    whose f-string shows sizes only. Returns their message parts (text made of spec strings)."""
+    expected = 0
+    if top is not None and top.checks is not None:
+        expected = len(list(shape_checks([(n, i.shape) for n, i in top.inputs.items()]))) + len(top.checks)
+    inputs = set(top.inputs) if top is not None else set()
+    taken: set[ast.AST] = set()
+    for _ in range(expected):
+        stmt = forward.body.pop(0)
+        assert isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1, ast.unparse(stmt)
+        raised = stmt.body[0]
+        assert isinstance(raised, ast.Raise) and raised.cause is None and isinstance(raised.exc, ast.Call)
+        assert ast.unparse(raised.exc.func) == "ValueError" and not raised.exc.keywords
+        (message,) = raised.exc.args
+        assert isinstance(message, ast.JoinedStr)
+        for part in message.values:
+            if isinstance(part, ast.FormattedValue):
+                assert part.conversion == -1 and part.format_spec is None
+                _check_size(part.value, inputs)
+            else:
+                assert isinstance(part, ast.Constant) and isinstance(part.value, str)
+                taken.add(ast.Expr(value=part))
+        for node in ast.walk(stmt.test):
+            assert isinstance(node, EXPRESSION_NODES), ast.dump(node)
+            if isinstance(node, ast.Call) and ast.unparse(node.func) not in EXPRESSION_CALLS:
+                _check_size(node, inputs)
+            elif isinstance(node, ast.Constant):
+                assert type(node.value) in (int, float, bool), node.value
+            elif isinstance(node, ast.Name):
+                assert node.id in inputs | {"math", *EXPRESSION_CALLS}, node.id
+    return taken
+
+
+def _check_size(call: ast.expr, inputs: set[str]) -> None:
+    """``x.size(2)`` or ``x.dim()`` of an input ``x``."""
+    assert isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute), ast.unparse(call)
+    assert isinstance(call.func.value, ast.Name) and call.func.value.id in inputs, ast.unparse(call)
+    if call.func.attr == "size":
+        assert len(call.args) == 1 and isinstance(call.args[0], ast.Constant) and type(call.args[0].value) is int
+    else:
+        assert call.func.attr == "dim" and not call.args, ast.unparse(call)
 
 
 def _check_variant(method: ast.stmt, name: str, values: dict[str, Any], body: fxgen.Spec) -> None:
@@ -1002,6 +1050,7 @@ BASE3: dict[str, Any] = {
     # `v` keeps the batch dimension: [batch, 4] * [4] once einsum is decomposed into a product
     "nodes": [{**n, "args": ["%c", -1, 4]} if n.get("name") == "v" else n for n in copy.deepcopy(BASE["nodes"])],
     "inputs": {"x": {"shape": ["batch", 4], "dtype": "float32"}},
+    "checks": ["batch <= 64", "batch % 2 == 0 or batch < 8"],
     "shapes": True,
     "passes": [
         "eliminate_dead_code",
@@ -1026,6 +1075,9 @@ SLOTS3: dict[str, Callable[[dict[str, Any], str], None]] = {
     "input name": lambda d, s: d.__setitem__("inputs", _rename_key(d["inputs"], "x", s)),
     "symbolic dimension": lambda d, s: d["inputs"]["x"].__setitem__("shape", [s, 4]),
     "input dtype": lambda d, s: d["inputs"]["x"].__setitem__("dtype", s),
+    "check": lambda d, s: d["checks"].__setitem__(0, s),
+    "check dimension": lambda d, s: (d["inputs"]["x"].__setitem__("shape", [s, 4]),
+                                     d["checks"].__setitem__(0, f"{s} <= 64")),
     "pass name": lambda d, s: d["passes"].__setitem__(0, s),
     "pass argument key": lambda d, s: d["passes"][1]["replace"].__setitem__(s, "torch.clamp"),
     "replace target": lambda d, s: d["passes"][1]["replace"].__setitem__("by", s),
@@ -1075,4 +1127,7 @@ def test_the_inputs_and_passes_base_spec_is_valid_and_transformed() -> None:
     source = fxgen.generate(spec)
     assert "# Transformed by the spec's passes: eliminate_dead_code, replace, decompose, rewrite." in source
     assert ".reshape(" in source and "torch.einsum" not in source and "  # float32[batch, 4]" in source
+    assert "if x.size(0) > 64:" in source and "raise ValueError(" in source  # the checks, first
+    with pytest.raises(ValueError, match=r"input 'x' dimension 0 \(batch\) is 65: the model was exported for batch <= 64"):
+        fxgen.load(spec)(torch.randn(65, 4))
     _check_comments(source)

@@ -32,6 +32,7 @@ from fxgen._errors import Location, SpecError
 from fxgen.analysis.flow import flows_on_meta
 from fxgen.assemble.module import build_module
 from fxgen.policy.policy import Policy
+from fxgen.spec import expr
 from fxgen.spec.model import Spec, plain_nodes
 from fxgen.spec.values import DTYPES, dtype_name
 
@@ -132,7 +133,9 @@ def _propagate(
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     _no_inputs(spec)
-    gm = build_module(spec, policy, device="meta")
+    # the graph without the check of ``checks:`` (its nodes are the spec's, one for one): the sizes
+    # chosen below meet the checks, and what they check is no shape the graph computes
+    gm = build_module(dataclasses.replace(spec, checks=None), policy, device="meta")
     hints = stand_in_sizes(spec)
     # a ShapeEnv (symbols) only when a dimension is named: static shapes need none
     shape_env = _shape_env() if symbolic and hints else None
@@ -210,7 +213,39 @@ def stand_in_sizes(spec: Spec) -> dict[str, int]:
         return {}
     taken = set(_integers(spec))
     free = (n for n in itertools.count(17) if n not in taken and all(n % d for d in range(2, math.isqrt(n) + 1)))
-    return dict(zip(names, free, strict=False))
+    sizes = dict(zip(names, free, strict=False))
+    return _meeting_checks(sizes, spec.checks or [], taken)
+
+
+def _meeting_checks(sizes: dict[str, int], checks: list[str], taken: set[int]) -> dict[str, int]:
+    """``sizes`` with the names of a condition of ``checks:`` they fail (``seq <= 16``) given
+    other sizes, each still distinct and no integer of the spec: smaller primes first, then any
+    size up to 4096, the first that meets every condition over the names given sizes so far.
+    A name no size satisfies keeps its prime (the propagation then names the check it fails)."""
+    conditions = [expr.parse(text) for text in checks]
+    if all(_holds(tree, sizes) for tree in conditions):
+        return sizes
+    small = [n for n in range(16, 1, -1) if all(n % d for d in range(2, math.isqrt(n) + 1))]
+    out: dict[str, int] = {}
+    for name, prime in sizes.items():
+        used = set(out.values())
+        for candidate in (prime, *small, *range(2, 4097)):
+            if candidate in taken or candidate in used:
+                continue
+            trial = {**out, name: candidate}
+            if all(_holds(tree, trial) for tree in conditions if set(expr.names(tree)) <= trial.keys()):
+                out[name] = candidate
+                break
+        else:
+            out[name] = prime
+    return out
+
+
+def _holds(tree: expr.Expr, sizes: dict[str, int]) -> bool:
+    try:
+        return bool(expr.evaluate(tree, sizes))
+    except expr.ExprError:
+        return False
 
 
 def _integers(value: Any) -> Iterator[int]:

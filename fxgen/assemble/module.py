@@ -235,13 +235,15 @@ def _graph_module(
 
 def _nodes_key(spec: Spec, policy: Policy) -> tuple[Any, ...] | None:
     """What the code torch.fx generates for ``build_graph(spec, policy)`` depends on: the nodes'
-    content (pickled: equal bytes, equal nodes, however the Spec was made or edited since), the
+    content and the top class's ``checks:`` with the shapes they check (``build_graph`` makes
+    them a node; pickled: equal bytes, equal nodes, however the Spec was made or edited since), the
     policy that resolved their targets and types (by identity: each policy memoises its
     resolutions, so one policy resolves one name to one object), the builtins torch.fx's code
     generation knows and the environment switch that puts node metadata in the code. None when
     the nodes do not pickle (a Spec made in memory holding other objects): no reuse."""
+    checked = None if spec.checks is None or spec.scope else (spec.checks, [(n, i.shape) for n, i in spec.inputs.items()])
     try:
-        nodes = pickle.dumps(spec.nodes, protocol=5)
+        nodes = pickle.dumps((spec.nodes, checked), protocol=5)  # (the check of ``checks:`` is a node too)
     except Exception:
         return None
     return (_PolicyRef(policy), nodes, len(fx_graph._custom_builtins), os.environ.get("FX_GRAPH_SHOW_META"))

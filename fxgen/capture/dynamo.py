@@ -9,8 +9,14 @@ What comes back (:class:`Captured`) is Dynamo's graph and what is needed to turn
 form ``to_spec`` takes (``fxgen.capture.lift``): the tensor behind each of its placeholders
 and the tensors the compiled call returned, inside the structure the forward returned them in.
 
-Shapes are specialised (``dynamic=False``): the graph is the one the example inputs take, and
-sizes are constants in it. A graph break is one ExportError naming the user's line and the
+Shapes are symbolic by default: every dimension of every input is marked dynamic
+(``torch._dynamo.maybe_mark_dynamic``), under torch's size-oblivious reasoning (a size of 1 is
+not specialised, so a capture at batch 1 is a capture of every batch) and without duck sizing
+(two dimensions of equal example size are not assumed equal). The graph then computes sizes
+from its inputs, and what the capture assumed is kept in the ``ShapeEnv`` it ends with, which
+``fxgen.capture.dims`` turns into the spec's named dimensions and checks. ``dynamic=False``
+specialises every size, as before; a mapping names each input's dimensions (a name keeps one
+dynamic under that name, None makes it static). A graph break is one ExportError naming the user's line and the
 reason Dynamo gives. The model is left as it was found: attributes and containers by
 ``fxgen.capture.preserve``, the values of its buffers (a forward may update them in place)
 and the random generator by this module.
@@ -19,22 +25,31 @@ and the random generator by this module.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
+import keyword
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import sympy
 import torch
 import torch.fx
+from torch.fx.experimental import _config as fx_config
 
 from fxgen._errors import ExportError
+from fxgen.capture.dims import DimFacts, dim_facts
 from fxgen.capture.effects import hook_mark, refuse_new_hooks, refuse_root_hooks
 from fxgen.capture.preserve import Snapshot
 from fxgen.capture.trace import HIDDEN_PARAMETERS, at_user_line
 
-__all__ = ["Captured", "capture_dynamo", "example_arguments", "kept_state"]
+__all__ = ["Captured", "Dynamic", "capture_dynamo", "example_arguments", "kept_state"]
+
+# Which dimensions a capture keeps symbolic: all (True), none (False), or by input, one entry
+# per dimension, a name (dynamic, so named) or None (static); dimensions not given are dynamic.
+Dynamic = bool | Mapping[str, Sequence[str | None]]
 
 
 @dataclass
@@ -53,6 +68,8 @@ class Captured:
     result: Any
     inputs: dict[str, torch.Tensor]
     kwargs: dict[str, Any]
+    facts: DimFacts | None = None  # the inputs' shapes (numbers, names) and the checks over the names
+    sizes: dict[int, tuple[str, int] | int] = dataclasses.field(default_factory=dict)  # symbolic placeholders
 
 
 def example_arguments(
@@ -108,22 +125,32 @@ def example_arguments(
 
 
 def capture_dynamo(
-    module: torch.nn.Module, inputs: dict[str, torch.Tensor], kwargs: dict[str, Any]
+    module: torch.nn.Module, inputs: dict[str, torch.Tensor], kwargs: dict[str, Any], dynamic: Dynamic = True
 ) -> Captured:
-    """Run ``torch.compile(module, fullgraph=True, dynamic=False)`` once on the inputs and keep
-    the graph its backend receives. The inputs are cloned: each placeholder then has a tensor
-    of its own, and the caller's tensors are not touched."""
+    """Run ``torch.compile(module, fullgraph=True)`` once on the inputs, their dimensions
+    marked as ``dynamic`` says, and keep the graph its backend receives and what it assumed
+    about sizes. The inputs are cloned: each placeholder then has a tensor of its own, and the
+    caller's tensors are not touched."""
     if not isinstance(module, torch.nn.Module):
         raise ExportError(f"export needs an nn.Module, got {type(module).__name__}")
     if not inputs:
         raise ExportError("capture with TorchDynamo needs example inputs (example_inputs=, or --example-input "
                           "NAME=DTYPE[SHAPE] on the command line)")  # fmt: skip
     clones = {name: tensor.detach().clone() for name, tensor in inputs.items()}
+    names = _dimension_names(clones, dynamic)
+    symbolic = any(n is not None for dims in names.values() for n in dims)
+    for name, tensor in clones.items():
+        for d, dim in enumerate(names[name]):
+            (torch._dynamo.maybe_mark_dynamic if dim is not None else torch._dynamo.mark_static)(tensor, d)
     seen: list[tuple[torch.fx.GraphModule, list[Any]]] = []
     returned: list[tuple[Any, ...]] = []
+    shape_envs: list[Any] = []
 
     def backend(gm: torch.fx.GraphModule, graph_inputs: list[Any]) -> Any:
         seen.append((gm, list(graph_inputs)))
+        context = torch._guards.TracingContext.try_get()
+        if context is not None and context.fake_mode is not None:
+            shape_envs.append(context.fake_mode.shape_env)
 
         def run(*args: Any) -> Any:
             with torch.no_grad():  # (captured with gradients, to record grad-mode regions: none are kept)
@@ -138,13 +165,14 @@ def capture_dynamo(
     mark = hook_mark()
     torch.compiler.reset()  # a fresh capture: no earlier compile's cache entries or limits
     try:
-        compiled = torch.compile(module, backend=backend, fullgraph=True, dynamic=False)
+        compiled = torch.compile(module, backend=backend, fullgraph=True, dynamic=None if symbolic else False)
         # With gradients enabled, Dynamo records the forward's grad-mode regions (``torch.no_grad()``
         # is ``torch._C._set_grad_enabled(False)`` in the graph), which ``fxgen.capture.effects``
         # judges; the captured graph itself runs without them. No parameter requires a gradient
         # meanwhile: Dynamo then inlines a custom autograd.Function's forward, as without
         # gradients, where it would otherwise record a higher-order op no spec can write.
-        with torch.enable_grad(), torch.random.fork_rng(), _no_parameter_requires_grad(module):
+        with torch.enable_grad(), torch.random.fork_rng(), _no_parameter_requires_grad(module), \
+                fx_config.patch(backed_size_oblivious=True, use_duck_shape=False):  # type: ignore[attr-defined]  # fmt: skip
             torch.manual_seed(0)
             result = compiled(**clones, **kwargs)
         refuse_new_hooks(module, mark)
@@ -159,7 +187,85 @@ def capture_dynamo(
         raise ExportError(f"TorchDynamo captured {len(seen)} graphs of {type(module).__name__} instead of one; "
                           "export it with capture='trace'")  # fmt: skip
     gm, graph_inputs = seen[0]
-    return Captured(gm, graph_inputs, returned[0], result, clones, kwargs)
+    facts = DimFacts({name: list(t.shape) for name, t in clones.items()}, [], {}, [])
+    sizes: dict[int, tuple[str, int] | int] = {}
+    if symbolic and shape_envs and shape_envs[0] is not None:
+        facts = dim_facts(shape_envs[0], _fake_inputs(gm, graph_inputs, clones), names)
+        sizes = _symbolic_placeholders(gm, graph_inputs, shape_envs[0], facts)
+    return Captured(gm, graph_inputs, returned[0], result, clones, kwargs, facts, sizes)
+
+
+def _symbolic_placeholders(gm: torch.fx.GraphModule, graph_inputs: list[Any], shape_env: Any,
+                           facts: DimFacts) -> dict[int, tuple[str, int] | int]:  # fmt: skip
+    """For each placeholder of Dynamo's graph that is a size (by position), where the graph gets
+    it: an input's dimension, or a number (a size the capture fixed)."""
+    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    out: dict[int, tuple[str, int] | int] = {}
+    for index, (node, value) in enumerate(zip(placeholders, graph_inputs, strict=False)):
+        if isinstance(value, torch.Tensor):
+            continue
+        example = node.meta.get("example_value", value)
+        if isinstance(example, int):
+            out[index] = example
+            continue
+        if not isinstance(example, torch.SymInt):
+            continue  # (lift refuses it by name)
+        expr = shape_env.simplify(example.node.expr)
+        expr = expr.xreplace({s: sympy.Integer(v) for s, v in facts.where.items() if isinstance(v, int)})
+        if expr.is_Integer:
+            out[index] = int(expr)
+        elif expr in facts.where:
+            out[index] = facts.where[expr]
+        else:
+            raise ExportError(f"TorchDynamo's graph takes the size {expr} as input {node.name!r}, which is no "
+                              "dimension of an input; report it, or capture with dynamic=False")  # fmt: skip
+    return out
+
+
+def _dimension_names(inputs: dict[str, torch.Tensor], dynamic: Dynamic) -> dict[str, list[str | None]]:
+    """For each input, each dimension's name (``""``: dynamic, fxgen names it) or None (static)."""
+    if isinstance(dynamic, bool):
+        return {name: ["" if dynamic else None] * tensor.dim() for name, tensor in inputs.items()}
+    unknown = [name for name in dynamic if name not in inputs]
+    if unknown:
+        raise ExportError(f"dynamic names {unknown[0]!r}, which is no example input (the inputs: {', '.join(inputs)})")
+    out: dict[str, list[str | None]] = {}
+    for name, tensor in inputs.items():
+        given = list(dynamic.get(name, ()))
+        if len(given) > tensor.dim():
+            raise ExportError(f"dynamic gives {len(given)} dimensions for input {name!r}, which has {tensor.dim()}")
+        for dim in given:
+            if dim is not None and not (isinstance(dim, str) and dim.isidentifier() and dim.isascii()
+                                        and not keyword.iskeyword(dim) and dim not in inputs):  # fmt: skip
+                raise ExportError(f"dynamic: dimension {dim!r} of input {name!r} is no name (an identifier, not a "
+                                  "keyword or an input's name) or None")  # fmt: skip
+        out[name] = [*given, *[""] * (tensor.dim() - len(given))]
+    seen: dict[str, tuple[str, int]] = {}
+    for name, dims in out.items():
+        for d, dim in enumerate(dims):
+            if not dim:
+                continue
+            other, e = seen.setdefault(dim, (name, d))
+            if inputs[other].shape[e] != inputs[name].shape[d]:
+                raise ExportError(f"dynamic gives the name {dim!r} to input {other!r} dimension {e} and input {name!r} "
+                                  f"dimension {d}, whose example sizes differ ({inputs[other].shape[e]}, "
+                                  f"{inputs[name].shape[d]}): one name is one size")  # fmt: skip
+    return out
+
+
+def _fake_inputs(gm: torch.fx.GraphModule, graph_inputs: list[Any],
+                 inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:  # fmt: skip
+    """Each input's fake tensor in Dynamo's graph (its sizes as the capture saw them)."""
+    by_id = {id(tensor): name for name, tensor in inputs.items()}
+    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    fakes: dict[str, torch.Tensor] = {}
+    for node, value in zip(placeholders, graph_inputs, strict=False):
+        name = by_id.get(id(value))
+        if name is not None:
+            fakes[name] = node.meta["example_value"]
+    for name, tensor in inputs.items():  # an input the graph never reads: its sizes are its own
+        fakes.setdefault(name, tensor)
+    return {name: fakes[name] for name in inputs}
 
 
 @contextlib.contextmanager

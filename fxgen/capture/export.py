@@ -24,10 +24,12 @@ from fxgen.capture.trace import HIDDEN_PARAMETERS, LeafSpec, forward_signature, 
 from fxgen.describe.to_spec import (
     avoid_reserved_names,
     graph_module_to_spec,
+    input_checks,
     loadable_class_name,
     spec_state,
+    tensor_dtype,
 )
-from fxgen.spec.model import Spec
+from fxgen.spec.model import InputSpec, Spec
 
 __all__ = ["capture_graph", "capture_notes", "captured_spec", "dynamo_graph", "export", "save_weights",
            "specialised_doc", "tied_notes", "traced_concrete_args", "traced_options"]  # fmt: skip
@@ -90,12 +92,23 @@ def captured_spec(
     if spec is None:
         torch_keywords(gm.graph)  # (after the blocks were tried: their graphs are compared with this one)
         spec = graph_module_to_spec(gm, name=name, doc=doc, progress=progress)
+    checked = input_checks(gm, _example_dtypes(gm))
+    if checked is not None:  # (the blocks' top class has them too; a flat spec has them already)
+        spec = dataclasses.replace(spec, inputs=checked[0], checks=checked[1])
     loadable = loadable_class_name(spec)
     if loadable != spec.name:
         notify(f"class name {spec.name!r} would shadow a name the generated code uses or is no identifier: the "
                f"spec names the class {loadable!r} (pass name= / --name to choose another)")  # fmt: skip
         spec = dataclasses.replace(spec, name=loadable)
     return spec
+
+
+def _example_dtypes(gm: torch.fx.GraphModule) -> dict[str, InputSpec]:
+    """The dtype of each example input of a Dynamo capture, as the spec's ``inputs:`` write it."""
+    from fxgen.capture.arguments import EXAMPLE_KEY
+
+    inputs, _ = gm.meta.get(EXAMPLE_KEY, ({}, {}))
+    return {name: InputSpec([], tensor_dtype(name, t)) for name, t in inputs.items()}
 
 
 def capture_graph(
@@ -123,7 +136,7 @@ def capture_graph(
             note = (f"symbolic tracing failed ({_short(exc.message)}): captured with TorchDynamo on the example "
                     "inputs instead")  # fmt: skip
             try:
-                captured = dynamo_graph(module, example_inputs, example_kwargs, leaves)
+                captured = dynamo_graph(module, example_inputs, example_kwargs, leaves, options.dynamic)
             except ExportError as failed:
                 raise _both_failed(failed, traced) from None
             if notify is not None:
@@ -131,7 +144,7 @@ def capture_graph(
             else:
                 warnings.warn(note, UserWarning, stacklevel=3)
             return captured
-    return dynamo_graph(module, example_inputs, example_kwargs, leaves)
+    return dynamo_graph(module, example_inputs, example_kwargs, leaves, options.dynamic)
 
 
 # What Dynamo's refusals suggest (fxgen.capture.lift, .fold, .dynamo): "; export it with capture='trace'",
@@ -172,12 +185,17 @@ def traced_concrete_args(module: torch.nn.Module, concrete_args: dict[str, Any] 
 
 
 def dynamo_graph(
-    module: torch.nn.Module, example_inputs: Any, example_kwargs: dict[str, Any] | None, leaf_modules: Iterable[LeafSpec]
+    module: torch.nn.Module,
+    example_inputs: Any,
+    example_kwargs: dict[str, Any] | None,
+    leaf_modules: Iterable[LeafSpec],
+    dynamic: Any = True,
 ) -> tuple[torch.fx.GraphModule, str]:
     """Capture with TorchDynamo and lift the graph (``fxgen.capture.dynamo``, ``fxgen.capture.lift``);
-    the doc names the shapes the graph is specialised on."""
+    the doc names the example inputs it was captured on."""
     from fxgen.capture.arguments import EXAMPLE_KEY
     from fxgen.capture.dynamo import capture_dynamo, example_arguments, kept_state
+    from fxgen.capture.effects import NOTES_KEY
     from fxgen.capture.lift import lift
     from fxgen.capture.trace import leaf_predicate
 
@@ -185,19 +203,22 @@ def dynamo_graph(
         raise ExportError("capture='dynamo' needs example inputs: pass example_inputs (--example-input NAME=DTYPE[SHAPE])")
     inputs, kwargs = example_arguments(module, example_inputs, example_kwargs)
     with kept_state(module):
-        captured = capture_dynamo(module, inputs, kwargs)
+        captured = capture_dynamo(module, inputs, kwargs, dynamic)
         gm = lift(captured, module, is_leaf=leaf_predicate(leaf_modules))
     gm.meta[EXAMPLE_KEY] = (inputs, kwargs)  # for naming the blocks' inputs (fxgen.capture.arguments)
+    for note in captured.facts.notes if captured.facts is not None else ():
+        gm.meta.setdefault(NOTES_KEY, []).append(note)
     return gm, specialised_doc(inputs, kwargs)
 
 
 def specialised_doc(inputs: dict[str, torch.Tensor], kwargs: dict[str, Any]) -> str:
-    """The spec's doc for a Dynamo capture: the example inputs the graph is specialised on."""
+    """The spec's doc for a Dynamo capture: the example inputs it was captured on (its
+    ``inputs:`` and ``checks:`` say which shapes it takes)."""
     shapes = ", ".join(f"{name}: {str(t.dtype).removeprefix('torch.')}[{', '.join(map(str, t.shape))}]"
                        for name, t in inputs.items())  # fmt: skip
     fixed = f", with {', '.join(f'{k}={v!r}' for k, v in kwargs.items())}" if kwargs else ""
-    return (f"Captured by TorchDynamo for {shapes}{fixed}. Shapes are specialised: sizes the forward computed "
-            "from these inputs are constants in the graph, so other shapes may fail or compute something else.")
+    return (f"Captured by TorchDynamo on {shapes}{fixed}. It takes the shapes its inputs and checks declare "
+            "and refuses others with a ValueError.")
 
 
 def _short(message: str) -> str:

@@ -27,6 +27,7 @@ import torch
 import torch.fx
 
 from fxgen._errors import ExportError, Location
+from fxgen.capture.dims import DimFacts
 from fxgen.capture.dynamo import Captured
 from fxgen.capture.effects import (
     NOTES_KEY,
@@ -37,6 +38,7 @@ from fxgen.capture.effects import (
 from fxgen.capture.fold import fold_modules, public_callables
 from fxgen.capture.trace import at_user_line
 from fxgen.capture.vmap import unbatch
+from fxgen.construct.checks import check_inputs
 
 __all__ = ["NOTES_KEY", "attribute_at", "lift", "shallow_root", "tensor_paths"]
 
@@ -113,7 +115,19 @@ def _lift(captured: Captured, module: torch.nn.Module, is_leaf: Any) -> torch.fx
         values[node] = tensor
         return node
 
+    sizes = captured.sizes
     for node, tensor in zip(old, captured.graph_inputs, strict=True):
+        if isinstance(tensor, torch.Tensor) and id(tensor) in inputs:
+            new_inputs[inputs[id(tensor)]].meta["example_value"] = node.meta.get("example_value")
+    for index, (node, tensor) in enumerate(zip(old, captured.graph_inputs, strict=True)):
+        if index in sizes:  # a symbolic size: read where it is used, or a number
+            source = sizes[index]
+            if isinstance(source, int):
+                node.replace_all_uses_with(source)
+            else:
+                _read_sizes(graph, node, (new_inputs[source[0]], source[1]))
+            graph.erase_node(node)
+            continue
         if not isinstance(tensor, torch.Tensor):
             raise ExportError(f"TorchDynamo's graph takes a {type(tensor).__name__} as input {node.name!r}: shapes "
                               "were not specialised; export it with capture='trace'")  # fmt: skip
@@ -140,6 +154,8 @@ def _lift(captured: Captured, module: torch.nn.Module, is_leaf: Any) -> torch.fx
     refuse_grad_regions(graph, module, disabled_regions(graph), _where)
     fold_modules(graph, module, values, is_leaf)
     notes = [*public_callables(graph, constants), *global_state_notes(module)]
+    if captured.facts is not None:
+        _insert_check(graph, new_inputs, captured.facts)
     graph.lint()
     root = shallow_root(module, constants)
     lifted = TracedGraphModule(root, graph, class_name=type(module).__name__)
@@ -148,6 +164,57 @@ def _lift(captured: Captured, module: torch.nn.Module, is_leaf: Any) -> torch.fx
     _check_same(lifted, captured)
     lifted.meta[NOTES_KEY] = notes
     return lifted
+
+
+def _read_sizes(graph: torch.fx.Graph, symbol: torch.fx.Node, source: tuple[torch.fx.Node, int]) -> None:
+    """Replace Dynamo's size placeholder ``symbol`` by ``size`` calls where it is used: each on
+    a tensor the using node's module call already holds (its own tensors, or what it was given)
+    with that size, as the module's forward read it (``x.size(2)`` inside the block, not a size
+    passed in from the top); else on ``source``, the model input it is a dimension of. One call
+    per module call and symbol."""
+    example = symbol.meta.get("example_value")
+    expr = example.node.expr if isinstance(example, torch.SymInt) else None
+    order = {node: i for i, node in enumerate(graph.nodes)}
+    made: dict[tuple[Any, ...], torch.fx.Node] = {}
+    for user in sorted(symbol.users, key=order.__getitem__):
+        stack = user.meta.get("nn_module_stack") or {}
+        scope = tuple(stack)
+        size = made.get(scope)
+        if size is None:
+            tensor, dim = _holding(user, expr, scope, order) or source
+            with graph.inserting_before(user):
+                size = graph.call_method("size", (tensor, dim))
+            if stack:
+                size.meta["nn_module_stack"] = dict(stack)
+            made[scope] = size
+        user.replace_input_with(symbol, size)
+
+
+def _holding(user: torch.fx.Node, expr: Any, scope: tuple[Any, ...],
+             order: dict[torch.fx.Node, int]) -> tuple[torch.fx.Node, int] | None:  # fmt: skip
+    """The latest tensor before ``user`` in its module call ``scope`` (computed there, or given
+    to a node there) with a dimension of size ``expr``, and that dimension."""
+    if expr is None:
+        return None
+    node = user.prev
+    while node.op != "root" and order.get(node, -1) >= 0:
+        if tuple(node.meta.get("nn_module_stack") or {}) == scope:
+            for candidate in (node, *node.all_input_nodes):
+                value = candidate.meta.get("example_value")
+                if isinstance(value, torch.Tensor):
+                    for d, size in enumerate(value.shape):
+                        if isinstance(size, torch.SymInt) and size.node.expr == expr:
+                            return candidate, d
+        node = node.prev
+    return None
+
+
+def _insert_check(graph: torch.fx.Graph, inputs: dict[str, torch.fx.Node], facts: DimFacts) -> None:
+    """The check of what the capture assumed about the inputs' sizes, first after the inputs."""
+    shapes = tuple((name, tuple(facts.shapes[name])) for name in inputs)
+    first = next(node for node in graph.nodes if node.op != "placeholder")
+    with graph.inserting_before(first):
+        graph.call_function(check_inputs, (tuple(inputs[name] for name in inputs), shapes, tuple(facts.checks)))
 
 
 def _where(node: torch.fx.Node) -> tuple[Location | None, str]:

@@ -9,7 +9,7 @@ keywords the public functions accept, and the value the stages read), its use, a
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypedDict
 
 import torch.fx
@@ -32,6 +32,7 @@ class CaptureKwargs(TypedDict, total=False):
     leaf_modules: Iterable[LeafSpec]
     autowrap_functions: Iterable[Callable[..., Any]]
     tracer_class: type[torch.fx.Tracer] | None
+    dynamic: bool | Mapping[str, Sequence[str | None]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,7 +41,11 @@ class CaptureOptions:
     ``leaf_modules``, ``autowrap_functions`` and ``tracer_class``), ``"dynamo"`` (TorchDynamo, on
     ``example_inputs``: a tensor, a tuple of tensors or a dict of them by ``forward`` parameter
     name; ``example_kwargs`` are fixed while capturing) or ``"auto"`` (trace, and when tracing
-    fails capture with Dynamo if example inputs were given)."""
+    fails capture with Dynamo if example inputs were given). ``dynamic`` says which sizes a
+    Dynamo capture keeps symbolic: every dimension of every input (True), none (False: sizes
+    are constants, the spec checks the inputs have exactly the example shapes), or by input
+    one entry per dimension, a name (dynamic, so named in the spec) or None (static);
+    dimensions not given are dynamic."""
 
     example_inputs: Any = None
     example_kwargs: dict[str, Any] | None = None
@@ -49,6 +54,7 @@ class CaptureOptions:
     leaf_modules: tuple[LeafSpec, ...] = ()
     autowrap_functions: tuple[Callable[..., Any], ...] = ()
     tracer_class: type[torch.fx.Tracer] | None = None
+    dynamic: bool | Mapping[str, Sequence[str | None]] = True
 
     def __post_init__(self) -> None:
         if self.capture not in CAPTURES:

@@ -52,7 +52,7 @@ from fxgen.policy.policy import Policy, TargetError
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.choice import Choice
-from fxgen.spec.expr import ExprError, parse
+from fxgen.spec.expr import ExprError, names, parse
 from fxgen.spec.init import check_init
 from fxgen.spec.literals import literal_problem
 from fxgen.spec.model import (
@@ -80,6 +80,8 @@ from fxgen.spec.tree import ModelTree
 from fxgen.spec.values import DTYPES
 
 __all__ = ["WEIGHTS_DIGEST", "Checker", "run_checks", "validate_body"]
+
+_CONDITIONS = ("<", "<=", ">", ">=", "==", "!=", "and", "or", "not", "bool")  # what a check's tree may be
 
 
 WEIGHTS_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")  # what fxgen.write.weights records
@@ -225,6 +227,7 @@ class Checker(NodeChecks):
         self.check_nodes()
         if not self.scope:
             self.check_inputs()
+            self.check_conditions()
             check_passes(self, self.data.get("passes", []), self.passes)
             self.check_weights_digest()
 
@@ -270,6 +273,35 @@ class Checker(NodeChecks):
             self.error(("inputs",), f"inputs: no example for placeholder{'s' * (len(missing) > 1)} "
                        f"{', '.join(map(repr, missing))}, which {'have' if len(missing) > 1 else 'has'} no default; "
                        "declare every input without a default", key=True)  # fmt: skip
+
+    def check_conditions(self) -> None:
+        """``checks`` needs ``inputs`` declaring every placeholder that has no default; each
+        condition parses, uses only dimension names of ``inputs``, and is a condition (a
+        comparison, ``and``/``or``/``not`` of them, or ``True``/``False``)."""
+        texts = self.data.get("checks")
+        if texts is None:
+            return
+        inputs = self.data.get("inputs")
+        if inputs is None:
+            self.error(("checks",), "`checks` needs `inputs`: the shapes it checks the inputs against "
+                       "(`inputs: {x: {shape: [batch, 3, height, width]}}`)", key=True)  # fmt: skip
+            return
+        dims = list(dict.fromkeys(d for entry in inputs.values() for d in entry["shape"] if isinstance(d, str)))
+        for i, text in enumerate(texts):
+            try:
+                tree = parse(text)
+            except ExprError as exc:
+                self.error(("checks", i), f"check {text!r}: {exc}")
+                continue
+            unknown = [name for name in names(tree) if name not in dims]
+            if unknown:
+                close = Suggestions(dims).closest(unknown[0])
+                hint = f"; did you mean {close!r}?" if close else (
+                    f" (they are: {', '.join(dims)})" if dims else "; name a dimension in `inputs:` (`[batch, 3]`)")
+                self.error(("checks", i), f"check {text!r}: {unknown[0]!r} is no dimension name of `inputs`{hint}")
+            elif tree[0] not in _CONDITIONS:
+                self.error(("checks", i), f"check {text!r} is no condition: write a comparison (`height % 8 == 0`, "
+                           "`seq <= 512`), or `and`/`or`/`not` of comparisons")  # fmt: skip
 
     # -- format 2: arguments and blocks ------------------------------------------------------
     def check_arguments(self) -> None:

@@ -111,6 +111,29 @@ def example_tensors(specs: list[str]) -> dict[str, torch.Tensor]:
     return tensors
 
 
+_DYNAMIC = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=((?:[A-Za-z_][A-Za-z0-9_]*|-)(?:,(?:[A-Za-z_][A-Za-z0-9_]*|-))*)$")
+
+
+def dynamic_dimensions(specs: list[str], static: bool) -> bool | dict[str, list[str | None]]:
+    """``--dynamic NAME=DIMS`` (a name per dimension, ``-`` for a static one) and ``--static``
+    -> ``CaptureOptions.dynamic``."""
+    if static:
+        if specs:
+            raise ExportError("--static fixes every size; --dynamic names symbolic ones: give one of them")
+        return False
+    out: dict[str, list[str | None]] = {}
+    for text in specs:
+        match = _DYNAMIC.match(text.replace(" ", ""))
+        if match is None:
+            raise ExportError(f"--dynamic {text!r}: expected NAME=DIMS, a name or - per dimension, for example "
+                              "x=batch,-,height,width")  # fmt: skip
+        name, dims = match.groups()
+        if name in out:
+            raise ExportError(f"--dynamic {name!r} is given twice")
+        out[name] = [None if dim == "-" else dim for dim in dims.split(",")]
+    return out or True
+
+
 def _no_ref(name: str) -> Any:
     raise ExportError(f"'%{name}': node references make no sense in export arguments")
 
@@ -140,8 +163,10 @@ def export_command(ns: argparse.Namespace) -> None:
     if capture == "dynamo" and not example_inputs:
         raise ExportError("--capture dynamo needs example inputs: --example-input NAME=DTYPE[SHAPE] (for example "
                           "x=float32[1,3,224,224]), one per input")  # fmt: skip
+    dynamic = dynamic_dimensions(getattr(ns, "dynamic", None) or [], getattr(ns, "static", False))
     options = traced_options(module, CaptureOptions(example_inputs=example_inputs or None, example_kwargs=example_kwargs,
-                                                    capture=capture, concrete_args=concrete, leaf_modules=tuple(leaves)))
+                                                    capture=capture, concrete_args=concrete, leaf_modules=tuple(leaves),
+                                                    dynamic=dynamic))  # fmt: skip
     notes: list[str] = []
     with Progress("capturing", 2, quiet=quiet) as progress:
         progress.step(1, type(module).__name__)

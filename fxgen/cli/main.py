@@ -279,6 +279,12 @@ def _parser() -> argparse.ArgumentParser:
                         "(repeatable; floats are seeded random values, integers ones)")  # fmt: skip
     p.add_argument("--example-kwargs", default=None, metavar="JSON",
                    help='JSON object of forward keyword arguments fixed during a Dynamo capture, e.g. \'{"use_cache": false}\'')  # fmt: skip
+    p.add_argument("--dynamic", action="append", default=[], metavar="NAME=DIMS",
+                   help="name an input's dimensions for a Dynamo capture, in order: a name keeps a dimension "
+                        "symbolic under that name, - makes it static, e.g. x=batch,-,height,width (repeatable; "
+                        "by default every dimension is symbolic, named INPUT_dimN)")  # fmt: skip
+    p.add_argument("--static", action="store_true",
+                   help="a Dynamo capture with every size fixed at the example inputs' (the spec takes only those shapes)")
     p.add_argument("--name", default=None, help="class name for the spec (default: the module's class name)")
     p.add_argument("--flat", action="store_true",
                    help="one graph (format 1) instead of keeping the model's own classes as blocks")  # fmt: skip

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fxgen.blackstyle.fast import fits
+from fxgen.spec import checks as rules
 from fxgen.spec import expr
 from fxgen.spec.model import (
     NO_DEFAULT,
@@ -587,6 +588,7 @@ def forward_block(
     one level deeper. Only top-level nodes have an index. ``fields`` receives the arguments and
     named values ``forward`` reads (as ``self.NAME``: ``__init__`` keeps them), in the order declared."""
     forward = _Forward(spec, tree, imports, module_of)
+    forward.lines += [(line, None, 0) for line in check_statements(spec, imports)]  # what the capture assumed, first
     forward.items(spec.nodes, 0, top=True)
     if fields is not None:
         fields += [name for name in (*spec.args, *spec.values) if name in forward.read]
@@ -830,6 +832,51 @@ def _arg_texts(value: Any) -> list[str]:
             return [value["arg"]]
         return [t for item in value.values() for t in _arg_texts(item)]
     return []
+
+
+def check_statements(spec: Spec, imports: Imports) -> list[str]:
+    """The checks of ``inputs:`` and ``checks:`` (``fxgen.spec.checks``) as ``if`` statements
+    raising ValueError with the messages ``fxgen.load``'s check gives: a dimension written
+    ``x.size(2)``, never a local name (which could be a node's)."""
+    if spec.checks is None:
+        return []
+    shapes = [(name, entry.shape) for name, entry in spec.inputs.items()]
+    places = rules.first_places(shapes)
+    out = []
+
+    def size(place: tuple[str, int]) -> str:
+        return f"{place[0]}.size({place[1]})"
+
+    def statement(condition: str, message: str) -> str:
+        assert '"' not in message and "\\" not in message  # validated names, numbers and operators only
+        return f'if {condition}:\n{"    " * (FORWARD_DEPTH + 1)}raise ValueError(f"{message}")'
+
+    for kind, name, dim, what in rules.shape_checks(shapes):
+        if kind == "rank":
+            shape = rules.shape_text(what)
+            message = rules.RANK.format(input=name, actual=f"{{{name}.dim()}}", rank=dim, shape=shape)
+            out.append(statement(f"{name}.dim() != {dim}", message))
+        elif kind == "static":
+            here = size((name, dim))
+            message = rules.STATIC.format(input=name, dim=dim, actual=f"{{{here}}}", size=what)
+            out.append(statement(f"{here} != {what}", message))
+        else:
+            dim_name, other, other_dim = what
+            here, there = size((name, dim)), size((other, other_dim))
+            message = rules.SAME.format(input=name, dim=dim, name=dim_name, actual=f"{{{here}}}",
+                                        first=f"{{{there}}}", other=other, other_dim=other_dim)  # fmt: skip
+            out.append(statement(f"{here} != {there}", message))
+    for text in spec.checks:
+        tree = expr.parse(text)
+        if expr.functions(tree) & {"ceil", "floor"}:
+            imports.stdlib.add("math")
+        used = list(dict.fromkeys(expr.names(tree)))
+        spelled = expr.renamed(tree, {name: size(places[name]) for name in used})
+        told = ", ".join(rules.VALUE.format(input=places[n][0], dim=places[n][1], name=n,
+                                            actual=f"{{{size(places[n])}}}") for n in used)  # fmt: skip
+        message = rules.CONDITION.format(values=told, condition=text)
+        out.append(statement(expr.source(expr.negated(spelled)), message))
+    return out
 
 
 def comment(text: str | None) -> str | None:

@@ -57,4 +57,17 @@ def build_graph(spec: Spec, policy: Policy = DEFAULT_POLICY) -> torch.fx.Graph:
         if node.op == "call_function":
             created.meta[TARGET_KEY] = node.target  # the spelling, for to_spec (F.conv2d is torch.conv2d)
         env[created.name] = created
+    if spec.checks is not None and not spec.scope:
+        _insert_check(graph, spec, env)
     return graph
+
+
+def _insert_check(graph: torch.fx.Graph, spec: Spec, env: dict[str, torch.fx.Node]) -> None:
+    """The check of ``inputs:`` and ``checks:`` (``fxgen.construct.checks``), first after the
+    placeholders (made last, so that it takes no name a node of the spec has)."""
+    from fxgen.construct.checks import check_inputs
+
+    shapes = tuple((name, tuple(entry.shape)) for name, entry in spec.inputs.items())
+    first = next(node for node in graph.nodes if node.op != "placeholder")
+    with graph.inserting_before(first):
+        graph.call_function(check_inputs, (tuple(env[name] for name in spec.inputs), shapes, tuple(spec.checks or ())))

@@ -25,6 +25,7 @@ import torch.nn.functional
 from fxgen._errors import ExportError
 from fxgen.assemble.module import META_KEY
 from fxgen.check.checker import RESERVED_NAMES
+from fxgen.construct.checks import is_check
 from fxgen.construct.graph import TARGET_KEY
 from fxgen.describe.rebuild import RebuildCache
 from fxgen.describe.recover import class_name
@@ -34,6 +35,7 @@ from fxgen.policy.tables import SAFE_BUILTINS
 from fxgen.spec.model import (
     BufferSpec,
     ClassSpec,
+    InputSpec,
     Item,
     ModuleSpec,
     Node,
@@ -45,8 +47,8 @@ from fxgen.spec.packed import pack, unpack
 from fxgen.spec.resolve import has_arguments
 from fxgen.spec.values import UnencodableValue, dtype_name, encode
 
-__all__ = ["Submodules", "avoid_reserved_names", "graph_module_to_spec", "loadable_class_name", "recover_declaration",
-           "spec_state", "tensor_dtype"]
+__all__ = ["Submodules", "avoid_reserved_names", "graph_module_to_spec", "input_checks", "loadable_class_name",
+           "recover_declaration", "spec_state", "tensor_dtype"]
 
 
 LITERAL_LIMIT = 64  # tensors up to this many elements are written as readable literals, larger ones packed
@@ -92,7 +94,7 @@ def graph_module_to_spec(
     # torch.fx puts the checks of a concrete argument (`torch._assert`) right after its
     # placeholder, before the next placeholder; a spec lists its placeholders first. Moving them
     # up changes nothing: they read no node, and the code takes them all in its signature.
-    graph_nodes = list(gm.graph.nodes)
+    graph_nodes = [n for n in gm.graph.nodes if not is_check(n)]
     placeholders = [n for n in graph_nodes if n.op == "placeholder"]
     nodes: list[Item] = [_node(n) for n in (*placeholders, *(n for n in graph_nodes if n.op != "placeholder"))]
     cls_name = name or type(gm).__name__
@@ -106,7 +108,23 @@ def graph_module_to_spec(
         argument_names = {n.name for n in walk_nodes(nodes) if n.op == "placeholder"}
         if set(declared.spec.inputs) <= argument_names:
             spec.inputs, spec.shapes = dict(declared.spec.inputs), declared.spec.shapes
+    checked = input_checks(gm, spec.inputs)
+    if checked is not None:
+        spec.inputs, spec.checks = checked
     return spec
+
+
+def input_checks(gm: torch.fx.GraphModule,
+                 dtypes: Mapping[str, InputSpec] | None = None) -> tuple[dict[str, InputSpec], list[str]] | None:  # fmt: skip
+    """The ``inputs:`` and ``checks:`` of ``gm``'s check node (``fxgen.construct.checks``), if it
+    has one: the shapes it checks, with the dtypes ``dtypes`` (or ``float32``), and its conditions."""
+    node = next((n for n in gm.graph.nodes if is_check(n)), None)
+    if node is None:
+        return None
+    _, shapes, texts = node.args
+    inputs = {str(name): InputSpec(list(shape), dtypes[name].dtype if dtypes and name in dtypes else "float32")
+              for name, shape in shapes}  # fmt: skip
+    return inputs, [str(text) for text in texts]
 
 
 def avoid_reserved_names(graph: torch.fx.Graph) -> None:
@@ -193,7 +211,7 @@ def _graph_nodes(gm: torch.fx.GraphModule, body: Spec | ClassSpec) -> list[Item]
         ):
             raise ExportError(f"node {node.name!r} uses {node.target!r}, which its format-2 spec does not "
                               "declare; a graph changed after loading is exported with fxgen.export")  # fmt: skip
-    return [_node(n) for n in gm.graph.nodes]
+    return [_node(n) for n in gm.graph.nodes if not is_check(n)]
 
 
 def _dedupe(items: list[Any]) -> list[str]:

@@ -55,7 +55,9 @@ __all__ = [
     "evaluate",
     "functions",
     "names",
+    "negated",
     "parse",
+    "renamed",
     "render",
     "source",
 ]
@@ -441,6 +443,32 @@ def _scalar(value: Any, op: str) -> None:
 def _truth(value: Any, op: str) -> bool:
     _scalar(value, f"`{op}`")
     return bool(value)
+
+
+def renamed(tree: Expr, spelled: Mapping[str, str]) -> Expr:
+    """``tree`` with each name written as ``spelled`` says (``height`` as ``x.size(2)``): for
+    writing it back as source only."""
+    kind = tree[0]
+    if kind == "name":
+        return ("name", spelled.get(tree[1], tree[1]))
+    if kind in ("num", "bool"):
+        return tree
+    if kind == "call":
+        return ("call", tree[1], *(renamed(arg, spelled) for arg in tree[2:]))
+    return (kind, *(renamed(arg, spelled) for arg in tree[1:]))
+
+
+_INVERSE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+
+
+def negated(tree: Expr) -> Expr:
+    """``not tree``, a comparison written as its inverse (``a != b`` for ``not a == b``: sizes
+    are integers, so the two agree)."""
+    if tree[0] in _INVERSE:
+        return (_INVERSE[tree[0]], tree[1], tree[2])
+    if tree[0] == "not":
+        return tree[1]
+    return ("not", tree)
 
 
 # -- writing back ----------------------------------------------------------------------------

@@ -369,6 +369,7 @@ class Spec:
     values: dict[str, str] = field(default_factory=dict)  # format 2: named values of the top class
     variants: dict[str, dict[str, Any]] = field(default_factory=dict)  # format 2: name -> argument presets
     inputs: dict[str, InputSpec] = field(default_factory=dict)
+    checks: list[str] | None = None  # the forward checks its inputs against ``inputs`` and these conditions
     shapes: bool = False
     passes: list[Any] = field(default_factory=list)
     weights_digest: str | None = None  # the digest of the weights file exported with the spec
@@ -402,6 +403,7 @@ class Spec:
             classes={name: ClassSpec.from_dict(c) for name, c in data.get("classes", {}).items()},
             variants={name: dict(v) for name, v in data.get("variants", {}).items()},
             inputs={name: InputSpec(**i) for name, i in data.get("inputs", {}).items()},
+            checks=list(data["checks"]) if "checks" in data else None,
             shapes=data.get("shapes", False),
             passes=list(data.get("passes", [])),
             weights_digest=data.get("weights_digest"),
@@ -426,6 +428,8 @@ class Spec:
         out.update(body)
         if self.inputs:
             out["inputs"] = {name: i.to_dict() for name, i in self.inputs.items()}
+        if self.checks is not None:
+            out["checks"] = list(self.checks)
         if self.shapes:
             out["shapes"] = True
         if self.passes:
@@ -468,7 +472,9 @@ def _yaml_body(data: dict[str, Any], indent: str, lines: list[str]) -> None:
             for name, body in value.items():
                 lines.append(f"{inner}{_scalar(name)}:")
                 _yaml_body(body, inner + "  ", lines)
-        elif key in ("nodes", "passes"):
+        elif key == "checks" and not value:
+            lines.append(f"{indent}checks: []")
+        elif key in ("nodes", "passes", "checks"):
             lines.append(f"{indent}{key}:")
             for node in value:
                 lines.append(_flow_entry(f"{inner}- ", node, inner + "  "))

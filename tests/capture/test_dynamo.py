@@ -38,7 +38,7 @@ def test_auto_falls_back_to_dynamo_and_round_trips_exactly(tmp_path: Path) -> No
     assert placeholders == ["x"]  # the model's own input, no lifted parameters
     assert [n.target for n in spec.nodes if n.op == "call_module"] == ["conv", "bn", "act", "act", "head"]
     assert spec.buffers["scale"].persistent is False and spec.buffers["offsets"].value == [0.0, 1.0, 2.0, 3.0, 4.0]
-    assert "x: float32[1, 3, 6, 6]" in (spec.doc or "") and "specialised" in (spec.doc or "")
+    assert "x: float32[1, 3, 6, 6]" in (spec.doc or "") and "checks declare" in (spec.doc or "")
     assert not any(str(n.target).startswith("torch._") for n in spec.nodes)
 
 
@@ -65,7 +65,7 @@ def test_output_structure_and_fixed_kwargs(tmp_path: Path) -> None:
     assert set(output) == {"hidden", "pair"} and output["pair"]["tuple"][1] == 2
     assert "scale_by_length=True" in (spec.doc or "")
     fixed = fxgen.export(fx.DictOut().eval(), **{**options, "example_kwargs": {"scale_by_length": False}})
-    assert len(fixed.nodes) == len(spec.nodes) - 1  # no division: the kwarg was fixed while capturing
+    assert len(fixed.nodes) == len(spec.nodes) - 2  # no size read, no division: the kwarg was fixed while capturing
 
 
 def test_tied_weights_buffers_and_caches_are_left_as_they_were(tmp_path: Path) -> None:

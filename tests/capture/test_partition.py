@@ -75,7 +75,7 @@ def test_a_captured_resnet_keeps_the_classes_tracing_keeps(tmp_path: Path) -> No
         ops = [(n.op, n.target) for n in captured.classes[name].nodes]
         assert ops == [(n.op, "operator.iadd" if n.target == "operator.add" else n.target) for n in block.nodes]
     assert [n.name for n in captured.classes["BasicBlock"].nodes if n.op == "placeholder"] == ["x"]
-    assert "specialised" in (captured.doc or "")
+    assert "checks declare" in (captured.doc or "")
 
 
 class Gate(nn.Module):
