@@ -154,3 +154,19 @@ def test_shape_comments_and_show_take_the_default_arguments_graph(
     assert main(["show", "-q", str(path)]) == 0
     shown = capsys.readouterr().out
     assert "h_0   m.0" in shown and "h_1   m.1" in shown
+
+
+def test_nested_statements_are_black_exact() -> None:
+    """Long conditions and long statements inside branches and loops are split as black splits
+    them at their depth (headers wrapped in parentheses)."""
+    import black
+
+    from fxgen.blackstyle.formatter import MODE
+
+    data = copy.deepcopy(SPEC)
+    data["nodes"][5]["if"] = "skip and n > 1000000000 and n < 2000000000000 and n != 123456789 and n != 987654321"
+    data["nodes"][2]["nodes"][1]["else"][0]["args"][1] = {
+        "arg": "i + 1 + n * 100000000 + n * 200000000 + n * 300000000 + n * 400000000"}  # fmt: skip
+    source, _ = generated_class(validate_data(data))
+    assert "        if (\n            self.skip\n" in source
+    assert black.format_str(source, mode=MODE) == source
