@@ -255,7 +255,7 @@ class _PolicyRef:
 
 
 def set_graph(
-    gm: torch.fx.GraphModule, graph: torch.fx.Graph, code: PythonCode | None = None
+    gm: torch.fx.GraphModule, graph: torch.fx.Graph, code: PythonCode | None = None, *, swap: bool = False
 ) -> PythonCode | None:
     """``gm.graph = graph`` for a GraphModule with no GraphModule below it, compiling the code
     torch.fx writes for ``graph`` once per process; returns that code (None where torch.fx's
@@ -269,13 +269,20 @@ def set_graph(
     ``def`` makes a new ``forward`` bound to exactly the objects this graph calls, with its
     defaults and annotations evaluated afresh; a stale function or global can never be served.
     Graphs torch.fx compiles in another way (pytree or custom code generation, profiler
-    metadata) take ``recompile`` itself, as does any later ``gm.recompile()``.
+    metadata) take ``recompile`` itself, as does any later ``gm.recompile()``. With ``swap``,
+    ``gm`` swaps between graphs it compiles itself (``fxgen.assemble.modes``): the GraphModules
+    below it are compiled already and are left alone.
     """
     if (
         type(graph._codegen) is not _PLAIN_CODEGEN
         or fx_config.enrich_profiler_metadata
-        or type(gm).recompile is not torch.fx.GraphModule.recompile
-        or any(isinstance(m, torch.fx.GraphModule) for m in gm.children())
+        or (
+            not swap
+            and (
+                type(gm).recompile is not torch.fx.GraphModule.recompile
+                or any(isinstance(m, torch.fx.GraphModule) for m in gm.children())
+            )
+        )
     ):
         gm.graph = graph  # torch.fx's own setter and recompile
         return None
