@@ -39,8 +39,11 @@ from fxgen.construct.tensors import make_tensor
 from fxgen.policy.policy import DEFAULT_POLICY, Policy
 from fxgen.spec.model import BufferSpec, ModuleSpec, ParameterSpec, Spec
 from fxgen.spec.resolve import (
+    NodesError,
     bind,
     has_arguments,
+    needs_resolution,
+    resolve_nodes,
     substitute,
     substitute_declaration,
     substitute_init,
@@ -48,7 +51,7 @@ from fxgen.spec.resolve import (
 )
 from fxgen.spec.tree import construction_plan, declaration_order
 
-__all__ = ["META_KEY", "Builder", "Declarations", "build_module"]
+__all__ = ["META_KEY", "Builder", "Declarations", "build_module", "instance_spec"]
 
 
 META_KEY = "fxgen"
@@ -144,13 +147,15 @@ def build_module(
     class's defaults when None).
     """
     builder = builder or Builder(policy, device)
-    graph = build_graph(spec, policy)
     if values is None:
         values = bind(spec.args, [], {})
     concrete = spec
     if spec.fxgen >= 2:
         with _located(spec, "values" if spec.values else "args", None, "cannot compute the class's values"):
-            concrete = concrete_declarations(spec, with_values(values, spec.values))
+            env = with_values(values, spec.values)
+            concrete = concrete_declarations(spec, env)
+        spec = instance_spec(spec, env)
+    graph = build_graph(spec, policy)
     tables = (concrete.modules, concrete.parameters, concrete.buffers)
     order = construction_plan(*tables) if made is None else declaration_order(*tables)
     made = dict(made or {})  # path -> module or tensor (a path is declared in one table only)
@@ -367,6 +372,20 @@ class Declarations:
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Declarations:
         return self  # immutable in practice; GraphModule deep-copies its meta
+
+
+def instance_spec(spec: Spec, env: Mapping[str, Any]) -> Spec:
+    """``spec`` with its nodes resolved for one instance (``env``: its argument and named
+    values): conditionals taken, repeats unrolled, aliases gone (``fxgen.spec.resolve``); the
+    same Spec when its graph does not depend on them. What cannot be resolved is a SpecError
+    at the conditional or repeat."""
+    if not needs_resolution(spec.nodes):
+        return spec
+    try:
+        nodes = resolve_nodes(spec.nodes, env)
+    except NodesError as exc:
+        raise SpecError.at(spec.locate(exc.path), str(exc)) from None
+    return dataclasses.replace(spec, nodes=nodes)
 
 
 def concrete_declarations(spec: Spec, values: Mapping[str, Any]) -> Spec:

@@ -23,6 +23,7 @@ from fxgen._errors import Suggestions
 from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.expr import ExprError, names, parse
+from fxgen.spec.resolve import TRAINING, is_construct, node_expressions
 from fxgen.spec.values import DECLARATION_TAGS
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "format_problems",
     "is_arg",
     "module_values",
+    "unknown_names",
     "uses",
     "value_name_problems",
     "value_problems",
@@ -55,6 +57,12 @@ def format_problems(data: dict[str, Any]) -> list[Problem]:
     """Format-2 features in a spec that says ``fxgen: 1``, and bad block names in one that says 2."""
     if data.get("fxgen") == 1:
         found: list[Problem] = [((key,), f"`{key}` needs `fxgen: 2`") for key in ("args", "values", "classes") if key in data]
+        for where, item in enumerate(data.get("nodes", [])):
+            if isinstance(item, dict) and (is_construct(item) or item.get("op") == "alias"):
+                what = "`alias`" if item.get("op") == "alias" else f"`{'if' if 'if' in item else 'for'}`"
+                found.append((("nodes", where), f"{what} needs `fxgen: 2` (format 2 adds conditionals, repeats "
+                                                 "and aliases of nodes)"))  # fmt: skip
+                break
         for path, tag in _declaration_tags(data):
             found.append((path, f"{{{tag}: ...}} needs `fxgen: 2` (format 2 adds constructor arguments, module "
                                 "values and repeats)"))  # fmt: skip
@@ -222,10 +230,19 @@ def _unknown(text: str, arguments: list[str], values: list[str], scope: str) -> 
         tree = parse(text)
     except ExprError as exc:
         return [str(exc)]
+    return unknown_names(names(tree), arguments, values, scope)
+
+
+def unknown_names(used: list[str], arguments: list[str], values: list[str], scope: str) -> list[str]:
+    """Why each of the names an expression ``used`` is neither an argument nor a value."""
     out = []
     known = [*arguments, *values]
-    for name in names(tree):
+    for name in used:
         if name in known:
+            continue
+        if name == TRAINING:
+            out.append("'training' is the module's mode, which train() and eval() change after it is built; "
+                       "a declaration is built once: use it in the nodes (`if: training`, `{arg: training}`)")
             continue
         close = Suggestions(known).closest(name)
         has = f" (its arguments: {', '.join(arguments)})" if arguments else " (it takes no arguments)"
@@ -283,11 +300,12 @@ def value_problems(body: dict[str, Any], scope: str) -> list[Problem]:
                        f"the order written: move {later[0]!r} before {name!r}")  # fmt: skip
         problems.append((("values", name), message))
     used_by_declarations = {n for _, text in _body_expressions(body) for n in _names_or_none(text)}
+    used_by_declarations |= {n for text in node_expressions(body.get("nodes", [])) for n in _names_or_none(text)}
     used_by_values = {n for used in uses_of.values() for n in used}
     for name in values:
         if name not in used_by_declarations and name not in used_by_values:
             problems.append((("values", name), f"value {name!r} is not used; use it as `{{arg: {name}}}` in a "
-                                               "declaration, or remove it"))  # fmt: skip
+                                               "declaration or a node, or remove it"))  # fmt: skip
     return problems
 
 

@@ -20,6 +20,7 @@ from fxgen._errors import Diagnostic
 from fxgen.policy.policy import Policy
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
+from fxgen.spec.resolve import walk_data
 from fxgen.spec.values import decode, decode_kwargs, iter_refs
 
 __all__ = [
@@ -154,7 +155,7 @@ class CheckerBase:
     def imported_roots(self) -> frozenset[str]:
         """Top-level packages the generated code will import (node names must not shadow them)."""
         roots = {m["class"].split(".")[0] for m in self.data.get("modules", {}).values()}
-        roots |= {n["target"].split(".")[0] for n in self.data["nodes"] if n["op"] == "call_function"}
+        roots |= {n["target"].split(".")[0] for _, n in walk_data(self.data["nodes"]) if n["op"] == "call_function"}
         return frozenset(r for r in roots if "." in r or r not in self.builtin_names)
 
     @property

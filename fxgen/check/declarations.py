@@ -52,12 +52,13 @@ from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.expr import ExprError
 from fxgen.spec.init import check_init
 from fxgen.spec.literals import literal_problem
-from fxgen.spec.model import ArgSpec, ClassSpec, Spec
+from fxgen.spec.model import ArgSpec, ClassSpec, Spec, walk_nodes
 from fxgen.spec.packed import PACKED_TOTAL_LIMIT, PackedError, check_packed, packed_size
 from fxgen.spec.resolve import (
     BindError,
     bind,
     has_arguments,
+    needs_resolution,
     substitute,
     substitute_declaration,
     substitute_init,
@@ -103,12 +104,14 @@ def run_checks(
     bodies: list[tuple[Spec | ClassSpec, list[str | None]]] = [(spec, checker.canonical_types)]
     bodies += [(spec.classes[name], types) for name, types in checker.block_types.items()]
     for body, types in bodies:
-        for node, canonical in zip(body.nodes, types, strict=True):
+        for node, canonical in zip(walk_nodes(body.nodes), types, strict=True):
             node.type = canonical
             if node.op == "output" and node.name == "output":
                 node.name = None  # torch.fx's own name for it; to_spec leaves it out too
     for graph in (spec, *(spec.block(name) for name in spec.classes)):
-        if any(node.name is None and node.op != "output" for node in graph.nodes):
+        if needs_resolution(graph.nodes):
+            continue  # checked per instance, resolved (Checker.check_resolved_nodes)
+        if any(node.name is None and node.op != "output" for node in walk_nodes(graph.nodes)):
             # torch.fx names unnamed nodes itself ("relu"); a later explicit name may collide with
             # one of those. Building the bare graph (no modules, no tensors) is the exact check.
             from fxgen.construct.graph import build_graph
@@ -209,7 +212,7 @@ class Checker(NodeChecks):
                 self.error(("shapes",), "`shapes: true` needs example inputs: declare them under `inputs:` "
                            "(`inputs: {x: {shape: [1, 3, 224, 224]}}`)")  # fmt: skip
             return
-        placeholders = {n.get("name"): n for n in self.data["nodes"] if n["op"] == "placeholder"}
+        placeholders = {n.get("name"): n for n in self.data["nodes"] if n.get("op") == "placeholder"}
         for name, entry in inputs.items():
             if name not in placeholders:
                 known = ", ".join(repr(p) for p in placeholders if p) or "none"

@@ -15,9 +15,12 @@ from typing import Any
 
 import torch
 
+from fxgen._errors import SpecError
 from fxgen.check.checker import DECODE_ERRORS, IDENTIFIER, RESERVED_NAMES, CheckerBase
+from fxgen.check.constructs import construct_problems, shown_path
 from fxgen.policy.policy import TargetError
 from fxgen.read.yaml_events import JsonPath
+from fxgen.spec.resolve import NodesError, data_needs_resolution, expand_nodes, walk_data
 from fxgen.spec.values import decode, decode_kwargs, iter_refs, parse_ref, plain_refs
 
 __all__ = ["NodeChecks"]
@@ -28,20 +31,61 @@ class NodeChecks(CheckerBase):
 
     def check_nodes(self) -> None:
         nodes: list[dict[str, Any]] = self.data["nodes"]
-        defined: dict[str, int] = {}
+        if self.doc.data["fxgen"] >= 2 and data_needs_resolution(nodes):
+            self.check_resolved_nodes(nodes)
+            return
+        self.check_node_list([(("nodes", i), node) for i, node in enumerate(nodes)])
+
+    def check_resolved_nodes(self, nodes: list[dict[str, Any]]) -> None:
+        """A node list with conditionals, repeats, aliases or ``{arg: ...}`` values: its rules
+        as written (``fxgen.check.constructs``), then, with this instance's argument values,
+        the graph it resolves to, node by node, each located at the item it comes from."""
+        problems = construct_problems(nodes, self.arguments, self.value_names, self.label)
+        for where, message in problems:
+            self.error(where, message)
+        self.canonical_types.extend(self.check_type(node, where) for where, node in walk_data(nodes))
+        if problems or self.env is None:
+            return  # without argument values (a block nothing uses), the items as written are all there is
+        try:
+            flat = expand_nodes(nodes, self.env)
+        except NodesError as exc:
+            self.error(exc.path, f"{exc} (with {', '.join(f'{k}={v!r}' for k, v in self.env.items()) or 'no arguments'})")
+            return
+        reported = len(self.errors)
+        self.check_node_list(flat, types=False)
+        if len(self.errors) == reported and any(node.get("name") is None and node["op"] != "output" for node, _ in flat):
+            self.check_unnamed(flat)
+
+    def check_unnamed(self, flat: list[tuple[dict[str, Any], JsonPath]]) -> None:
+        """torch.fx names unnamed nodes itself (``relu``); a later explicit name may collide with
+        one of those. Building the bare graph (no modules, no tensors) is the exact check."""
+        from fxgen.construct.graph import build_graph
+        from fxgen.spec.model import Node, Spec
+
+        nodes = [Node(**node) for node, _ in flat]
+        try:
+            build_graph(Spec(name="Graph", nodes=list(nodes)), self.policy)
+        except SpecError as exc:
+            self.error((*flat[getattr(exc, "index", 0)][1], "name"), exc.message)
+
+    def check_node_list(self, nodes: list[Any], *, types: bool = True) -> None:
+        """The nodes of a plain graph in order, each as ``(where, node)`` (or, resolved,
+        ``(node, where)``: ``where`` the item it comes from)."""
+        if nodes and isinstance(nodes[0][0], dict):
+            nodes = [(where, node) for node, where in nodes]
+        defined: dict[str, Any] = {}
         seen_other = False
         with_default: str | None = None
-        outputs = [i for i, n in enumerate(nodes) if n["op"] == "output"]
+        outputs = [i for i, (_, n) in enumerate(nodes) if n["op"] == "output"]
         if not outputs:
             self.error(("nodes",), "the graph has no output node; end `nodes` with {op: output, args: [...]}",
                        key=True)  # fmt: skip
         for i in outputs[:-1]:
-            self.error(("nodes", i), "only one output node is allowed, and it must come last; "
+            self.error(nodes[i][0], "only one output node is allowed, and it must come last; "
                        "return several values as {tuple: [...]}")  # fmt: skip
         if outputs and outputs[-1] != len(nodes) - 1:
-            self.error(("nodes", outputs[-1]), "the output node must be the last node; move it to the end")
-        for i, node in enumerate(nodes):
-            where: JsonPath = ("nodes", i)
+            self.error(nodes[outputs[-1]][0], "the output node must be the last node; move it to the end")
+        for i, (where, node) in enumerate(nodes):
             op = node["op"]
             if op == "placeholder":
                 if seen_other:
@@ -58,7 +102,8 @@ class NodeChecks(CheckerBase):
             clean = self.clean_values(node, op, defined)
             if not clean:
                 self.check_refs(node, where, defined)
-            self.canonical_types.append(self.check_type(node, where))
+            if types:
+                self.canonical_types.append(self.check_type(node, where))
             if not clean and op != "get_attr":
                 self.check_values(node, where)
             getattr(self, f"check_{op}")(node, where)
@@ -70,7 +115,8 @@ class NodeChecks(CheckerBase):
                            "node names must be unique, rename one")  # fmt: skip
                 continue
             self.check_name(name, (*where, "name"), op)
-            defined[name] = i  # even when refused, so references to it are not reported again
+            # even when refused, so references to it are not reported again
+            defined[name] = i if len(where) == 2 else shown_path(where)
 
     def check_name(self, name: str, where: JsonPath, op: str) -> None:
         if not IDENTIFIER.fullmatch(name):
@@ -185,9 +231,20 @@ class NodeChecks(CheckerBase):
         return {path: i for i, path in enumerate(self.data.get("modules", {}))}
 
     def check_call_module(self, node: dict[str, Any], where: JsonPath) -> None:
-        if node["target"] not in self.data.get("modules", {}):
-            self.error((*where, "target"), f"call_module target {node['target']!r} is not declared; "
-                       "declare it under `modules`")  # fmt: skip
+        target = node["target"]
+        if target in self.data.get("modules", {}):
+            return
+        path = self.owning_module(target) if self.doc.data["fxgen"] >= 2 else None
+        if path is not None and self.module_classes.get(path) in _CONTAINERS:
+            found, item = _attribute(self.instances[path], target[len(path) + 1 :])
+            if found and isinstance(item, torch.nn.Module):
+                return  # an item of a declared container (`m.{i}` in a loop): torch.fx calls it by its path
+            self.error((*where, "target"), f"call_module target {target!r}: {self.module_classes[path].__name__} "
+                       f"{path!r} has no module {target[len(path) + 1 :]!r} (with "
+                       f"{', '.join(f'{k}={v!r}' for k, v in (getattr(self, 'env', None) or {}).items()) or 'no arguments'})")
+            return
+        self.error((*where, "target"), f"call_module target {target!r} is not declared; "
+                   "declare it under `modules`")  # fmt: skip
 
     def check_call_method(self, node: dict[str, Any], where: JsonPath) -> None:
         target: str = node["target"]
@@ -258,6 +315,7 @@ class NodeChecks(CheckerBase):
 
 
 _UNSET: Any = object()
+_CONTAINERS = (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ModuleDict)  # whose items a node may call
 
 
 def _prefixes(target: str) -> list[str]:

@@ -47,11 +47,13 @@ def build_graph(spec: Spec, policy: Policy = DEFAULT_POLICY) -> torch.fx.Graph:
             target = node.target
         created = graph.create_node(node.op, target, args, kwargs, name=node.name, type_expr=type_expr)
         if node.name is not None and created.name != node.name:
-            raise SpecError.at(
+            error = SpecError.at(
                 spec.locate(("nodes", index, "name")),
                 f"node name {node.name!r} was already taken by an earlier unnamed node; "
                 "give that node an explicit name",
             )
+            error.index = index  # type: ignore[attr-defined]  # which node: a resolved graph's caller locates it
+            raise error
         if node.op == "call_function":
             created.meta[TARGET_KEY] = node.target  # the spelling, for to_spec (F.conv2d is torch.conv2d)
         env[created.name] = created

@@ -26,11 +26,16 @@ __all__ = [
     "ArgSpec",
     "BufferSpec",
     "ClassSpec",
+    "ForNodes",
+    "IfNodes",
     "InputSpec",
+    "Item",
     "ModuleSpec",
     "Node",
     "ParameterSpec",
     "Spec",
+    "item_from_data",
+    "walk_nodes",
 ]
 
 
@@ -158,6 +163,75 @@ class Node:
 
 
 @dataclass
+class IfNodes:
+    """A node-list item ``{if: COND, then: [...], else: [...]}`` (format 2): the ``then`` items
+    when the condition (an expression over the class's arguments, named values, enclosing loop
+    indices and ``training``) holds, else the ``else`` items (``fxgen.spec.resolve``)."""
+
+    cond: Any
+    then: list[Item]
+    orelse: list[Item] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"if": self.cond, "then": [item.to_dict() for item in self.then]}
+        if self.orelse:
+            out["else"] = [item.to_dict() for item in self.orelse]
+        return out
+
+
+@dataclass
+class ForNodes:
+    """A node-list item ``{for: i, in: COUNT, nodes: [...], carry: {...}, collect: NAME}``
+    (format 2): the ``nodes`` once per index ``0 .. COUNT-1``; ``carry`` says what each step
+    hands the next under an outer name, ``collect`` names the list of each step's last value
+    (``fxgen.spec.resolve``)."""
+
+    var: str
+    count: Any
+    nodes: list[Item]
+    carry: dict[str, Any] = field(default_factory=dict)
+    collect: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"for": self.var, "in": self.count, "nodes": [item.to_dict() for item in self.nodes]}
+        if self.carry:
+            out["carry"] = dict(self.carry)
+        if self.collect is not None:
+            out["collect"] = self.collect
+        return out
+
+
+Item = Node | IfNodes | ForNodes
+"""What a node list holds: nodes (``alias`` among them) and, in format 2, conditionals and repeats."""
+
+
+def item_from_data(data: dict[str, Any]) -> Item:
+    """A node-list item from schema-valid data."""
+    if "if" in data:
+        return IfNodes(data["if"], [item_from_data(d) for d in data["then"]],
+                       [item_from_data(d) for d in data.get("else", [])])  # fmt: skip
+    if "for" in data:
+        return ForNodes(data["for"], data["in"], [item_from_data(d) for d in data["nodes"]],
+                        dict(data.get("carry", {})), data.get("collect"))  # fmt: skip
+    return Node(**data)
+
+
+def walk_nodes(items: list[Item]) -> list[Node]:
+    """Every node of ``items`` (inside conditionals and repeats too), in the order written."""
+    out: list[Node] = []
+    stack: list[Item] = list(reversed(items))
+    while stack:
+        item = stack.pop()
+        if isinstance(item, IfNodes):
+            stack.extend(reversed([*item.then, *item.orelse]))
+        elif isinstance(item, ForNodes):
+            stack.extend(reversed(item.nodes))
+        else:
+            out.append(item)
+    return out
+
+
+@dataclass
 class InputSpec:
     """An example input: its shape (sizes, or names of symbolic dimensions) and dtype."""
 
@@ -199,7 +273,7 @@ def _body(data: dict[str, Any]) -> dict[str, Any]:
         "modules": {path: ModuleSpec.from_data(m) for path, m in data.get("modules", {}).items()},
         "parameters": {path: ParameterSpec(**p) for path, p in data.get("parameters", {}).items()},
         "buffers": {path: BufferSpec(**b) for path, b in data.get("buffers", {}).items()},
-        "nodes": [Node(**n) for n in data["nodes"]],
+        "nodes": [Node(**n) if "op" in n else item_from_data(n) for n in data["nodes"]],
     }
 
 
@@ -225,7 +299,7 @@ class ClassSpec:
     buffers, constructor arguments and the values named from them (``values``: name ->
     expression, ``fxgen.spec.expr``). It becomes a class in the generated file."""
 
-    nodes: list[Node]
+    nodes: list[Item]
     doc: str | None = None
     args: dict[str, ArgSpec] = field(default_factory=dict)
     values: dict[str, str] = field(default_factory=dict)
@@ -248,7 +322,7 @@ class Spec:
     and ``scope`` (which part of it this Spec is) take no part in equality."""
 
     name: str
-    nodes: list[Node]
+    nodes: list[Item]
     doc: str | None = None
     modules: dict[str, ModuleSpec] = field(default_factory=dict)
     parameters: dict[str, ParameterSpec] = field(default_factory=dict)

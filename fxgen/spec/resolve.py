@@ -12,21 +12,34 @@ values everywhere. Data in, data out: nothing here constructs or imports anythin
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from fxgen.spec.expr import ExprError, evaluate, parse
-from fxgen.spec.model import NO_DEFAULT, ArgSpec
+from fxgen.spec.expr import ExprError, evaluate, names, parse
+from fxgen.spec.model import NO_DEFAULT, ArgSpec, Item, Node
 
 __all__ = [
+    "MAX_NESTING",
+    "MAX_NODES",
     "MAX_REPEAT",
+    "TRAINING",
     "BindError",
+    "NodesError",
     "bind",
+    "data_needs_resolution",
+    "expand_nodes",
     "has_arguments",
+    "is_construct",
+    "needs_resolution",
+    "node_expressions",
+    "resolve_nodes",
     "substitute",
     "substitute_declaration",
     "substitute_init",
     "substitute_kwargs",
+    "uses_training",
+    "walk_data",
     "with_values",
 ]
 
@@ -135,3 +148,281 @@ def has_arguments(value: Any) -> bool:
             return True
         return any(has_arguments(item) for item in value.values())
     return False
+
+
+# -- format 2's conditionals and repeats of nodes --------------------------------------------
+MAX_NESTING = 32  # conditionals and repeats nested in each other, as blocks nest (check.blocks.MAX_BLOCK_DEPTH)
+MAX_NODES = 200_000  # nodes one class's graph may unroll to: ten times the largest exported model's
+TRAINING = "training"  # the one runtime name conditions and node arguments may use: the module's mode
+
+_TEMPLATE = re.compile(r"\{([^{}]*)\}")
+
+
+class NodesError(ExprError):
+    """A conditional or repeat that cannot be resolved with these values, at ``path`` (a JSON
+    path inside the class's body, ``("nodes", 3, "in")``)."""
+
+    def __init__(self, message: str, path: tuple[str | int, ...]) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def is_construct(item: Mapping[str, Any]) -> bool:
+    """Is a node-list item (as data) a conditional or a repeat rather than a node?"""
+    return "if" in item or "for" in item
+
+
+def needs_resolution(items: list[Item]) -> bool:
+    """Does a node list hold a conditional, a repeat, an alias or an ``{arg: ...}`` value: does
+    its graph depend on the class's arguments (or the mode)?"""
+    for item in items:
+        if not isinstance(item, Node):
+            return True
+        if item.op == "alias" or has_arguments(item.args) or has_arguments(item.kwargs):
+            return True
+    return False
+
+
+def uses_training(items: list[Item]) -> bool:
+    """Does a node list's graph depend on the module's mode (``training`` in a condition, a
+    count or a node argument)?"""
+    return any(TRAINING in names(parse(text)) for text in node_expressions([i.to_dict() for i in items]))
+
+
+def node_expressions(items: list[dict[str, Any]]) -> Iterator[str]:
+    """The expression texts of a node list as data: conditions, counts, ``{arg: ...}`` values."""
+    for item in items:
+        if "if" in item:
+            if isinstance(item["if"], str):
+                yield item["if"]
+            yield from node_expressions(item["then"])
+            yield from node_expressions(item.get("else", []))
+        elif "for" in item:
+            if isinstance(item["in"], str):
+                yield item["in"]
+            yield from node_expressions(item["nodes"])
+        else:
+            for field in ("args", "kwargs"):
+                yield from (text for _, text in _arg_texts(item.get(field)))
+
+
+def _arg_texts(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str]]:
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _arg_texts(item, (*path, i))
+    elif isinstance(value, dict):
+        if set(value) == {"arg"} and isinstance(value["arg"], str):
+            yield (*path, "arg"), value["arg"]
+            return
+        for key, item in value.items():
+            yield from _arg_texts(item, (*path, key))
+
+
+def resolve_nodes(items: list[Item], env: Mapping[str, Any]) -> list[Node]:
+    """A class's node list as the plain graph of one instance: ``env`` holds its argument and
+    named values (and ``training``, the mode, where the graph depends on it). NodesError (an
+    ExprError) says what cannot be resolved, and where."""
+    if not needs_resolution(items):
+        return items  # type: ignore[return-value]  # plain nodes only
+    return [Node(**data) for data, _ in expand_nodes([item.to_dict() for item in items], env)]
+
+
+def expand_nodes(
+    items: list[dict[str, Any]], env: Mapping[str, Any], prefix: tuple[str | int, ...] = ("nodes",)
+) -> list[tuple[dict[str, Any], tuple[str | int, ...]]]:
+    """``resolve_nodes`` on schema-valid data: each resolved node (as data) with the path of the
+    item it comes from (``("nodes", 2, "then", 0)``), for diagnostics.
+
+    The ``then`` or the ``else`` items of a conditional are taken; a repeat is unrolled, its
+    nodes named as torch.fx names repeated nodes (``h`` at index 1 is ``h_1``, at index 1 of
+    an inner loop at index 2 of an outer one ``h_2_1``), ``{i}`` formatted in targets and ``i`` given to its
+    expressions; references follow: to this step's nodes inside the body, to the carried values
+    (``carry``) in the next step and after the loop, to the list of each step's last value
+    (``collect``) after it. An ``alias`` expands to nothing: its uses become its argument.
+    """
+    expander = _Expander(env)
+    expander.items(items, prefix, {}, [], 0)
+    return expander.out
+
+
+class _Expander:
+    def __init__(self, env: Mapping[str, Any]) -> None:
+        self.env = dict(env)
+        self.out: list[tuple[dict[str, Any], tuple[str | int, ...]]] = []
+        self.last: Any = None  # the value of the last node expanded (what a step's `collect` takes)
+
+    def items(
+        self, items: list[dict[str, Any]], prefix: tuple[str | int, ...], scope: dict[str, Any],
+        loops: list[tuple[str, int]], depth: int,
+    ) -> None:  # fmt: skip
+        """Expand ``items`` into ``self.out``; ``scope`` maps a name written in the spec to the
+        value its uses become (``"%h_1"``, a list for a collect), where that is not itself."""
+        for k, item in enumerate(items):
+            where = (*prefix, k)
+            if "if" in item:
+                self.nested(depth, where)
+                cond = self.value(item["if"], (*where, "if"))
+                if not isinstance(cond, bool):
+                    raise NodesError(f"the condition {_text(item['if'])} gives {cond!r}, not True or False; write a "
+                                     "comparison such as `n > 0`", (*where, "if"))  # fmt: skip
+                key = "then" if cond else "else"
+                self.items(item.get(key, []), (*where, key), scope, loops, depth + 1)
+            elif "for" in item:
+                self.nested(depth, where)
+                self.repeat(item, where, scope, loops, depth)
+            elif item["op"] == "alias":
+                self.last = scope[item["name"]] = self.rewrite(item["args"][0], scope, (*where, "args", 0))
+            else:
+                self.node(item, where, scope, loops)
+
+    def nested(self, depth: int, where: tuple[str | int, ...]) -> None:
+        if depth >= MAX_NESTING:
+            raise NodesError(f"conditionals and repeats nest at most {MAX_NESTING} deep; move the inner part "
+                             "into a block of its own (`classes:`)", where)  # fmt: skip
+
+    def repeat(
+        self, item: dict[str, Any], where: tuple[str | int, ...], scope: dict[str, Any],
+        loops: list[tuple[str, int]], depth: int,
+    ) -> None:  # fmt: skip
+        count = self.value(item["in"], (*where, "in"))
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise NodesError(f"a loop count is a non-negative integer, but {_text(item['in'])} gives {count!r}",
+                             (*where, "in"))  # fmt: skip
+        if count > MAX_REPEAT:
+            raise NodesError(f"a loop count is at most {MAX_REPEAT}, but {_text(item['in'])} gives {count}",
+                             (*where, "in"))  # fmt: skip
+        var = item["for"]
+        outer = self.env.get(var, _UNSET)
+        collected: list[Any] = []
+        try:
+            for index in range(count):
+                self.env[var] = index
+                inner = dict(scope)  # what the loop sees of the names outside, and its own nodes
+                self.items(item["nodes"], (*where, "nodes"), inner, [*loops, (var, index)], depth + 1)
+                collected.append(self.last)
+                carried = {name: self.rewrite(value, inner, (*where, "carry", name))
+                           for name, value in item.get("carry", {}).items()}  # fmt: skip
+                scope.update(carried)  # the next step's, and after the loop, the last step's
+        finally:
+            if outer is _UNSET:
+                self.env.pop(var, None)
+            else:
+                self.env[var] = outer
+        if item.get("collect") is not None:
+            self.last = scope[item["collect"]] = collected
+
+    def node(
+        self, item: dict[str, Any], where: tuple[str | int, ...], scope: dict[str, Any], loops: list[tuple[str, int]]
+    ) -> None:
+        node = dict(item)
+        for field in ("args", "kwargs"):
+            if field in node:
+                node[field] = self.rewrite(node[field], scope, (*where, field))
+        if "target" in node and "{" in node["target"]:
+            node["target"] = _format(node["target"], loops, (*where, "target"))
+        name = node.get("name")
+        if name is not None and loops:
+            node["name"] = name + "".join(f"_{index}" for _, index in loops)
+        if name is not None and (loops or name in scope):
+            scope[name] = "%" + node["name"]
+        self.last = "%" + node["name"] if node.get("name") is not None else None
+        self.out.append((node, where))
+        if len(self.out) > MAX_NODES:
+            raise NodesError(f"the graph unrolls to more than {MAX_NODES} nodes; use smaller loop counts, or a "
+                             "block (`classes:`) called in a loop", where)  # fmt: skip
+
+    def value(self, value: Any, where: tuple[str | int, ...]) -> Any:
+        """A condition or a count: an expression (text) or a constant."""
+        if not isinstance(value, str):
+            return value
+        return self.evaluate(value, where)
+
+    def evaluate(self, text: str, where: tuple[str | int, ...]) -> Any:
+        try:
+            tree = parse(text)
+            if TRAINING in names(tree) and TRAINING not in self.env:
+                raise ExprError("`training` is the module's mode, known only when the graph is built for a mode "
+                                "(train or eval)")  # fmt: skip
+            return evaluate(tree, self.env)
+        except NodesError:
+            raise
+        except ExprError as exc:
+            raise NodesError(f"{_text(text)}: {exc}", where) from None
+
+    def rewrite(self, value: Any, scope: Mapping[str, Any], where: tuple[str | int, ...]) -> Any:
+        """An encoded node value with references renamed as ``scope`` says and ``{arg: ...}``
+        evaluated."""
+        if isinstance(value, str):
+            if scope and value.startswith("%") and not value.startswith("%%"):
+                return scope.get(value[1:], value)
+            return value
+        if isinstance(value, list):
+            return [self.rewrite(item, scope, (*where, i)) for i, item in enumerate(value)]
+        if not isinstance(value, dict):
+            return value
+        if len(value) != 1:  # a node's kwargs mapping
+            return {key: self.rewrite(item, scope, (*where, key)) for key, item in value.items()}
+        ((tag, body),) = value.items()
+        if tag == "arg":
+            return _encoded(self.evaluate(body, (*where, "arg")))
+        if tag in ("tuple", "slice"):
+            return {tag: [self.rewrite(item, scope, (*where, tag, i)) for i, item in enumerate(body)]}
+        if tag == "dict":
+            return {tag: {key: self.rewrite(item, scope, (*where, tag, key)) for key, item in body.items()}}
+        if tag in _TAGS:
+            return value
+        return {tag: self.rewrite(body, scope, (*where, tag))}  # a one-keyword kwargs mapping
+
+
+_UNSET: Any = object()
+_TAGS = frozenset({"ellipsis", "dtype", "device", "memory_format", "layout", "float", "complex", "size", "module", "repeat"})
+
+
+def _encoded(value: Any) -> Any:
+    """An expression's value in the value encoding (a string starting with ``%`` escaped)."""
+    if isinstance(value, str) and value.startswith("%"):
+        return "%" + value
+    return value
+
+
+def _text(value: Any) -> str:
+    return f"`{value}`" if isinstance(value, str) else repr(value)
+
+
+def _format(template: str, loops: list[tuple[str, int]], where: tuple[str | int, ...]) -> str:
+    """``m.{i}`` at index 2 -> ``m.2``: each ``{NAME}`` is an enclosing loop's index."""
+    indices = dict(loops)
+
+    def index(found: re.Match[str]) -> str:
+        name = found.group(1)
+        if name not in indices:
+            inside = f" (the loops around it: {', '.join(indices)})" if indices else " (it is in no loop)"
+            raise NodesError(f"{{{name}}} in {template!r} is not the index of an enclosing loop{inside}", where)
+        return str(indices[name])
+
+    text = _TEMPLATE.sub(index, template)
+    if "{" in text or "}" in text:
+        raise NodesError(f"{template!r}: a brace is only part of `{{i}}`, an enclosing loop's index", where)
+    return text
+
+
+def walk_data(
+    items: list[dict[str, Any]], prefix: tuple[str | int, ...] = ("nodes",)
+) -> Iterator[tuple[tuple[str | int, ...], dict[str, Any]]]:
+    """Every node of a node list as data (inside conditionals and repeats too), with its path,
+    in the order written (``fxgen.spec.model.walk_nodes``'s order)."""
+    for k, item in enumerate(items):
+        where = (*prefix, k)
+        if "if" in item:
+            yield from walk_data(item["then"], (*where, "then"))
+            yield from walk_data(item.get("else", []), (*where, "else"))
+        elif "for" in item:
+            yield from walk_data(item["nodes"], (*where, "nodes"))
+        else:
+            yield where, item
+
+
+def data_needs_resolution(items: list[dict[str, Any]]) -> bool:
+    """``needs_resolution`` for a node list as (schema-valid) data."""
+    return any(is_construct(item) or item.get("op") == "alias" or has_arguments(item.get("args"))
+               or has_arguments(item.get("kwargs")) for item in items)  # fmt: skip

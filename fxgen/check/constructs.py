@@ -1,0 +1,220 @@
+"""Format 2's conditionals and repeats of nodes: the rules of the node list as written.
+
+The graph of one instance is checked node by node once it is resolved (``fxgen.spec.resolve``
+takes the branches and unrolls the loops; ``fxgen.check.nodes`` checks what comes out, located
+at the items written). What must hold whatever the argument values is checked here, once, on
+the items themselves, because the generated ``forward`` is written from them (an ``if`` and a
+``for`` in Python): a name used after an ``if`` is defined by both branches (SSA, as torch.fx
+graphs are); the names a loop's nodes define are new each step and visible after the loop only
+through its ``carry`` and ``collect``; inputs and the output stay at the top; the expressions
+use the class's arguments and named values, the enclosing loops' indices and ``training``.
+"""
+
+from __future__ import annotations
+
+import keyword
+from typing import Any
+
+from fxgen.check.blocks import unknown_names
+from fxgen.check.checker import IDENTIFIER
+from fxgen.read.yaml_events import JsonPath
+from fxgen.spec.expr import ExprError, names, parse
+from fxgen.spec.resolve import MAX_NESTING, TRAINING
+from fxgen.spec.values import iter_refs
+
+__all__ = ["construct_problems", "shown_path"]
+
+Problem = tuple[JsonPath, str]
+
+
+def shown_path(path: JsonPath) -> str:
+    """``("nodes", 3, "then", 0)`` -> ``nodes[3].then[0]``: where an item is, for messages."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def construct_problems(items: list[dict[str, Any]], arguments: list[str], values: list[str], label: str) -> list[Problem]:
+    """What is wrong with the conditionals, repeats and aliases of a node list (as data), and
+    with the expressions its items hold; ``label`` names the class in messages."""
+    walker = _Walker(arguments, values, label)
+    walker.items(items, ("nodes",), {}, [], 0)
+    if walker.uses_training:
+        for name in (TRAINING,) if TRAINING in arguments or TRAINING in values else ():
+            kind = "args" if name in arguments else "values"
+            walker.problems.append(((kind, name), f"{TRAINING!r} is the module's mode in the nodes of {label}, "
+                                                  "so it cannot also be an argument or value; rename it"))  # fmt: skip
+    return walker.problems
+
+
+class _Walker:
+    def __init__(self, arguments: list[str], values: list[str], label: str) -> None:
+        self.arguments = arguments
+        self.values = values
+        self.label = label
+        self.problems: list[Problem] = []
+        self.hidden: dict[str, str] = {}  # a name not visible here -> why (for the message at its use)
+        self.uses_training = False
+
+    def items(self, items: list[dict[str, Any]], prefix: JsonPath, visible: dict[str, JsonPath],
+              loops: list[str], depth: int) -> None:  # fmt: skip
+        """Walk ``items``, defining in ``visible`` (name -> where) the names they define."""
+        for k, item in enumerate(items):
+            where = (*prefix, k)
+            if "if" in item:
+                self.conditional(item, where, visible, loops, depth)
+            elif "for" in item:
+                self.repeat(item, where, visible, loops, depth)
+            else:
+                self.node(item, where, visible, loops, depth)
+
+    def nested(self, where: JsonPath, depth: int) -> bool:
+        if depth >= MAX_NESTING:
+            self.problems.append((where, f"conditionals and repeats nest at most {MAX_NESTING} deep; move the inner "
+                                         "part into a block of its own (`classes:`)"))  # fmt: skip
+            return False
+        return True
+
+    def conditional(self, item: dict[str, Any], where: JsonPath, visible: dict[str, JsonPath], loops: list[str],
+                    depth: int) -> None:  # fmt: skip
+        if not self.nested(where, depth):
+            return
+        self.expression(item["if"], (*where, "if"), loops, "the condition")
+        branches = []
+        for key in ("then", "else"):
+            inner = dict(visible)
+            self.items(item.get(key, []), (*where, key), inner, loops, depth + 1)
+            branches.append({name: at for name, at in inner.items() if name not in visible})
+        then, orelse = branches
+        for name in then.keys() & orelse.keys():
+            visible[name] = then[name]
+            self.hidden.pop(name, None)
+        for name in then.keys() ^ orelse.keys():
+            self.hidden[name] = (f"is defined in only one branch of the `if` at {shown_path(where)}; define it in "
+                                 "both (an `alias` gives a value a second name), or use it inside its branch")  # fmt: skip
+
+    def repeat(self, item: dict[str, Any], where: JsonPath, visible: dict[str, JsonPath], loops: list[str],
+               depth: int) -> None:  # fmt: skip
+        if not self.nested(where, depth):
+            return
+        var = item["for"]
+        self.expression(item["in"], (*where, "in"), loops, "the loop count")
+        problem = self.index_problem(var, visible, loops)
+        if problem:
+            self.problems.append(((*where, "for"), problem))
+        inner = dict(visible)
+        self.items(item["nodes"], (*where, "nodes"), inner, [*loops, var], depth + 1)
+        defined = {name: at for name, at in inner.items() if name not in visible}
+        for name, value in item.get("carry", {}).items():
+            at = (*where, "carry", name)
+            if name not in visible:
+                self.problems.append((at, f"carry {name!r}: a carried name needs a value before the loop (its value "
+                                          f"at the first step); define {name!r} before the `for`, e.g. as an "
+                                          "`alias` of the first input"))  # fmt: skip
+            ref = value[1:]
+            if ref not in inner:
+                why = self.hidden.get(ref, "is not defined in the loop")
+                self.problems.append((at, f"carry {name!r}: %{ref} {why}"))
+        collect = item.get("collect")
+        if collect is not None:
+            at = (*where, "collect")
+            last = item["nodes"][-1]
+            if "op" not in last or last.get("name") is None or last["op"] == "output":
+                self.problems.append((at, f"collect {collect!r} gathers each step's last value: end the loop's "
+                                          "nodes with a named node (an `alias` if need be)"))  # fmt: skip
+            problem = self.name_problem(collect, "collect name")
+            if problem:
+                self.problems.append((at, problem))
+            elif collect in inner or collect in self.arguments or collect in self.values or collect in loops:
+                self.problems.append((at, f"collect name {collect!r} is already a name here; give the list a "
+                                          "name of its own"))  # fmt: skip
+        for name in defined:
+            if name not in item.get("carry", {}):
+                self.hidden[name] = (f"is defined inside the `for` at {shown_path(where)}: a loop's nodes are new "
+                                     "each step; use its `carry` or `collect` names after it")  # fmt: skip
+        if collect is not None:
+            visible[collect] = (*where, "collect")
+            self.hidden.pop(collect, None)
+
+    def index_problem(self, var: str, visible: dict[str, JsonPath], loops: list[str]) -> str | None:
+        problem = self.name_problem(var, "loop index")
+        if problem:
+            return problem
+        if var == TRAINING:
+            return f"loop index {var!r} would hide the module's mode; choose another name"
+        if var in loops:
+            return f"loop index {var!r} is already the index of an enclosing loop; choose another name"
+        if var in self.arguments or var in self.values or var in visible:
+            return f"loop index {var!r} is already an argument, value or node name here; choose another name"
+        return None
+
+    @staticmethod
+    def name_problem(name: str, what: str) -> str | None:
+        if not IDENTIFIER.fullmatch(name):
+            return f"{what} {name!r} is not an identifier; use only letters, digits and _"
+        if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+            return f"{what} {name!r} is a Python keyword; choose another name"
+        return None
+
+    def node(self, item: dict[str, Any], where: JsonPath, visible: dict[str, JsonPath], loops: list[str],
+             depth: int) -> None:  # fmt: skip
+        op = item["op"]
+        if depth and op in ("placeholder", "output"):
+            what = "an input of forward: declare it at the top of `nodes`" if op == "placeholder" else (
+                "what forward returns: end the top-level `nodes` with it")  # fmt: skip
+            self.problems.append((where, f"a {op} node is {what}, not inside an `if` or `for`"))
+            return
+        for field in ("args", "kwargs"):
+            if field not in item:
+                continue
+            for rel, name in iter_refs(item[field]):
+                if name not in visible and name in self.hidden:
+                    self.problems.append(((*where, field, *rel), f"%{name}: {name!r} {self.hidden[name]}"))
+            for rel, text in _arg_texts(item[field]):
+                self.expression(text, (*where, field, *rel), loops, "{arg: ...}")
+        if "target" in item and "{" in item["target"] and not loops:
+            self.problems.append(((*where, "target"), f"target {item['target']!r}: `{{i}}` is the index of an "
+                                                      "enclosing `for`, and this node is in none"))  # fmt: skip
+        name = item.get("name")
+        if name is None:
+            return
+        if depth and loops and name in visible:
+            self.problems.append(((*where, "name"), f"node name {name!r} inside a `for` is already a value outside "
+                                                    "it; a loop's nodes are new each step: give it a name of its "
+                                                    "own"))  # fmt: skip
+        if op == "alias":
+            problem = self.name_problem(name, "alias name")
+            if problem:
+                self.problems.append(((*where, "name"), problem))
+        visible[name] = where
+        self.hidden.pop(name, None)
+
+    def expression(self, value: Any, where: JsonPath, loops: list[str], what: str) -> None:
+        if not isinstance(value, str):
+            return
+        try:
+            used = names(parse(value))
+        except ExprError as exc:
+            self.problems.append((where, f"{what} `{value}`: {exc}"))
+            return
+        if TRAINING in used:
+            self.uses_training = True
+        for message in unknown_names(used, self.arguments, [*self.values, *loops, TRAINING], self.label):
+            self.problems.append((where, f"{what} `{value}`: {message}"))
+
+
+def _arg_texts(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str]]:
+    """Every ``{arg: ...}`` text in an encoded node value, with its path (``arg`` last)."""
+    out: list[tuple[tuple[Any, ...], str]] = []
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, path)]
+    while stack:
+        item, at = stack.pop()
+        if isinstance(item, list):
+            stack.extend((v, (*at, i)) for i, v in reversed(list(enumerate(item))))
+        elif isinstance(item, dict):
+            if set(item) == {"arg"} and isinstance(item["arg"], str):
+                out.append(((*at, "arg"), item["arg"]))
+            else:
+                stack.extend((v, (*at, k)) for k, v in reversed(list(item.items())))
+    return out
