@@ -10,7 +10,8 @@ dict, loaded strictly) and ``train(mode)`` swaps ``self.graph`` as it switches `
 ``gm.graph`` and ``gm.code`` are always the current mode's plain graph and code. Each mode's code
 is generated and compiled once, the first time the module is in that mode, and kept: switching
 back and forth compiles nothing. A class that does not mention ``training`` is a plain
-GraphModule, as it always was.
+GraphModule, as it always was. (``fxgen.assemble.module`` compiles each mode's graph when it
+builds one; this module only swaps.)
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ from typing import Any, cast
 import torch
 import torch.fx
 import torch.nn
-
-from fxgen.assemble.module import set_graph
 
 __all__ = ["ModeGraphModule", "mode_graph_module"]
 
@@ -40,7 +39,10 @@ class _Compiled:
 
 
 class ModeGraphModule(torch.fx.GraphModule):
-    """A ``torch.fx.GraphModule`` with one graph per mode (``train()``/``eval()`` swap them)."""
+    """A ``torch.fx.GraphModule`` with one graph per mode (``train()``/``eval()`` swap them).
+
+    ``fxgen.assemble.module`` compiles each mode's graph once (``compiled``) and sets the state;
+    a copy or an unpickled one compiles them again with torch.fx's own ``recompile``."""
 
     _modes: dict[bool, _Compiled]
 
@@ -50,15 +52,13 @@ class ModeGraphModule(torch.fx.GraphModule):
         return self
 
     def use_mode(self, mode: bool) -> None:
-        """Make ``mode``'s graph and code this module's (compiled the first time only)."""
+        """Make ``mode``'s graph and code this module's."""
         modes = self.__dict__.get("_modes")
         if modes is None:  # (while torch.fx's constructor runs)
             return
         compiled = modes[bool(mode)]
-        if compiled.forward is None:  # the first time in this mode
-            set_graph(self, compiled.graph, swap=True)
-            compiled.code, compiled.lineno_map = self._code, self._lineno_map
-            compiled.prologue_start, compiled.forward = self._prologue_start, type(self).forward
+        if compiled.forward is None:  # not compiled yet: torch.fx's setter and recompile
+            self.graph = compiled.graph
             return
         self._graph = compiled.graph
         compiled.graph.owning_module = self
@@ -66,21 +66,21 @@ class ModeGraphModule(torch.fx.GraphModule):
         self._prologue_start = compiled.prologue_start
         type(self).forward = compiled.forward
 
+    def compiled(self, mode: bool) -> None:
+        """The graph, code and forward this module has now are ``mode``'s (compiled once)."""
+        self._modes[bool(mode)] = _Compiled(self._graph, self._code, self._lineno_map, self._prologue_start,
+                                            type(self).forward)  # fmt: skip
+
     def mode_graphs(self) -> dict[bool, torch.fx.Graph]:
         """Both graphs, by mode (``True``: train)."""
         return {mode: compiled.graph for mode, compiled in self._modes.items()}
 
     def recompile(self) -> Any:
-        """torch.fx's ``recompile`` of the current graph (after an edit): the other mode's code is
-        generated again too when next used."""
+        """torch.fx's ``recompile`` of the current graph (after an edit): it becomes the
+        current mode's."""
         code = super().recompile()
-        modes = self.__dict__.get("_modes")
-        if modes is not None:
-            current = modes[self.training]
-            if current.graph is not self._graph:  # (a graph set by hand becomes this mode's)
-                current.graph = self._graph
-            current.code, current.lineno_map = self._code, self._lineno_map
-            current.prologue_start, current.forward = self._prologue_start, type(self).forward
+        if "_modes" in self.__dict__:
+            self.compiled(self.training)
         return code
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ModeGraphModule:
@@ -108,25 +108,25 @@ class ModeGraphModule(torch.fx.GraphModule):
                             type(self).__name__))  # fmt: skip
 
 
-def mode_graph_module(
-    graphs: dict[bool, torch.fx.Graph], class_name: str, training: bool = True
-) -> ModeGraphModule:
-    """An empty ``ModeGraphModule`` running ``graphs[training]`` (its state set afterwards, as
-    ``fxgen.assemble.module`` sets a GraphModule's)."""
+def mode_graph_module(graphs: dict[bool, torch.fx.Graph], class_name: str) -> ModeGraphModule:
+    """An empty ``ModeGraphModule`` holding ``graphs`` (none compiled yet), in train mode."""
     gm = ModeGraphModule(torch.nn.Module(), torch.fx.Graph(), class_name=class_name)
-    gm.training = training
-    _install(gm, graphs, class_name)
+    gm.__dict__["_modes"] = {bool(mode): _Compiled(graph) for mode, graph in graphs.items()}
     return gm
 
 
 def _install(gm: ModeGraphModule, graphs: dict[bool, torch.fx.Graph], class_name: str) -> None:
+    """A copy's or an unpickled module's graphs, compiled with torch.fx's own ``recompile``."""
     if "_wrapped_call" not in vars(type(gm)):  # (a copy: torch.fx's constructor did not run)
         torch.fx.GraphModule.recompile(_with_graph(gm, torch.fx.Graph()))
     type(gm).__name__ = class_name
     gm.__dict__["_modes"] = {bool(mode): _Compiled(graph) for mode, graph in graphs.items()}
-    gm.use_mode(gm.training)
-
-
+    training = gm.training
+    for mode in graphs:
+        gm.training = mode
+        gm.use_mode(mode)
+    gm.training = training
+    gm.use_mode(training)
 def _with_graph(gm: ModeGraphModule, graph: torch.fx.Graph) -> ModeGraphModule:
     gm._graph = graph
     graph.owning_module = gm

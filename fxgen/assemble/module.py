@@ -33,12 +33,14 @@ from torch.fx.experimental import _config as fx_config
 from torch.fx.graph import PythonCode
 
 from fxgen._errors import SpecError
+from fxgen.assemble.modes import ModeGraphModule, mode_graph_module
 from fxgen.construct.graph import build_graph
 from fxgen.construct.modules import construct_call, set_attr_path
 from fxgen.construct.tensors import make_tensor
 from fxgen.policy.policy import DEFAULT_POLICY, Policy
 from fxgen.spec.model import BufferSpec, ModuleSpec, ParameterSpec, Spec
 from fxgen.spec.resolve import (
+    TRAINING,
     NodesError,
     bind,
     has_arguments,
@@ -47,6 +49,7 @@ from fxgen.spec.resolve import (
     substitute,
     substitute_declaration,
     substitute_init,
+    uses_training,
     with_values,
 )
 from fxgen.spec.tree import construction_plan, declaration_order
@@ -150,12 +153,20 @@ def build_module(
     if values is None:
         values = bind(spec.args, [], {})
     concrete = spec
+    graphs: dict[bool, torch.fx.Graph] | None = None
     if spec.fxgen >= 2:
         with _located(spec, "values" if spec.values else "args", None, "cannot compute the class's values"):
             env = with_values(values, spec.values)
             concrete = concrete_declarations(spec, env)
-        spec = instance_spec(spec, env)
-    graph = build_graph(spec, policy)
+        written = spec  # the class as written (its items), what to_spec gives back
+        if uses_training(spec.nodes):  # one graph per mode (fxgen.assemble.modes)
+            modes = {mode: instance_spec(spec, {**env, TRAINING: mode}) for mode in (False, True)}
+            graphs = {mode: build_graph(body, policy) for mode, body in modes.items()}
+            spec = modes[True]
+        else:
+            spec = instance_spec(spec, env)
+    if graphs is None:
+        graph = build_graph(spec, policy)
     tables = (concrete.modules, concrete.parameters, concrete.buffers)
     order = construction_plan(*tables) if made is None else declaration_order(*tables)
     made = dict(made or {})  # path -> module or tensor (a path is declared in one table only)
@@ -182,7 +193,11 @@ def build_module(
         set_attr_path(root, path, torch.nn.Parameter(made[path], requires_grad=param.requires_grad))
     for path, buffer in spec.buffers.items():
         set_attr_path(root, path, made[path], persistent=buffer.persistent)
-    gm = _graph_module(spec, root, graph, policy, builder if policy is builder.policy else None)
+    if graphs is None:
+        gm = _graph_module(spec, root, graph, policy, builder if policy is builder.policy else None)
+    else:
+        gm = _mode_graph_module(spec, root, graphs)
+        spec = written
     if spec.doc is not None:
         type(gm).__doc__ = spec.doc
     gm.meta[META_KEY] = Declarations(spec, dict(values))
@@ -225,6 +240,19 @@ def _graph_module(
         if key is not None and code is None:
             _generated.put(key, made, len(key[1]) + len(made.src))
     vars(gm).update({name: vars(root)[name] for name in _STATE})
+    return gm
+
+
+def _mode_graph_module(spec: Spec, root: torch.nn.Module, graphs: dict[bool, torch.fx.Graph]) -> ModeGraphModule:
+    """``_graph_module`` for a class whose graph depends on the mode: a ``ModeGraphModule``
+    with each mode's graph compiled once, in train mode (a new module's)."""
+    gm = mode_graph_module(graphs, spec.name)
+    for mode, graph in graphs.items():
+        with _located(spec, "nodes", None, f"torch.fx cannot compile the graph of {'train' if mode else 'eval'} mode"):
+            set_graph(gm, graph, swap=True)
+        gm.compiled(mode)
+    vars(gm).update({name: vars(root)[name] for name in _STATE})
+    gm.use_mode(gm.training)
     return gm
 
 

@@ -20,7 +20,14 @@ from fxgen.check.checker import DECODE_ERRORS, IDENTIFIER, RESERVED_NAMES, Check
 from fxgen.check.constructs import construct_problems, shown_path
 from fxgen.policy.policy import TargetError
 from fxgen.read.yaml_events import JsonPath
-from fxgen.spec.resolve import NodesError, data_needs_resolution, expand_nodes, walk_data
+from fxgen.spec.resolve import (
+    TRAINING,
+    NodesError,
+    data_needs_resolution,
+    data_uses_training,
+    expand_nodes,
+    walk_data,
+)
 from fxgen.spec.values import decode, decode_kwargs, iter_refs, parse_ref, plain_refs
 
 __all__ = ["NodeChecks"]
@@ -46,15 +53,20 @@ class NodeChecks(CheckerBase):
         self.canonical_types.extend(self.check_type(node, where) for where, node in walk_data(nodes))
         if problems or self.env is None:
             return  # without argument values (a block nothing uses), the items as written are all there is
-        try:
-            flat = expand_nodes(nodes, self.env)
-        except NodesError as exc:
-            self.error(exc.path, f"{exc} (with {', '.join(f'{k}={v!r}' for k, v in self.env.items()) or 'no arguments'})")
-            return
-        reported = len(self.errors)
-        self.check_node_list(flat, types=False)
-        if len(self.errors) == reported and any(node.get("name") is None and node["op"] != "output" for node, _ in flat):
-            self.check_unnamed(flat)
+        # a graph that depends on the mode is checked in each (fxgen.assemble.modes), eval first
+        envs = [{**self.env, TRAINING: mode} for mode in (False, True)] if data_uses_training(nodes) else [self.env]
+        for env in envs:
+            try:
+                flat = expand_nodes(nodes, env)
+            except NodesError as exc:
+                self.error(exc.path, f"{exc} (with {', '.join(f'{k}={v!r}' for k, v in env.items()) or 'no arguments'})")
+                return
+            reported = len(self.errors)
+            self.check_node_list(flat, types=False)
+            if len(self.errors) > reported:
+                return
+            if any(node.get("name") is None and node["op"] != "output" for node, _ in flat):
+                self.check_unnamed(flat)
 
     def check_unnamed(self, flat: list[tuple[dict[str, Any], JsonPath]]) -> None:
         """torch.fx names unnamed nodes itself (``relu``); a later explicit name may collide with

@@ -30,12 +30,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fxgen.spec.model import Node
+from fxgen.spec.model import IfNodes, Item, Node
+from fxgen.spec.resolve import TRAINING
 
 __all__ = ["MODE_ARGUMENT", "Aligned", "Differing", "align"]
 
 
-MODE_ARGUMENT = {"arg": "training"}  # a boolean that is the mode, as a node argument
+MODE_ARGUMENT = {"arg": TRAINING}  # a boolean that is the mode, as a node argument
 
 
 @dataclass
@@ -51,6 +52,19 @@ class Aligned:
     """The two node lists as one sequence of common nodes and differing runs."""
 
     items: list[Node | Differing] = field(default_factory=list)
+
+    def spec_items(self) -> list[Item]:
+        """As a spec's node list: each differing run an ``if: training`` group (the train nodes
+        ``then``, the eval nodes ``else``; ``if: not training`` where only eval mode has nodes)."""
+        out: list[Item] = []
+        for item in self.items:
+            if not isinstance(item, Differing):
+                out.append(item)
+            elif item.train:
+                out.append(IfNodes(TRAINING, list(item.train), list(item.eval)))
+            elif item.eval:
+                out.append(IfNodes(f"not {TRAINING}", list(item.eval)))
+        return out
 
     @property
     def differs(self) -> bool:

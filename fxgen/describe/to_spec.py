@@ -23,17 +23,19 @@ import torch.fx
 import torch.nn.functional
 
 from fxgen._errors import ExportError
+from fxgen.assemble.modes import ModeGraphModule
 from fxgen.assemble.module import META_KEY
 from fxgen.check.checker import RESERVED_NAMES
 from fxgen.construct.graph import TARGET_KEY
+from fxgen.describe.align import align
 from fxgen.describe.rebuild import RebuildCache
 from fxgen.describe.recover import class_name
 from fxgen.describe.recover import resolve_qualname as _lookup
 from fxgen.policy.policy import DEFAULT_POLICY, TargetError, type_repr
 from fxgen.policy.tables import SAFE_BUILTINS
-from fxgen.spec.model import BufferSpec, ClassSpec, ModuleSpec, Node, ParameterSpec, Spec
+from fxgen.spec.model import BufferSpec, ClassSpec, Item, ModuleSpec, Node, ParameterSpec, Spec
 from fxgen.spec.packed import pack, unpack
-from fxgen.spec.resolve import has_arguments
+from fxgen.spec.resolve import TRAINING, has_arguments, resolve_nodes, with_values
 from fxgen.spec.values import UnencodableValue, dtype_name, encode
 
 __all__ = ["Submodules", "avoid_reserved_names", "graph_module_to_spec", "loadable_class_name", "recover_declaration",
@@ -166,16 +168,30 @@ def _format2_spec(gm: torch.fx.GraphModule, spec: Spec, name: str | None) -> Spe
     return dataclasses.replace(spec, name=name or spec.name, nodes=nodes, classes=classes, document=None, scope=())
 
 
-def _graph_nodes(gm: torch.fx.GraphModule, body: Spec | ClassSpec) -> list[Node]:
-    """``gm``'s nodes, when they use only what ``body`` declares."""
+def _graph_nodes(gm: torch.fx.GraphModule, body: Spec | ClassSpec) -> list[Item]:
+    """``gm``'s nodes, when they use only what ``body`` declares. A module with one graph per
+    mode gives ``body``'s items where each mode's graph is still what they resolve to, else its
+    two graphs aligned (``fxgen.describe.align``)."""
+    if not isinstance(gm, ModeGraphModule):
+        return list(_plain_nodes(gm.graph, body))
+    nodes = {mode: _plain_nodes(graph, body) for mode, graph in gm.mode_graphs().items()}
+    declared = gm.meta.get(META_KEY)
+    if declared is not None:
+        env = with_values(declared.values, body.values)
+        if all(resolve_nodes(body.nodes, {**env, TRAINING: mode}) == nodes[mode] for mode in nodes):
+            return list(body.nodes)
+    return align(nodes[False], nodes[True]).spec_items()
+
+
+def _plain_nodes(graph: torch.fx.Graph, body: Spec | ClassSpec) -> list[Node]:
     declared = (*body.modules, *body.parameters, *body.buffers)
-    for node in gm.graph.nodes:
+    for node in graph.nodes:
         if node.op in ("call_module", "get_attr") and not any(
             node.target == path or str(node.target).startswith(path + ".") for path in declared
         ):
             raise ExportError(f"node {node.name!r} uses {node.target!r}, which its format-2 spec does not "
                               "declare; a graph changed after loading is exported with fxgen.export")  # fmt: skip
-    return [_node(n) for n in gm.graph.nodes]
+    return [_node(n) for n in graph.nodes]
 
 
 def _dedupe(items: list[Any]) -> list[str]:

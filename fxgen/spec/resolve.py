@@ -28,6 +28,7 @@ __all__ = [
     "NodesError",
     "bind",
     "data_needs_resolution",
+    "data_uses_training",
     "expand_nodes",
     "has_arguments",
     "is_construct",
@@ -186,7 +187,12 @@ def needs_resolution(items: list[Item]) -> bool:
 def uses_training(items: list[Item]) -> bool:
     """Does a node list's graph depend on the module's mode (``training`` in a condition, a
     count or a node argument)?"""
-    return any(TRAINING in names(parse(text)) for text in node_expressions([i.to_dict() for i in items]))
+    return data_uses_training([i.to_dict() for i in items])
+
+
+def data_uses_training(items: list[dict[str, Any]]) -> bool:
+    """``uses_training`` of a node list as (schema-valid) data."""
+    return any(TRAINING in names(parse(text)) for text in node_expressions(items))
 
 
 def node_expressions(items: list[dict[str, Any]]) -> Iterator[str]:

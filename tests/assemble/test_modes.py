@@ -1,41 +1,46 @@
-"""A GraphModule with one graph per mode (``fxgen.assemble.modes``), built here from two graphs
-made by hand: ``train()``/``eval()`` swap ``gm.graph`` and its code, each mode compiled once; one
-state dict; copies and pickles keep both modes."""
+"""A GraphModule with one graph per mode (``fxgen.assemble.modes``), as ``fxgen.load`` builds it
+for a spec whose nodes mention ``training``: ``train()``/``eval()`` swap ``gm.graph`` and its
+code, each mode compiled once; one state dict; copies and pickles keep both modes; a spec that
+does not mention the mode is a plain GraphModule."""
 
 from __future__ import annotations
 
 import copy
 import io
 import operator
+from typing import Any
 
 import torch
 import torch.fx
 import torch.nn.functional as F
 
-from fxgen.assemble.modes import ModeGraphModule, mode_graph_module
+import fxgen
+from fxgen.assemble.modes import ModeGraphModule
+from fxgen.check.validate import as_spec
+from fxgen.policy.policy import DEFAULT_POLICY
 
-
-def _graphs() -> dict[bool, torch.fx.Graph]:
-    """eval: fc(x) + x; train: fc(dropout(x, 0.5, training=True)) * 2 (a BatchNorm in both)."""
-    graphs = {}
-    for mode in (False, True):
-        g = torch.fx.Graph()
-        x = g.placeholder("x")
-        if mode:
-            x = g.call_function(F.dropout, (x,), {"p": 0.5, "training": True})
-        y = g.call_module("fc", (x,))
-        b = g.call_module("bn", (y,))
-        out = g.call_function(operator.mul, (b, 2.0)) if mode else g.call_function(operator.add, (b, x))
-        g.output(out)
-        graphs[mode] = g
-    return graphs
+SPEC: dict[str, Any] = {
+    "fxgen": 2,
+    "name": "Net",
+    "modules": {"fc": {"class": "torch.nn.Linear", "args": [4, 4]}, "bn": {"class": "torch.nn.BatchNorm1d", "args": [4]}},
+    "nodes": [
+        {"op": "placeholder", "name": "x"},
+        {"if": "training", "then": [{"op": "call_function", "name": "d", "target": "torch.nn.functional.dropout",
+                                     "args": ["%x"], "kwargs": {"p": 0.5, "training": {"arg": "training"}}}],
+         "else": [{"op": "alias", "name": "d", "args": ["%x"]}]},
+        {"op": "call_module", "name": "fc", "target": "fc", "args": ["%d"]},
+        {"op": "call_module", "name": "bn", "target": "bn", "args": ["%fc"]},
+        {"if": "training", "then": [{"op": "call_function", "name": "out", "target": "operator.mul", "args": ["%bn", 2.0]}],
+         "else": [{"op": "call_function", "name": "out", "target": "operator.add", "args": ["%bn", "%x"]}]},
+        {"op": "output", "args": ["%out"]},
+    ],
+}  # fmt: skip
 
 
 def _module() -> ModeGraphModule:
     torch.manual_seed(0)
-    gm = mode_graph_module(_graphs(), "Net")
-    gm.fc = torch.nn.Linear(4, 4)
-    gm.bn = torch.nn.BatchNorm1d(4)
+    gm = fxgen.load(SPEC)
+    assert isinstance(gm, ModeGraphModule)
     return gm
 
 
@@ -59,6 +64,8 @@ def test_train_and_eval_swap_the_graph_and_compute_each_modes_graph() -> None:
     x = torch.randn(3, 4)
     assert isinstance(gm, torch.fx.GraphModule) and type(gm).__name__ == "Net"
     assert gm.training and "dropout" in gm.code
+    gm.eval()
+    assert not gm.training
     for mode in (True, False, True, False, True):
         gm.train(mode)
         assert gm.graph is gm.mode_graphs()[mode] and gm.graph.owning_module is gm
@@ -129,3 +136,22 @@ def _pickled(gm: torch.nn.Module) -> torch.nn.Module:
     torch.save(gm, buffer)
     buffer.seek(0)
     return torch.load(buffer, weights_only=False)
+
+
+def test_a_spec_not_mentioning_the_mode_is_a_plain_graph_module() -> None:
+    plain = {**SPEC, "nodes": [{"op": "placeholder", "name": "x"}, {"op": "call_module", "name": "fc", "target": "fc",
+                                "args": ["%x"]}, {"op": "output", "args": ["%fc"]}]}  # fmt: skip
+    gm = fxgen.load(plain)
+    assert not isinstance(gm, ModeGraphModule) and isinstance(gm, torch.fx.GraphModule)
+
+
+def test_to_spec_gives_the_items_back_and_an_edit_as_the_two_graphs_aligned() -> None:
+    spec = as_spec(SPEC, DEFAULT_POLICY)
+    gm = fxgen.load(spec).eval()
+    assert fxgen.to_spec(gm) == spec
+    (add,) = [n for n in gm.graph.nodes if n.target is operator.add]
+    add.target = operator.sub
+    gm.recompile()
+    edited = fxgen.to_spec(gm).to_dict()["nodes"]
+    assert edited[-2] == {"if": "training", "then": [SPEC["nodes"][4]["then"][0]],
+                          "else": [{**SPEC["nodes"][4]["else"][0], "target": "operator.sub"}]}  # fmt: skip
