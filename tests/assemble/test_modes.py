@@ -10,11 +10,13 @@ import io
 import operator
 from typing import Any
 
+import pytest
 import torch
 import torch.fx
 import torch.nn.functional as F
 
 import fxgen
+from fxgen._errors import SpecError
 from fxgen.assemble.modes import ModeGraphModule
 from fxgen.check.validate import as_spec
 from fxgen.policy.policy import DEFAULT_POLICY
@@ -155,3 +157,9 @@ def test_to_spec_gives_the_items_back_and_an_edit_as_the_two_graphs_aligned() ->
     edited = fxgen.to_spec(gm).to_dict()["nodes"]
     assert edited[-2] == {"if": "training", "then": [SPEC["nodes"][4]["then"][0]],
                           "else": [{**SPEC["nodes"][4]["else"][0], "target": "operator.sub"}]}  # fmt: skip
+
+
+def test_passes_refuse_a_spec_whose_graph_depends_on_the_mode() -> None:
+    """A pass edits one graph: run on the current mode's alone, the other would be left as it was."""
+    with pytest.raises(SpecError, match=r"passes run on one graph, and this spec's graph depends on the mode"):
+        fxgen.transform(SPEC, ["eliminate_dead_code"])
