@@ -109,7 +109,7 @@ def apply_passes(
     """Run ``passes`` (checked already) over ``spec``'s model, with ``state``'s tensors if given
     (else as ``fxgen.load`` initialises it, leaving the random generator as it was). ``locate(i)``
     is where the i-th pass was named."""
-    if any(uses_training(body.nodes) for body in (spec, *spec.classes.values())):
+    if uses_training(spec.nodes) or any(uses_training(body.nodes) for body in spec.classes.values()):
         raise SpecError.at(locate(0) if locate is not None else spec.locate(("passes", 0)),
                            "passes run on one graph, and this spec's graph depends on the mode (`training`): "
                            "transform a spec whose nodes do not mention training")  # fmt: skip
