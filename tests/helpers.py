@@ -89,3 +89,13 @@ def assert_same_state(a: torch.nn.Module, b: torch.nn.Module, *, ordered: bool =
         other = expected[key]
         assert tensor.dtype == other.dtype and tensor.shape == other.shape, key
         assert torch.equal(tensor.reshape(-1).view(torch.uint8), other.reshape(-1).view(torch.uint8)), key
+
+
+def generated_class(spec: Any, module: str = "fxgen_generated_test") -> tuple[str, type[torch.nn.Module]]:
+    """``fxgen.generate(spec)`` and the class it defines, compiled in a namespace of its own."""
+    import fxgen
+
+    source = fxgen.generate(spec)
+    namespace: dict[str, Any] = {"__name__": module}
+    exec(compile(source, "<generated>", "exec"), namespace)
+    return source, namespace[spec.name]

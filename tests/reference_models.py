@@ -175,3 +175,64 @@ class WidthNet(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.pool(self.body(self.down(self.stem(x))))
         return self.head(self.act(self.fc(torch.flatten(x, 1))))
+
+
+class InvertedResidual(nn.Module):
+    """torchvision's MobileNetV2 block: the input is added back when the stride is 1 and the widths match."""
+
+    def __init__(self, cin: int, cout: int, stride: int = 1, expand: int = 4) -> None:
+        super().__init__()
+        hidden = cin * expand
+        self.use_res = stride == 1 and cin == cout
+        self.conv = nn.Sequential(
+            nn.Conv2d(cin, hidden, 1, bias=False), nn.BatchNorm2d(hidden), nn.ReLU6(inplace=True),
+            nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False), nn.BatchNorm2d(hidden),
+            nn.ReLU6(inplace=True), nn.Conv2d(hidden, cout, 1, bias=False), nn.BatchNorm2d(cout),
+        )  # fmt: skip
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.conv(x) if self.use_res else self.conv(x)
+
+
+class Bottleneck(nn.Module):
+    def __init__(self, c: int, shortcut: bool = True) -> None:
+        super().__init__()
+        self.cv1, self.act, self.cv2 = nn.Conv2d(c, c, 3, padding=1), nn.SiLU(), nn.Conv2d(c, c, 3, padding=1)
+        self.add = shortcut
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.cv2(self.act(self.cv1(x)))
+        return x + y if self.add else y
+
+
+class C2f(nn.Module):
+    """Ultralytics' C2f, as it is written there."""
+
+    def __init__(self, c1: int, c2: int, n: int = 1, shortcut: bool = False) -> None:
+        super().__init__()
+        self.c = c2 // 2
+        self.cv1 = nn.Conv2d(c1, 2 * self.c, 1)
+        self.cv2 = nn.Conv2d((2 + n) * self.c, c2, 1)
+        self.m = nn.ModuleList(Bottleneck(self.c, shortcut) for _ in range(n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = list(self.cv1(x).chunk(2, 1))
+        y.extend(m(y[-1]) for m in self.m)
+        return self.cv2(torch.cat(y, 1))
+
+
+class FamilyNet(nn.Module):
+    """model_specs/family_net.yaml: blocks whose graphs depend on their arguments."""
+
+    def __init__(self, width: int = 16, n: int = 2, num_classes: int = 10) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, width, 3, stride=2, padding=1)
+        self.ir1 = InvertedResidual(width, width)
+        self.ir2 = InvertedResidual(width, 2 * width, stride=2)
+        self.c2f = C2f(2 * width, 2 * width, n=n, shortcut=True)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(2 * width, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.c2f(self.ir2(self.ir1(self.stem(x))))
+        return self.fc(torch.flatten(self.pool(x), 1))

@@ -53,6 +53,7 @@ EXPECTED: dict[str, Any] = {
     "unet": T((1, 2, 64, 64)),  # format 2: a mask per class, at the input's resolution
     "vit": T((2, 10)),  # format 2: the class token's logits
     "width_net": T((2, 10)),  # format 2: values scale the widths and the depth
+    "family_net": T((2, 10)),  # format 2: an if and a for with carry and collect in its blocks
     "transformer_block": T((2, 8, 32)),
 }
 

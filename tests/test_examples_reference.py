@@ -33,6 +33,10 @@ CASES: list[tuple[str, dict[str, Any], Callable[[], torch.nn.Module], tuple[int,
     ("width_net", {"width": 0.75, "depth": 0.33}, lambda: ref.WidthNet(0.75, 0.33), (2, 3, 32, 32)),
     ("width_net", {"width": 1.4, "depth": 0.67, "max_channels": 64, "num_classes": 3},
      lambda: ref.WidthNet(1.4, 0.67, 64, 3), (1, 3, 16, 16)),
+    ("family_net", {}, lambda: ref.FamilyNet(), (2, 3, 32, 32)),
+    ("family_net", {"n": 0}, lambda: ref.FamilyNet(n=0), (2, 3, 32, 32)),  # no bottleneck: the loop runs no step
+    ("family_net", {"n": 1, "width": 8}, lambda: ref.FamilyNet(8, 1), (1, 3, 16, 16)),
+    ("family_net", {"n": 4, "width": 8, "num_classes": 3}, lambda: ref.FamilyNet(8, 4, 3), (3, 3, 24, 24)),
 ]  # fmt: skip
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from fxgen.analysis.shapes import Analysis, owner
-from fxgen.spec.model import Node, Spec
+from fxgen.spec.model import Node, Spec, plain_nodes
 from fxgen.spec.values import decode, decode_kwargs
 
 __all__ = ["dot", "mermaid"]
@@ -35,8 +35,8 @@ class _Graph:
     kinds: list[str]  # node index -> op
 
 
-def _label(spec: Spec, index: int) -> str:
-    node = spec.nodes[index]
+def _label(spec: Spec, nodes: list[Node], index: int) -> str:
+    node = nodes[index]
     if node.op == "placeholder":
         return f"input {node.name}"
     if node.op == "output":
@@ -64,11 +64,12 @@ def _reads(node: Node, names: dict[str, int]) -> list[int]:
 
 
 def _graph(spec: Spec, analysis: Analysis | None) -> _Graph:
-    names = {node.name: i for i, node in enumerate(spec.nodes) if node.name is not None}
+    nodes = plain_nodes(spec.nodes)
+    names = {node.name: i for i, node in enumerate(nodes) if node.name is not None}
     values = {info.index: info.value for info in analysis.nodes} if analysis else {}
     edges = []
     root = _Box("")
-    for i, node in enumerate(spec.nodes):
+    for i, node in enumerate(nodes):
         edges += [(j, i, values.get(j)) for j in _reads(node, names)]
         where = owner(node.op, node.target or "") if node.op != "output" else ""
         container = where.rpartition(".")[0] if node.op == "call_module" else where
@@ -78,7 +79,7 @@ def _graph(spec: Spec, analysis: Analysis | None) -> _Graph:
             path = ".".join(parts[: k + 1])
             box = box.boxes.setdefault(path, _Box(path))
         box.nodes.append(i)
-    return _Graph([_label(spec, i) for i in range(len(spec.nodes))], edges, root, [n.op for n in spec.nodes])
+    return _Graph([_label(spec, nodes, i) for i in range(len(nodes))], edges, root, [n.op for n in nodes])
 
 
 def _outline(box: _Box, depth: int = 1) -> Iterator[tuple[int, int | _Box | None]]:

@@ -31,7 +31,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 from fxgen._errors import Location, SpecError
 from fxgen.assemble.module import build_module
 from fxgen.policy.policy import Policy
-from fxgen.spec.model import Spec
+from fxgen.spec.model import Spec, plain_nodes
 from fxgen.spec.values import DTYPES, dtype_name
 
 __all__ = ["Analysis", "NodeInfo", "analyse", "check_flow", "owner", "stand_in_sizes"]
@@ -90,7 +90,7 @@ def analyse(spec: Spec, policy: Policy, *, origin: Spec | None = None) -> Analys
 
     graph_nodes = list(gm.graph.nodes)
     infos = []
-    for index, (node, declared_node) in enumerate(zip(graph_nodes, spec.nodes, strict=True)):
+    for index, (node, declared_node) in enumerate(zip(graph_nodes, plain_nodes(spec.nodes), strict=True)):
         target = declared_node.target if declared_node.op != "output" else "output"
         infos.append(NodeInfo(
             index=index, name=node.name, op=node.op, target=str(target or node.name), value=text(prop.values.get(node)),
@@ -153,7 +153,7 @@ def _propagate(
         return symbols[dim]
 
     args = []
-    for node in spec.nodes:
+    for node in plain_nodes(spec.nodes):
         if node.op != "placeholder":
             continue
         declared = spec.inputs.get(node.name or "")
@@ -218,8 +218,8 @@ def _integers(value: Any) -> Iterator[int]:
 def _where(spec: Spec, origin: Spec | None, index: int) -> Location:
     if origin is None:
         return spec.locate(("nodes", index))
-    name = spec.nodes[index].name
-    for i, node in enumerate(origin.nodes):
+    name = plain_nodes(spec.nodes)[index].name
+    for i, node in enumerate(plain_nodes(origin.nodes)):
         if node.name is not None and node.name == name:
             return origin.locate(("nodes", i))
     return origin.locate(("passes",))
@@ -279,7 +279,7 @@ class _NodeFailed(Exception):
 
     def message(self, spec: Spec, prop: _Propagation, names: dict[Any, Any]) -> str:
         node = self.node
-        declared = spec.nodes[self.index]
+        declared = plain_nodes(spec.nodes)[self.index]
         if node.op == "call_module":
             entry = spec.modules.get(str(node.target))
             call = ", ".join([*map(repr, entry.args), *(f"{k}={v!r}" for k, v in entry.kwargs.items())]) if entry else ""

@@ -38,7 +38,7 @@ from fxgen.construct.graph import build_graph
 from fxgen.construct.modules import construct_call, set_attr_path
 from fxgen.construct.tensors import make_tensor
 from fxgen.policy.policy import DEFAULT_POLICY, Policy
-from fxgen.spec.model import BufferSpec, ModuleSpec, ParameterSpec, Spec
+from fxgen.spec.model import BufferSpec, Item, ModuleSpec, ParameterSpec, Spec
 from fxgen.spec.resolve import (
     TRAINING,
     NodesError,
@@ -413,7 +413,7 @@ def instance_spec(spec: Spec, env: Mapping[str, Any]) -> Spec:
         nodes = resolve_nodes(spec.nodes, env)
     except NodesError as exc:
         raise SpecError.at(spec.locate(exc.path), str(exc)) from None
-    return dataclasses.replace(spec, nodes=nodes)
+    return dataclasses.replace(spec, nodes=list[Item](nodes))
 
 
 def concrete_declarations(spec: Spec, values: Mapping[str, Any]) -> Spec:

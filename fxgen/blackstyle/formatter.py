@@ -21,7 +21,8 @@ from fxgen.blackstyle import funcdef, split
 from fxgen.blackstyle.fast import fits
 from fxgen.blackstyle.lines import LINE_LENGTH  # the one black line length every splitter uses
 
-__all__ = ["BLACK_VERSION", "LINE_LENGTH", "MODE", "black_statements", "block", "clear_caches", "format_def", "format_statement"]
+__all__ = ["BLACK_VERSION", "LINE_LENGTH", "MODE", "black_statements", "block", "clear_caches", "format_def", "format_header",
+           "format_statement"]
 
 
 BLACK_VERSION = "26.10.1"  # pinned in pyproject.toml: another black may format differently
@@ -48,6 +49,14 @@ _BOUNDARY = "# fxgen: statement boundary"  # a comment line between statements o
 _SCAFFOLDS = ("", "class _:\n", "class _:\n    def _(self):\n")
 
 
+def _scaffold(depth: int) -> str:
+    """Source that opens ``depth`` levels of indentation: a class, its method, then ``if``
+    blocks (the statements of a forward's conditionals and loops)."""
+    if depth < len(_SCAFFOLDS):
+        return _SCAFFOLDS[depth]
+    return _SCAFFOLDS[-1] + "".join(_INDENT * level + "if _:\n" for level in range(2, depth))
+
+
 _black_cache: dict[tuple[str, int], tuple[str, ...]] = {}
 
 
@@ -56,6 +65,14 @@ def format_statement(statement: str, depth: int) -> tuple[str, ...]:
     """Black's lines for one statement at ``depth`` levels of indentation (without them)."""
     fast = split.split(statement, depth) if "\n" not in statement else None
     return fast if fast is not None else black_statements([statement], depth)[0]
+
+
+def format_header(header: str, depth: int) -> tuple[str, ...]:
+    """Black's lines for the header of a compound statement (``if ...:``, ``for ...:``) at
+    ``depth``: as it is when it fits, else black's wrapping of it with a dummy ``pass`` body."""
+    if fits(header, depth):
+        return (header,)
+    return format_statement(header + "\n" + _INDENT * (depth + 1) + "pass", depth)[:-1]
 
 
 def format_def(signature: str, depth: int) -> tuple[str, ...]:
@@ -95,13 +112,13 @@ def black_statements(statements: list[str], depth: int) -> list[tuple[str, ...]]
 
 
 def _black_one(statement: str, depth: int) -> tuple[str, ...]:
-    formatted = black.format_str(_SCAFFOLDS[depth] + _INDENT * depth + statement + "\n", mode=MODE).splitlines()
+    formatted = black.format_str(_scaffold(depth) + _INDENT * depth + statement + "\n", mode=MODE).splitlines()
     return tuple(line.removeprefix(_INDENT * depth) for line in formatted[depth:])
 
 
 def _black_batch(chunk: list[str], depth: int) -> list[tuple[str, ...]] | None:
     prefix = _INDENT * depth
-    source = _SCAFFOLDS[depth] + "".join(f"{prefix}{_BOUNDARY}\n{prefix}{s}\n" for s in chunk)
+    source = _scaffold(depth) + "".join(f"{prefix}{_BOUNDARY}\n{prefix}{s}\n" for s in chunk)
     lines = black.format_str(source, mode=MODE).splitlines()[depth:]
     marker = prefix + _BOUNDARY
     results: list[list[str]] = []

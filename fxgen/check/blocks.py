@@ -57,10 +57,10 @@ def format_problems(data: dict[str, Any]) -> list[Problem]:
     """Format-2 features in a spec that says ``fxgen: 1``, and bad block names in one that says 2."""
     if data.get("fxgen") == 1:
         found: list[Problem] = [((key,), f"`{key}` needs `fxgen: 2`") for key in ("args", "values", "classes") if key in data]
-        for where, item in enumerate(data.get("nodes", [])):
+        for k, item in enumerate(data.get("nodes", [])):
             if isinstance(item, dict) and (is_construct(item) or item.get("op") == "alias"):
                 what = "`alias`" if item.get("op") == "alias" else f"`{'if' if 'if' in item else 'for'}`"
-                found.append((("nodes", where), f"{what} needs `fxgen: 2` (format 2 adds conditionals, repeats "
+                found.append((("nodes", k), f"{what} needs `fxgen: 2` (format 2 adds conditionals, repeats "
                                                  "and aliases of nodes)"))  # fmt: skip
                 break
         for path, tag in _declaration_tags(data):

@@ -19,7 +19,7 @@ from fxgen.check.blocks import unknown_names
 from fxgen.check.checker import IDENTIFIER
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.expr import ExprError, names, parse
-from fxgen.spec.resolve import MAX_NESTING, TRAINING
+from fxgen.spec.resolve import MAX_NESTING, TEMPLATE, TRAINING, last_name
 from fxgen.spec.values import iter_refs
 
 __all__ = ["construct_problems", "shown_path"]
@@ -112,17 +112,17 @@ class _Walker:
                 self.problems.append((at, f"carry {name!r}: a carried name needs a value before the loop (its value "
                                           f"at the first step); define {name!r} before the `for`, e.g. as an "
                                           "`alias` of the first input"))  # fmt: skip
-            ref = value[1:]
+            ref = str(value)[1:]
             if ref not in inner:
                 why = self.hidden.get(ref, "is not defined in the loop")
                 self.problems.append((at, f"carry {name!r}: %{ref} {why}"))
         collect = item.get("collect")
         if collect is not None:
             at = (*where, "collect")
-            last = item["nodes"][-1]
-            if "op" not in last or last.get("name") is None or last["op"] == "output":
+            if last_name(item["nodes"]) is None:
                 self.problems.append((at, f"collect {collect!r} gathers each step's last value: end the loop's "
-                                          "nodes with a named node (an `alias` if need be)"))  # fmt: skip
+                                          "nodes with a named node, or an `if` whose branches both end with "
+                                          "one of the same name (an `alias` if need be)"))  # fmt: skip
             problem = self.name_problem(collect, "collect name")
             if problem:
                 self.problems.append((at, problem))
@@ -168,14 +168,13 @@ class _Walker:
         for field in ("args", "kwargs"):
             if field not in item:
                 continue
-            for rel, name in iter_refs(item[field]):
-                if name not in visible and name in self.hidden:
-                    self.problems.append(((*where, field, *rel), f"%{name}: {name!r} {self.hidden[name]}"))
+            for rel, ref in iter_refs(item[field]):
+                if ref not in visible and ref in self.hidden:
+                    self.problems.append(((*where, field, *rel), f"%{ref}: {ref!r} {self.hidden[ref]}"))
             for rel, text in _arg_texts(item[field]):
                 self.expression(text, (*where, field, *rel), loops, "{arg: ...}")
-        if "target" in item and "{" in item["target"] and not loops:
-            self.problems.append(((*where, "target"), f"target {item['target']!r}: `{{i}}` is the index of an "
-                                                      "enclosing `for`, and this node is in none"))  # fmt: skip
+        if loops and "{" in item.get("target", ""):
+            self.target(item["target"], (*where, "target"), loops)
         name = item.get("name")
         if name is None:
             return
@@ -189,6 +188,20 @@ class _Walker:
                 self.problems.append(((*where, "name"), problem))
         visible[name] = where
         self.hidden.pop(name, None)
+
+    def target(self, target: str, where: JsonPath, loops: list[str]) -> None:
+        """Inside a loop, ``{i}`` in a target is the index: a whole path segment after the
+        first (``m.{i}``, ``m.{i}.conv``), an item of what comes before it."""
+        segments = target.split(".")
+        for k, segment in enumerate(segments):
+            for found in TEMPLATE.finditer(segment):
+                if found.group(1) not in loops:
+                    continue
+                if segment != found.group(0) or k == 0:
+                    self.problems.append((where, f"target {target!r}: the loop index {found.group(0)} is a path "
+                                                 "segment of its own after the container it indexes "
+                                                 f"(`m.{found.group(0)}`, `m.{found.group(0)}.conv`)"))  # fmt: skip
+                    return
 
     def expression(self, value: Any, where: JsonPath, loops: list[str], what: str) -> None:
         if not isinstance(value, str):

@@ -20,12 +20,13 @@ from fxgen.check.checker import DECODE_ERRORS, IDENTIFIER, RESERVED_NAMES, Check
 from fxgen.check.constructs import construct_problems, shown_path
 from fxgen.policy.policy import TargetError
 from fxgen.read.yaml_events import JsonPath
+from fxgen.spec.expr import names, parse
 from fxgen.spec.resolve import (
     TRAINING,
     NodesError,
     data_needs_resolution,
-    data_uses_training,
     expand_nodes,
+    node_expressions,
     walk_data,
 )
 from fxgen.spec.values import decode, decode_kwargs, iter_refs, parse_ref, plain_refs
@@ -35,6 +36,13 @@ __all__ = ["NodeChecks"]
 
 class NodeChecks(CheckerBase):
     """The checks of ``nodes``, on top of the shared state; ``fxgen.check.declarations.Checker`` adds the declarations."""
+
+    # set by the Checker: the class's argument and value names, its name in messages, and the
+    # values of its arguments and named values when known
+    arguments: list[str]
+    value_names: list[str]
+    label: str
+    env: dict[str, Any] | None
 
     def check_nodes(self) -> None:
         nodes: list[dict[str, Any]] = self.data["nodes"]
@@ -53,19 +61,20 @@ class NodeChecks(CheckerBase):
         self.canonical_types.extend(self.check_type(node, where) for where, node in walk_data(nodes))
         if problems or self.env is None:
             return  # without argument values (a block nothing uses), the items as written are all there is
-        # a graph that depends on the mode is checked in each (fxgen.assemble.modes), eval first
-        envs = [{**self.env, TRAINING: mode} for mode in (False, True)] if data_uses_training(nodes) else [self.env]
-        for env in envs:
+        # A graph that depends on the mode is checked in both (each mode's graph is a plain one).
+        modes: list[dict[str, Any]] = [{}]
+        if any(TRAINING in names(parse(text)) for text in node_expressions(nodes)):
+            modes = [{TRAINING: True}, {TRAINING: False}]
+        for mode in modes:
+            env = {**self.env, **mode}
             try:
                 flat = expand_nodes(nodes, env)
             except NodesError as exc:
                 self.error(exc.path, f"{exc} (with {', '.join(f'{k}={v!r}' for k, v in env.items()) or 'no arguments'})")
-                return
+                continue
             reported = len(self.errors)
             self.check_node_list(flat, types=False)
-            if len(self.errors) > reported:
-                return
-            if any(node.get("name") is None and node["op"] != "output" for node, _ in flat):
+            if len(self.errors) == reported and any(n.get("name") is None and n["op"] != "output" for n, _ in flat):
                 self.check_unnamed(flat)
 
     def check_unnamed(self, flat: list[tuple[dict[str, Any], JsonPath]]) -> None:

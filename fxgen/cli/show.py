@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from fxgen.spec.model import NO_DEFAULT, Spec
+from fxgen.spec.model import NO_DEFAULT, Spec, plain_nodes
 
 if TYPE_CHECKING:
     from fxgen.analysis.shapes import Analysis
@@ -54,8 +54,9 @@ def show(spec: Spec, *, allow: Iterable[str] = (), analysis: Analysis | None = N
     With ``analysis`` (the spec declares inputs), each node's value and FLOPs, and the total."""
     head = ["opcode", "name", "target", "args", "kwargs"]
     rows = [[*head, "value", "flops"] if analysis else head]
-    infos = analysis.nodes if analysis else [None] * len(spec.nodes)
-    for node, info in zip(spec.nodes, infos, strict=True):
+    nodes = plain_nodes(spec.nodes)
+    infos = analysis.nodes if analysis else [None] * len(nodes)
+    for node, info in zip(nodes, infos, strict=True):
         args = node.args if node.op != "placeholder" or node.default is NO_DEFAULT else [node.default]
         row = [node.op, node.name or "", _cell(node.target), _cell(args or ""), _cell(node.kwargs or "")]
         if info is not None:
@@ -85,8 +86,9 @@ def show(spec: Spec, *, allow: Iterable[str] = (), analysis: Analysis | None = N
 def show_json(spec: Spec, analysis: Analysis | None, *, allow: Iterable[str] = ()) -> str:
     """``fxgen show --format json``: the same facts as the table, as data."""
     data: dict[str, Any] = {"name": spec.name, "nodes": []}
-    infos = analysis.nodes if analysis else [None] * len(spec.nodes)
-    for node, info in zip(spec.nodes, infos, strict=True):
+    nodes = plain_nodes(spec.nodes)
+    infos = analysis.nodes if analysis else [None] * len(nodes)
+    for node, info in zip(nodes, infos, strict=True):
         entry: dict[str, Any] = node.to_dict()
         if info is not None:
             entry.update(value=info.value, flops=info.flops, module=info.owner)

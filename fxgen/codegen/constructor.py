@@ -38,7 +38,15 @@ from fxgen.codegen.render import (
 )
 from fxgen.spec import expr
 from fxgen.spec.init import init_call
-from fxgen.spec.model import NO_DEFAULT, BufferSpec, ModuleSpec, ParameterSpec, Spec
+from fxgen.spec.model import (
+    NO_DEFAULT,
+    BufferSpec,
+    ModuleSpec,
+    ParameterSpec,
+    Spec,
+    walk_loops,
+    walk_nodes,
+)
 from fxgen.spec.resolve import has_arguments
 from fxgen.spec.tree import Container, ModelTree
 
@@ -58,6 +66,7 @@ class ClassBuild:
     loop: str = "_"  # a repeat's loop variable: no argument of the class is named so
     owner: str | None = None  # a block's name (None for the spec's own class): keys its packed tensors
     reached: set[str] = field(default_factory=set)  # see reached_items
+    fields: list[str] = field(default_factory=list)  # arguments and values forward reads as self.NAME
 
     def packed_key(self, path: str) -> str | tuple[str, str]:
         return path if self.owner is None else (self.owner, path)
@@ -166,8 +175,9 @@ def static_type(build: ClassBuild, item: Any, path: str) -> str:
 def reached_items(spec: Spec, tree: ModelTree) -> set[str]:
     """The lists and dicts whose items ``forward`` goes on from (``layers.0.fc``: ``layers``)."""
     out: set[str] = set()
-    for node in spec.nodes:
-        if node.op in ("call_module", "get_attr") and node.target is not None:
+    looped = {id(node) for loop in walk_loops(spec.nodes) for node in walk_nodes(loop.nodes)}
+    for node in walk_nodes(spec.nodes):
+        if node.op in ("call_module", "get_attr") and node.target is not None and id(node) not in looped:
             steps = tree.steps(node.target)
             for i, (_, kind) in enumerate(steps[:-1]):
                 if kind in ("list", "dict"):
@@ -194,6 +204,7 @@ def init_lines(build: ClassBuild) -> list[str]:
     """The body of ``__init__`` after ``super().__init__()``: the class's named values, then
     what it declares."""
     lines = value_lines(build)
+    lines += [f"self.{checked(name)} = {checked(name)}" for name in build.fields]
     _emit_children(build, "self", "", build.tree.root, lines)
     return lines
 

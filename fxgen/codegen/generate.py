@@ -34,8 +34,7 @@ from fxgen.codegen.render import (
     Imports,
     comment,
     declared_classes,
-    forward_lines,
-    forward_statements,
+    forward_block,
     signature,
     string,
 )
@@ -133,13 +132,15 @@ def _render_class(
         {"name": name, "doc": [doc], "fields": fields, "model": False}
         for name, (doc, fields) in container_classes(build, spec.name)
     ]
+    statements = forward_block(spec, tree, imports, _module_of, build.fields)
     init = init_lines(build)
-    if shapes is None:
-        forward = formatter.block(forward_lines(spec, tree, imports, _module_of), FORWARD_DEPTH)
+    if any(depth for _, _, depth in statements):
+        forward = _nested(statements)
+    elif shapes is None:
+        forward = formatter.block([line for line, _, _ in statements], FORWARD_DEPTH)
     else:
-        statements = forward_statements(spec, tree, imports, _module_of)
         forward = formatter.commented_block(
-            [(line, comment(shapes.get(index)) if index is not None else None) for line, index in statements],
+            [(line, comment(shapes.get(index)) if index is not None else None) for line, index, _ in statements],
             FORWARD_DEPTH,
         )
     params, returns = signature(spec, imports, _module_of)
@@ -154,6 +155,25 @@ def _render_class(
         "forward": forward,
     })  # fmt: skip
     return out
+
+
+def _nested(statements: list[tuple[str, int | None, int]]) -> list[str]:
+    """The lines of a forward with conditionals and loops: each run of statements at one depth
+    formatted as a block, each header (``if ...:``, ``else:``, ``for ...:``) on its own."""
+    out: list[str] = []
+    run: list[str] = []
+    run_depth = 0
+    for line, _, depth in statements:
+        if run and (depth != run_depth or line.endswith(":")):
+            out += formatter.block(run, FORWARD_DEPTH + run_depth)
+            run = []
+        if line.endswith(":"):  # a compound statement's header: no simple statement ends so
+            prefix = "    " * (FORWARD_DEPTH + depth)
+            out += [prefix + part for part in formatter.format_header(line, FORWARD_DEPTH + depth)]
+            continue
+        run.append(line)
+        run_depth = depth
+    return out + (formatter.block(run, FORWARD_DEPTH + run_depth) if run else [])
 
 
 def block_order(spec: Spec) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import functools
 import keyword
 import math
@@ -20,7 +21,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fxgen.blackstyle.fast import fits
-from fxgen.spec.model import NO_DEFAULT, ModuleSpec, Node, Spec
+from fxgen.spec import expr
+from fxgen.spec.model import (
+    NO_DEFAULT,
+    ForNodes,
+    IfNodes,
+    Item,
+    ModuleSpec,
+    Node,
+    Spec,
+    walk_loops,
+    walk_nodes,
+)
+from fxgen.spec.resolve import has_arguments, last_name
 from fxgen.spec.tree import ModelTree, shared_containers
 from fxgen.spec.values import iter_refs, parse_ref
 
@@ -36,6 +49,7 @@ __all__ = [
     "checked",
     "child",
     "declared_classes",
+    "forward_block",
     "forward_lines",
     "literal",
     "packed_key",
@@ -273,6 +287,8 @@ def literal(value: Any, imports: Imports) -> str:
             return checked(ref)
     elif kind is int:
         return repr(value)
+    elif kind is Source:
+        return str(value)
     if value is None or isinstance(value, bool):
         return repr(value)
     if isinstance(value, (int, float)):
@@ -392,15 +408,22 @@ def plan_names(specs: list[Spec], imports: Imports, module_of: Any) -> None:
     imports.taken |= _SHADOW_FREE | _FILE_NAMES
     names: list[str] = []
     for spec in specs:
-        imports.taken |= {n.name for n in spec.nodes if n.name is not None} | {spec.name, *spec.args, *spec.values}
+        nodes = walk_nodes(spec.nodes)
+        imports.taken |= {n.name for n in nodes if n.name is not None} | {spec.name, *spec.args, *spec.values}
+        imports.taken |= _loop_names(spec.nodes)
         for module in spec.modules.values():
             names += declared_classes(module)
-        names += [n.target for n in spec.nodes if n.op == "call_function" and n.target]
-        names += [name for n in spec.nodes if n.type for name in _DOTTED.findall(n.type)]
+        names += [n.target for n in nodes if n.op == "call_function" and n.target]
+        names += [name for n in nodes if n.type for name in _DOTTED.findall(n.type)]
         names += [name for arg in spec.args.values() for name in _DOTTED.findall(arg.type)]
     for name in names:
         if "." in name and name.split(".", 1)[0] not in ("torch", *_STDLIB_ROOTS):
             qualified(name, imports, module_of)
+
+
+def _loop_names(items: list[Item]) -> set[str]:
+    """The loop indices and collected lists a node list names (``forward``'s locals too)."""
+    return {name for loop in walk_loops(items) for name in (loop.var, loop.collect) if name is not None}
 
 
 def declared_classes(module: ModuleSpec) -> list[str]:
@@ -468,7 +491,7 @@ def signature(spec: Spec, imports: Imports, module_of: Any) -> tuple[str, str]:
     """``(", x: torch.Tensor, scale: float = 1.0", " -> torch.Tensor")`` for ``def forward``."""
     params = []
     for node in spec.nodes:
-        if node.op != "placeholder":
+        if not isinstance(node, Node) or node.op != "placeholder":
             continue
         assert node.name is not None
         text = checked(node.name)
@@ -478,6 +501,7 @@ def signature(spec: Spec, imports: Imports, module_of: Any) -> tuple[str, str]:
             text += (" = " if node.type is not None else "=") + literal(node.default, imports)
         params.append(text)
     output = spec.nodes[-1]
+    assert isinstance(output, Node)  # validation: the output ends the top-level nodes
     returns = f" -> {annotation(output.type, imports, module_of)}" if output.type is not None else ""
     return "".join(", " + p for p in params), returns
 
@@ -551,49 +575,261 @@ def forward_lines(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any)
 
 def forward_statements(spec: Spec, tree: ModelTree, imports: Imports, module_of: Any) -> list[tuple[str, int | None]]:
     """``forward_lines``, each with the index of the node whose statement it is (None for the
-    lines that bind a container)."""
-    targets = [n.target for n in spec.nodes if n.op in ("call_module", "get_attr") and n.target is not None]
-    local = _Locals(imports)
-    local.taken.add("_")  # where a result nothing uses goes (node names are never ``_``: a soft keyword)
-    names = {prefix: local.name(prefix) for prefix in shared_containers(tree, targets)}
-    bound: dict[str, str] = {}
-    used = {ref for n in spec.nodes for value in (n.args, n.kwargs) for _, ref in iter_refs(value)}
-    lines: list[tuple[str, int | None]] = []
-    for position, node in enumerate(spec.nodes):
+    lines that bind a container); a plain graph's (no conditional or repeat)."""
+    return [(line, index) for line, index, _ in forward_block(spec, tree, imports, module_of)]
+
+
+def forward_block(
+    spec: Spec, tree: ModelTree, imports: Imports, module_of: Any, fields: list[str] | None = None
+) -> list[tuple[str, int | None, int]]:
+    """``forward_statements`` with each line's depth of nesting: a conditional is written as
+    ``if ...:`` / ``else:`` and a repeat as ``for ...:`` (headers end with ``:``), their nodes
+    one level deeper. Only top-level nodes have an index. ``fields`` receives the arguments and
+    named values ``forward`` reads (as ``self.NAME``: ``__init__`` keeps them), in the order declared."""
+    forward = _Forward(spec, tree, imports, module_of)
+    forward.items(spec.nodes, 0, top=True)
+    if fields is not None:
+        fields += [name for name in (*spec.args, *spec.values) if name in forward.read]
+    return forward.lines
+
+
+class Source(str):
+    """Python source of an expression inside a node value (``{arg: i + 1}``), written as it is;
+    ``atomic`` when an operator next to it needs no parentheses around it (a name, a number, a call)."""
+
+    atomic: bool
+
+
+_REPEATABLE = ("torch.nn.ModuleList", "torch.nn.Sequential")  # containers a loop goes through as `for m in self.m`
+
+
+class _Forward:
+    """The statements of ``forward`` for a node list, conditionals and repeats written as
+    Python's ``if`` and ``for``."""
+
+    def __init__(self, spec: Spec, tree: ModelTree, imports: Imports, module_of: Any) -> None:
+        self.spec, self.tree, self.imports, self.module_of = spec, tree, imports, module_of
+        top = [n.target for n in spec.nodes if isinstance(n, Node) and n.op in ("call_module", "get_attr")
+               and n.target is not None]  # fmt: skip
+        self.local = _Locals(imports)
+        self.local.taken.add("_")  # where a result nothing uses goes (node names are never ``_``: a soft keyword)
+        # Containers are bound to locals at the top level only (a binding inside a branch would
+        # be missing in the other).
+        self.names = {prefix: self.local.name(prefix) for prefix in shared_containers(tree, top)}
+        self.bound: dict[str, str] = {}
+        self.used = _used_names(spec.nodes)
+        self.spelled = {name: f"self.{checked(name)}" for name in (*spec.args, *spec.values)}
+        self.spelled["training"] = "self.training"
+        self.read: set[str] = set()  # the arguments and values written as self.NAME
+        self.loops: dict[str, tuple[str, str | None]] = {}  # loop index -> (container path, item variable)
+        self.lines: list[tuple[str, int | None, int]] = []
+
+    def add(self, line: str, index: int | None, depth: int) -> None:
+        self.lines.append((line, index, depth))
+
+    def items(self, items: list[Item], depth: int, *, top: bool = False) -> None:
+        for position, item in enumerate(items):
+            if isinstance(item, IfNodes):
+                self.conditional(item, depth)
+            elif isinstance(item, ForNodes):
+                self.repeat(item, depth)
+            else:
+                self.node(item, position if top else None, depth, top)
+
+    def condition(self, value: Any) -> str:
+        return self.source(value) if isinstance(value, str) else repr(value)
+
+    def source(self, text: str) -> Source:
+        """An expression as ``forward`` writes it: arguments and values as ``self.NAME``, the
+        mode as ``self.training``, loop indices as themselves."""
+        tree = expr.parse(text)
+        used = expr.names(tree)
+        self.read |= {name for name in used if name not in self.loops and name in self.spelled}
+        spelled = {name: self.spelled[name] for name in used if name not in self.loops and name in self.spelled}
+        if expr.functions(tree) & {"ceil", "floor"}:
+            self.imports.stdlib.add("math")
+        out = Source(expr.source(tree, spelled))
+        out.atomic = tree[0] in ("num", "bool", "name", "call")
+        return out
+
+    def conditional(self, item: IfNodes, depth: int) -> None:
+        self.add(f"if {self.condition(item.cond)}:", None, depth)
+        self.body(item.then, depth + 1)
+        if item.orelse:
+            self.add("else:", None, depth)
+            self.body(item.orelse, depth + 1)
+
+    def body(self, items: list[Item], depth: int) -> None:
+        before = len(self.lines)
+        self.items(items, depth)
+        if len(self.lines) == before:
+            self.add("pass", None, depth)
+
+    def repeat(self, item: ForNodes, depth: int) -> None:
+        var = checked(item.var)
+        if item.collect is not None:
+            self.add(f"{checked(item.collect)} = []", None, depth)
+        path, needs_index = self.loop_container(item)
+        if path is not None:
+            attribute = path.rpartition(".")[2]
+            name = self.local.name(attribute[:-1] if len(attribute) > 1 and attribute.endswith("s") else attribute)
+            self.loops[item.var] = (path, name)
+            over = access(self.tree, path, self.bound)
+            head = f"for {var}, {name} in enumerate({over}):" if needs_index else f"for {name} in {over}:"
+        else:
+            head = f"for {var} in range({self.condition(item.count)}):"
+            self.loops[item.var] = ("", None)
+        self.add(head, None, depth)
+        self.items(item.nodes, depth + 1)
+        if item.carry:
+            names = [checked(name) for name in item.carry]
+            values = [literal(value, self.imports) for value in item.carry.values()]
+            if names != values:
+                self.add(f"{', '.join(names)} = {', '.join(values)}", None, depth + 1)
+        if item.collect is not None:
+            last = last_name([node.to_dict() for node in item.nodes])
+            assert last is not None  # validation
+            self.add(f"{checked(item.collect)}.append({checked(last)})", None, depth + 1)
+        del self.loops[item.var]
+
+    def loop_container(self, item: ForNodes) -> tuple[str | None, bool]:
+        """The declared ModuleList (or Sequential) the loop goes through item by item, when every
+        use of its index is a target ``P.{i}...`` of one such ``P`` declared with exactly as
+        many items as the loop has steps (``[{repeat: n, ...}]``, ``in: n``); and whether the
+        index is needed besides."""
+        marker = "{" + item.var + "}"
+        prefixes: set[str] = set()
+        needs_index = False
+        for node in walk_nodes(item.nodes):
+            if node.target is not None and marker in node.target:
+                head, _, _ = node.target.partition("." + marker)
+                prefixes.add(head)
+            texts = [t for v in (node.args, node.kwargs) for t in _arg_texts(v)]
+            needs_index = needs_index or any(item.var in expr.names(expr.parse(t)) for t in texts)
+        inner = [i for i in item.nodes if not isinstance(i, Node)]
+        texts = [i.cond for i in inner if isinstance(i, IfNodes) and isinstance(i.cond, str)]
+        texts += [i.count for i in inner if isinstance(i, ForNodes) and isinstance(i.count, str)]
+        needs_index = needs_index or any(item.var in expr.names(expr.parse(t)) for t in texts)
+        if len(prefixes) != 1:
+            return None, True
+        (path,) = prefixes
+        declared = self.spec.modules.get(path)
+        if declared is None or declared.cls not in _REPEATABLE or not _same_count(declared, item.count):
+            return None, True
+        return path, needs_index
+
+    def target(self, target: str) -> str:
+        """The callee of a target: inside a loop, ``m.{i}`` is the loop's item (``m``) or
+        ``self.m[i]`` (validation: the index is a whole segment after the first)."""
+        found = [(target.rfind(f".{{{var}}}"), var) for var in self.loops] if "{" in target else []
+        at, var = max(found, default=(-1, ""))
+        if at < 0:
+            return access(self.tree, target, self.bound)
+        head, rest = target[:at], target[at + len(var) + 3 :]
+        path, name = self.loops[var]
+        base = name if name is not None and head == path else f"{self.target(head)}[{checked(var)}]"
+        for part in rest.split(".")[1:]:
+            base = child(base, part, "attr")
+        return base
+
+    def node(self, node: Node, position: int | None, depth: int, top: bool) -> None:
+        imports = self.imports
         if node.op == "placeholder":
-            continue
+            return
         if node.op == "output":
-            if node.args[0] is not None or not lines:  # (falling off the end returns None: ruff's RET501)
-                lines.append(("return " + literal(node.args[0], imports), position))
-            continue
+            if node.args[0] is not None or not self.lines:  # (falling off the end returns None: ruff's RET501)
+                self.add("return " + self.value(node.args[0]), position, depth)
+            return
+        if node.op == "alias":
+            if node.name in self.used:
+                self.add(f"{checked(node.name or '')} = {self.value(node.args[0])}", position, depth)
+            return
         if node.op in ("call_module", "get_attr") and node.target is not None:
-            for prefix in tree.container_prefixes(node.target):
-                if prefix in names and prefix not in bound:
-                    lines.append((f"{names[prefix]} = {access(tree, prefix, bound)}", None))
-                    bound[prefix] = names[prefix]
-            callee = access(tree, node.target, bound)
-            item = _long_subscripted_head(node, callee, tree)
+            if top:
+                for prefix in self.tree.container_prefixes(node.target):
+                    if prefix in self.names and prefix not in self.bound:
+                        self.add(f"{self.names[prefix]} = {access(self.tree, prefix, self.bound)}", None, depth)
+                        self.bound[prefix] = self.names[prefix]
+            callee = self.target(node.target)
+            item = _long_subscripted_head(node, callee, self.tree) if top else None
             if item is not None:
-                name = local.name(item)
-                lines.append((f"{name} = {access(tree, item, bound)}", None))
-                bound[item] = name
-                callee = access(tree, node.target, bound)
-            expr = callee if node.op == "get_attr" else f"{callee}({call_args(node.args, node.kwargs, imports)})"
-        elif _is_item_assignment(node) and node.name not in used:
+                name = self.local.name(item)
+                self.add(f"{name} = {access(self.tree, item, self.bound)}", None, depth)
+                self.bound[item] = name
+                callee = access(self.tree, node.target, self.bound)
+            node = self.concrete(node)
+            expr_ = callee if node.op == "get_attr" else f"{callee}({call_args(node.args, node.kwargs, imports)})"
+        elif _is_item_assignment(node) and node.name not in self.used:
             # ``x[key] = value``, as a person writes it (typeshed's operator.setitem takes no Tensor)
-            container, key, value = node.args
+            container, key, value = self.concrete(node).args
             target = f"{_operand(container, imports, before='[')}[{index(key, imports)}]"
-            lines.append((f"{target} = {literal(value, imports)}", position))
-            continue
+            self.add(f"{target} = {literal(value, imports)}", position, depth)
+            return
         else:
-            expr = _expression(node, imports, module_of)
-        if node.name in used:
-            lines.append((f"{checked(node.name)} = {expr}", position))
+            node = self.concrete(node)
+            expr_ = _expression(node, imports, self.module_of)
+        if node.name in self.used:
+            self.add(f"{checked(node.name)} = {expr_}", position, depth)
         elif node.op == "get_attr" or _operator_form(node, imports) is not None:
-            lines.append((f"_ = {expr}", position))  # a bare `a == b` or `x.shape` reads as a mistake (B015, B018)
+            self.add(f"_ = {expr_}", position, depth)  # a bare `a == b` or `x.shape` reads as a mistake (B015, B018)
         else:
-            lines.append((expr, position))
-    return lines
+            self.add(expr_, position, depth)
+
+    def value(self, value: Any) -> str:
+        return literal(self.arguments(value), self.imports)
+
+    def concrete(self, node: Node) -> Node:
+        """``node`` with its ``{arg: ...}`` values as Python source (``Source``)."""
+        if not (has_arguments(node.args) or has_arguments(node.kwargs)):
+            return node
+        return dataclasses.replace(node, args=self.arguments(node.args), kwargs=self.arguments(node.kwargs))
+
+    def arguments(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self.arguments(item) for item in value]
+        if not isinstance(value, dict) or not has_arguments(value):
+            return value
+        if set(value) == {"arg"}:
+            return self.source(value["arg"])
+        return {key: self.arguments(item) for key, item in value.items()}
+
+
+def _same_count(declared: ModuleSpec, count: Any) -> bool:
+    """Does a ModuleList or Sequential declaration hold exactly ``count`` items: one repeat of
+    that many (``[{repeat: n, ...}]``), ``count`` written as the loop writes it?"""
+    items = declared.args[0] if declared.cls.endswith("ModuleList") and len(declared.args) == 1 else declared.args
+    if declared.kwargs or not isinstance(items, list) or len(items) != 1:
+        return False
+    repeat = items[0].get("repeat") if isinstance(items[0], dict) else None
+    if isinstance(repeat, dict) and set(repeat) == {"arg"}:
+        repeat = repeat["arg"]
+    try:
+        as_tree = [expr.parse(v) if isinstance(v, str) else ("num", v) for v in (repeat, count)]
+    except (expr.ExprError, TypeError):
+        return False
+    return repeat is not None and as_tree[0] == as_tree[1]
+
+
+def _used_names(items: list[Item]) -> set[str]:
+    """The names a node list reads: references in node values, carried values, collected steps."""
+    used = {ref for n in walk_nodes(items) for value in (n.args, n.kwargs) for _, ref in iter_refs(value)}
+    for loop in walk_loops(items):
+        used |= {str(value)[1:] for value in loop.carry.values()}
+        last = last_name([node.to_dict() for node in loop.nodes]) if loop.collect is not None else None
+        if last is not None:
+            used.add(last)
+    return used
+
+
+def _arg_texts(value: Any) -> list[str]:
+    """The ``{arg: ...}`` expressions inside an encoded value."""
+    if isinstance(value, list):
+        return [t for item in value for t in _arg_texts(item)]
+    if isinstance(value, dict):
+        if set(value) == {"arg"} and isinstance(value["arg"], str):
+            return [value["arg"]]
+        return [t for item in value.values() for t in _arg_texts(item)]
+    return []
 
 
 def comment(text: str | None) -> str | None:
@@ -659,12 +895,19 @@ def _operand(value: Any, imports: Imports, *, before: str) -> str:
     operator (``-(-1)``).
     """
     text = literal(value, imports)
-    if _negative(value):
+    if _negative(value) or (type(value) is Source and not value.atomic):
         return f"({text})"
     bare_number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if before in (".", "[") and (bare_number or _tag(value) == "ellipsis"):
         return f"({text})"
     return text
+
+
+def _binary_operand(value: Any, imports: Imports) -> str:
+    """An operand of a binary operator: a literal, or an expression in parentheses unless atomic."""
+    if type(value) is Source and not value.atomic:
+        return f"({value})"
+    return literal(value, imports)
 
 
 def _power(args: list[Any], imports: Imports) -> str:
@@ -709,7 +952,7 @@ def _operator_form(node: Node, imports: Imports) -> str | None:
         if op == "pow" and len(args) == 2:
             return _power(args, imports)
         if op in _BINARY and len(args) == 2:  # operands are names or literals: no precedence issues
-            return f"{literal(args[0], imports)} {_BINARY[op]} {literal(args[1], imports)}"
+            return f"{_binary_operand(args[0], imports)} {_BINARY[op]} {_binary_operand(args[1], imports)}"
         if op in _UNARY and len(args) == 1:
             return _UNARY[op] + _operand(args[0], imports, before="unary")
         if op == "getitem" and len(args) == 2:

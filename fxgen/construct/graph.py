@@ -17,7 +17,7 @@ import torch.fx
 from fxgen._errors import SpecError
 from fxgen.construct import fx_fixes  # noqa: F401  (torch.fx must quote every path it writes)
 from fxgen.policy.policy import DEFAULT_POLICY, Policy
-from fxgen.spec.model import NO_DEFAULT, Spec
+from fxgen.spec.model import NO_DEFAULT, Spec, plain_nodes
 from fxgen.spec.values import decode, decode_kwargs
 
 __all__ = ["TARGET_KEY", "build_graph"]
@@ -30,7 +30,7 @@ def build_graph(spec: Spec, policy: Policy = DEFAULT_POLICY) -> torch.fx.Graph:
     """The spec's nodes as a torch.fx Graph (no module attached)."""
     graph = torch.fx.Graph()
     env: dict[str, torch.fx.Node] = {}
-    for index, node in enumerate(spec.nodes):
+    for index, node in enumerate(plain_nodes(spec.nodes)):
         kwargs = decode_kwargs(node.kwargs, env.__getitem__)
         args: tuple[Any, ...] = tuple(decode(node.args, env.__getitem__))
         type_expr = policy.resolve_type(node.type)[0] if node.type is not None else None

@@ -33,7 +33,16 @@ from fxgen.describe.recover import class_name
 from fxgen.describe.recover import resolve_qualname as _lookup
 from fxgen.policy.policy import DEFAULT_POLICY, TargetError, type_repr
 from fxgen.policy.tables import SAFE_BUILTINS
-from fxgen.spec.model import BufferSpec, ClassSpec, Item, ModuleSpec, Node, ParameterSpec, Spec
+from fxgen.spec.model import (
+    BufferSpec,
+    ClassSpec,
+    Item,
+    ModuleSpec,
+    Node,
+    ParameterSpec,
+    Spec,
+    walk_nodes,
+)
 from fxgen.spec.packed import pack, unpack
 from fxgen.spec.resolve import TRAINING, has_arguments, resolve_nodes, with_values
 from fxgen.spec.values import UnencodableValue, dtype_name, encode
@@ -87,7 +96,7 @@ def graph_module_to_spec(
     # up changes nothing: they read no node, and the code takes them all in its signature.
     graph_nodes = list(gm.graph.nodes)
     placeholders = [n for n in graph_nodes if n.op == "placeholder"]
-    nodes = [_node(n) for n in (*placeholders, *(n for n in graph_nodes if n.op != "placeholder"))]
+    nodes: list[Item] = [_node(n) for n in (*placeholders, *(n for n in graph_nodes if n.op != "placeholder"))]
     cls_name = name or type(gm).__name__
     if doc is None and declared is not None:
         doc = type(gm).__doc__
@@ -96,7 +105,7 @@ def graph_module_to_spec(
                 fxgen=version)  # fmt: skip
     if declared is not None and declared.spec.inputs:
         # the example inputs of the spec it was built from, while its placeholders are still there
-        argument_names = {n.name for n in nodes if n.op == "placeholder"}
+        argument_names = {n.name for n in walk_nodes(nodes) if n.op == "placeholder"}
         if set(declared.spec.inputs) <= argument_names:
             spec.inputs, spec.shapes = dict(declared.spec.inputs), declared.spec.shapes
     return spec
@@ -126,7 +135,7 @@ def loadable_class_name(spec: Spec) -> str:
     (``F``, ``nn``, ``torch``, a package it imports) or one of the spec's blocks."""
     taken = set(RESERVED_NAMES) | set(spec.classes)
     roots = [m.cls for m in spec.modules.values()]
-    roots += [n.target for n in spec.nodes if n.op == "call_function" and isinstance(n.target, str)]
+    roots += [n.target for n in walk_nodes(spec.nodes) if n.op == "call_function" and isinstance(n.target, str)]
     taken |= {root.split(".")[0] for root in roots if "." in root}
     name = spec.name
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and not _unusable(name, taken):

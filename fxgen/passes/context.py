@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from fxgen._errors import Location
 from fxgen.policy.policy import Policy
-from fxgen.spec.model import Spec
+from fxgen.spec.model import Spec, walk_nodes
 
 __all__ = ["PassContext"]
 
@@ -26,7 +26,7 @@ class PassContext:
 
     def locate_node(self, name: str) -> Location:
         """Where the spec declares the node ``name`` (the pass's own place for a node it made)."""
-        for i, node in enumerate(self.spec.nodes):
+        for i, node in enumerate(walk_nodes(self.spec.nodes)):
             if node.name == name:
                 return self.spec.locate(("nodes", i))
         return self.where

@@ -21,6 +21,7 @@ from torch.utils._pytree import tree_leaves
 
 from fxgen._errors import SpecError
 from fxgen.passes.context import PassContext
+from fxgen.spec.model import walk_nodes
 from fxgen.spec.values import DTYPES
 
 __all__ = ["TOLERANCE", "fuse_conv_bn"]
@@ -64,7 +65,7 @@ def _example(context: PassContext) -> list[torch.Tensor] | None:
         return None
     generator = torch.Generator().manual_seed(0)
     out = []
-    for node in spec.nodes:
+    for node in walk_nodes(spec.nodes):
         declared = spec.inputs.get(node.name or "") if node.op == "placeholder" else None
         if declared is None:
             continue

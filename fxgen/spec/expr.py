@@ -444,10 +444,15 @@ def render(tree: Expr) -> str:
     return _join(_emit(tree, {}))
 
 
-def source(tree: Expr) -> str:
+def source(tree: Expr, spelled: Mapping[str, str] | None = None) -> str:
     """``tree`` as Python source (``math.ceil(x)``: the file imports ``math`` when
-    ``functions(tree)`` holds ``ceil`` or ``floor``), spaced as black spaces it."""
-    return _join(_emit(tree, _PYTHON_NAMES))
+    ``functions(tree)`` holds ``ceil`` or ``floor``), spaced as black spaces it; ``spelled``
+    writes names otherwise (``forward`` reads an argument as ``self.n``)."""
+    names_as = {_NAME_KEY + name: text for name, text in (spelled or {}).items()}
+    return _join(_emit(tree, {**_PYTHON_NAMES, **names_as} if names_as else _PYTHON_NAMES))
+
+
+_NAME_KEY = "name:"  # a name's spelling in ``_emit``'s table, next to the functions' (no function has a colon)
 
 
 # The least binding strength each operand needs without parentheses: (left, right) of a binary
@@ -476,8 +481,10 @@ def _emit(tree: Expr, spelled: Mapping[str, str], least: int = 0) -> list[tuple[
         value = tree[1]
         text = repr(value).replace("e+", "e") if isinstance(value, float) else repr(value)
         out = [("-", "-"), ("NUMBER", text[1:])] if text.startswith("-") else [("NUMBER", text)]
-    elif kind in ("bool", "name"):
+    elif kind == "bool":
         out = [("NAME", str(tree[1]))]
+    elif kind == "name":
+        out = [("NAME", spelled.get(_NAME_KEY + tree[1], tree[1]))]
     elif kind == "neg":
         # black's visit_factor: a unary minus of a power whose base has no call gets parentheses
         power = tree[1][0] == "**" and tree[1][1][0] != "call"

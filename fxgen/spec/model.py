@@ -35,6 +35,9 @@ __all__ = [
     "ParameterSpec",
     "Spec",
     "item_from_data",
+    "plain_nodes",
+    "walk_items",
+    "walk_loops",
     "walk_nodes",
 ]
 
@@ -216,19 +219,40 @@ def item_from_data(data: dict[str, Any]) -> Item:
     return Node(**data)
 
 
-def walk_nodes(items: list[Item]) -> list[Node]:
-    """Every node of ``items`` (inside conditionals and repeats too), in the order written."""
-    out: list[Node] = []
+def plain_nodes(items: list[Item]) -> list[Node]:
+    """The nodes of a plain graph (an exported spec, one instance resolved by
+    ``fxgen.assemble.module.instance_spec``); TypeError for a list holding a conditional or a
+    repeat, which only codegen and resolution take as they are."""
+    for item in items:
+        if not isinstance(item, Node):
+            raise TypeError("a node list with conditionals or repeats: resolve it for an instance first")
+    return items  # type: ignore[return-value]  # every item is a Node
+
+
+def walk_items(items: list[Item]) -> list[Item]:
+    """Every item of ``items`` and of the conditionals and repeats among them, in the order written."""
+    out: list[Item] = []
     stack: list[Item] = list(reversed(items))
     while stack:
         item = stack.pop()
+        out.append(item)
         if isinstance(item, IfNodes):
             stack.extend(reversed([*item.then, *item.orelse]))
         elif isinstance(item, ForNodes):
             stack.extend(reversed(item.nodes))
-        else:
-            out.append(item)
     return out
+
+
+def walk_loops(items: list[Item]) -> list[ForNodes]:
+    """Every repeat of ``items`` (inside conditionals and other repeats too), in the order written."""
+    return [item for item in walk_items(items) if isinstance(item, ForNodes)]
+
+
+def walk_nodes(items: list[Item]) -> list[Node]:
+    """Every node of ``items`` (inside conditionals and repeats too), in the order written."""
+    if all(type(item) is Node for item in items):
+        return items  # type: ignore[return-value]  # a plain graph: the list itself
+    return [item for item in walk_items(items) if isinstance(item, Node)]
 
 
 @dataclass

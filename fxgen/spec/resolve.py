@@ -23,15 +23,16 @@ __all__ = [
     "MAX_NESTING",
     "MAX_NODES",
     "MAX_REPEAT",
+    "TEMPLATE",
     "TRAINING",
     "BindError",
     "NodesError",
     "bind",
     "data_needs_resolution",
-    "data_uses_training",
     "expand_nodes",
     "has_arguments",
     "is_construct",
+    "last_name",
     "needs_resolution",
     "node_expressions",
     "resolve_nodes",
@@ -156,7 +157,7 @@ MAX_NESTING = 32  # conditionals and repeats nested in each other, as blocks nes
 MAX_NODES = 200_000  # nodes one class's graph may unroll to: ten times the largest exported model's
 TRAINING = "training"  # the one runtime name conditions and node arguments may use: the module's mode
 
-_TEMPLATE = re.compile(r"\{([^{}]*)\}")
+TEMPLATE = re.compile(r"\{([^{}]*)\}")  # `{i}` in a target inside a loop
 
 
 class NodesError(ExprError):
@@ -187,12 +188,7 @@ def needs_resolution(items: list[Item]) -> bool:
 def uses_training(items: list[Item]) -> bool:
     """Does a node list's graph depend on the module's mode (``training`` in a condition, a
     count or a node argument)?"""
-    return data_uses_training([i.to_dict() for i in items])
-
-
-def data_uses_training(items: list[dict[str, Any]]) -> bool:
-    """``uses_training`` of a node list as (schema-valid) data."""
-    return any(TRAINING in names(parse(text)) for text in node_expressions(items))
+    return any(TRAINING in names(parse(text)) for text in node_expressions([i.to_dict() for i in items]))
 
 
 def node_expressions(items: list[dict[str, Any]]) -> Iterator[str]:
@@ -324,8 +320,8 @@ class _Expander:
         for field in ("args", "kwargs"):
             if field in node:
                 node[field] = self.rewrite(node[field], scope, (*where, field))
-        if "target" in node and "{" in node["target"]:
-            node["target"] = _format(node["target"], loops, (*where, "target"))
+        if loops and "{" in node.get("target", ""):
+            node["target"] = _format(node["target"], loops)
         name = node.get("name")
         if name is not None and loops:
             node["name"] = name + "".join(f"_{index}" for _, index in loops)
@@ -395,21 +391,27 @@ def _text(value: Any) -> str:
     return f"`{value}`" if isinstance(value, str) else repr(value)
 
 
-def _format(template: str, loops: list[tuple[str, int]], where: tuple[str | int, ...]) -> str:
-    """``m.{i}`` at index 2 -> ``m.2``: each ``{NAME}`` is an enclosing loop's index."""
+def _format(template: str, loops: list[tuple[str, int]]) -> str:
+    """``m.{i}`` at index 2 -> ``m.2``: each ``{NAME}`` naming an enclosing loop's index is
+    that index; any other brace is part of the path (a module may be named ``{x}``)."""
     indices = dict(loops)
+    return TEMPLATE.sub(lambda found: str(indices.get(found.group(1), found.group(0))), template)
 
-    def index(found: re.Match[str]) -> str:
-        name = found.group(1)
-        if name not in indices:
-            inside = f" (the loops around it: {', '.join(indices)})" if indices else " (it is in no loop)"
-            raise NodesError(f"{{{name}}} in {template!r} is not the index of an enclosing loop{inside}", where)
-        return str(indices[name])
 
-    text = _TEMPLATE.sub(index, template)
-    if "{" in text or "}" in text:
-        raise NodesError(f"{template!r}: a brace is only part of `{{i}}`, an enclosing loop's index", where)
-    return text
+def last_name(items: list[dict[str, Any]]) -> str | None:
+    """The name of a node list's last value (as data): its last node's (an alias's too), or the
+    name both branches of a last conditional end with; None when it has none (what a repeat's
+    ``collect`` gathers of each step)."""
+    if not items:
+        return None
+    last = items[-1]
+    if "if" in last:
+        then, orelse = last_name(last["then"]), last_name(last.get("else", []))
+        return then if then is not None and then == orelse else None
+    if "for" in last or last.get("op") == "output":
+        return None
+    name = last.get("name")
+    return name if isinstance(name, str) else None
 
 
 def walk_data(

@@ -8,7 +8,7 @@ import copy
 from typing import Any
 
 import pytest
-import torch
+from helpers import generated_class
 
 import fxgen
 from fxgen.check.validate import validate_data
@@ -45,15 +45,8 @@ SPEC: dict[str, Any] = {
 }  # fmt: skip
 
 
-def _generated(spec: fxgen.Spec) -> tuple[str, type[torch.nn.Module]]:
-    source = fxgen.generate(spec)
-    namespace: dict[str, Any] = {"__name__": "fxgen_values_test"}
-    exec(compile(source, "<generated>", "exec"), namespace)
-    return source, namespace[spec.name]
-
-
 def test_values_are_assigned_first_in_the_order_written() -> None:
-    source, _ = _generated(validate_data(SPEC))
+    source, _ = generated_class(validate_data(SPEC))
     assert (
         "        super().__init__()\n"
         "        hidden = max(8, int(dim * ratio + 4) // 8 * 8)\n"
@@ -67,7 +60,7 @@ def test_values_are_assigned_first_in_the_order_written() -> None:
 def test_ceil_and_floor_are_maths() -> None:
     data = copy.deepcopy(SPEC)
     data["values"]["hidden"] = "ceil(dim * ratio / 8) * 8 + floor(ratio)"
-    source, _ = _generated(validate_data(data))
+    source, _ = generated_class(validate_data(data))
     assert "import math\n" in source
     assert "        hidden = math.ceil(dim * ratio / 8) * 8 + math.floor(ratio)\n" in source
 
@@ -75,7 +68,7 @@ def test_ceil_and_floor_are_maths() -> None:
 @pytest.mark.parametrize("args", [{}, {"dim": 33, "ratio": 1.3}, {"dim": 64, "ratio": 0.75}, {"dim": 7, "ratio": 0.1}])
 def test_the_generated_class_builds_what_load_builds(args: dict[str, Any]) -> None:
     spec = validate_data(SPEC)
-    _, cls = _generated(spec)
+    _, cls = generated_class(spec)
     loaded = fxgen.load(spec, args=args)
     made = cls(**args)
     assert [(k, t.shape) for k, t in made.state_dict().items()] == [(k, t.shape) for k, t in loaded.state_dict().items()]

@@ -1,0 +1,119 @@
+"""Conditionals and repeats of nodes in generated code: ``if self.use_res:``, ``for m in
+self.m:`` / ``for i, m in enumerate(self.m):`` / ``for i in range(...)``, ``hs.append(h)``, the
+arguments ``forward`` reads kept as attributes by ``__init__``, ``training`` as
+``self.training``; and the generated class computes exactly what ``fxgen.load`` computes, at
+several argument values (its graph one instance's: the branch taken, the loops unrolled)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import torch
+from helpers import generated_class
+
+import fxgen
+from fxgen.check.validate import validate_data
+
+LINEAR = {"class": "torch.nn.Linear", "args": [{"arg": "dim"}, {"arg": "dim"}]}
+
+SPEC: dict[str, Any] = {
+    "fxgen": 2,
+    "name": "Looped",
+    "args": {"n": {"type": "int", "default": 3}, "dim": {"type": "int", "default": 8},
+             "skip": {"type": "bool", "default": True}},
+    "modules": {
+        "layers": {"class": "torch.nn.ModuleList", "args": [[{"repeat": {"arg": "n"}, "module": LINEAR}]]},
+        "extra": {"class": "torch.nn.ModuleList", "args": [[{"repeat": {"arg": "n + 1"}, "module": LINEAR}]]},
+        "act": {"class": "torch.nn.ReLU"},
+    },
+    "nodes": [
+        {"op": "placeholder", "name": "x", "type": "torch.Tensor"},
+        {"op": "alias", "name": "prev", "args": ["%x"]},
+        {"for": "i", "in": "n", "nodes": [
+            {"op": "call_module", "name": "y", "target": "layers.{i}", "args": ["%prev"]},
+            {"if": "i % 2 == 0",
+             "then": [{"op": "call_module", "name": "z", "target": "act", "args": ["%y"]}],
+             "else": [{"op": "call_function", "name": "z", "target": "torch.mul", "args": ["%y", {"arg": "i + 1"}]}]},
+        ], "carry": {"prev": "%z"}, "collect": "zs"},
+        {"op": "call_function", "name": "parts", "target": "operator.add", "args": [["%x"], "%zs"]},
+        {"op": "call_function", "name": "joined", "target": "torch.cat", "args": ["%parts"]},
+        {"if": "skip",
+         "then": [{"op": "call_function", "name": "out", "target": "operator.add", "args": ["%prev", "%x"]}],
+         "else": [{"op": "alias", "name": "out", "args": ["%prev"]}]},
+        {"op": "alias", "name": "acc", "args": ["%out"]},
+        {"for": "j", "in": "n - 1 if n > 0 else 0", "nodes": [
+            {"op": "call_module", "name": "e", "target": "extra.{j}", "args": ["%acc"]},
+            {"op": "call_function", "name": "s", "target": "operator.sub", "args": ["%e", {"arg": "j * dim"}]},
+        ], "carry": {"acc": "%s"}},
+        {"op": "output", "args": [{"tuple": ["%acc", "%joined"]}]},
+    ],
+}  # fmt: skip
+
+
+def test_the_forward_reads_as_a_person_writes_it() -> None:
+    source, _ = generated_class(validate_data(SPEC))
+    forward = source[source.index("    def forward") :]
+    assert forward == '''    def forward(self, x: torch.Tensor):
+        prev = x
+        zs = []
+        for i, layer in enumerate(self.layers):
+            y = layer(prev)
+            if i % 2 == 0:
+                z = self.act(y)
+            else:
+                z = torch.mul(y, i + 1)
+            prev = z
+            zs.append(z)
+        parts = [x] + zs
+        joined = torch.cat(parts)
+        if self.skip:
+            out = prev + x
+        else:
+            out = prev
+        acc = out
+        for j in range(self.n - 1 if self.n > 0 else 0):
+            e = self.extra[j](acc)
+            s = e - (j * self.dim)
+            acc = s
+        return (acc, joined)
+'''
+    assert "        self.n = n\n        self.dim = dim\n        self.skip = skip\n        self.layers = " in source
+
+
+@pytest.mark.parametrize("args", [{}, {"n": 0}, {"n": 1, "skip": False}, {"n": 4, "dim": 4}])
+def test_the_generated_class_computes_what_load_computes(args: dict[str, Any]) -> None:
+    spec = validate_data(SPEC)
+    _, cls = generated_class(spec)
+    torch.manual_seed(0)
+    loaded = fxgen.load(spec, args=args)
+    torch.manual_seed(0)
+    made = cls(**args)
+    assert list(made.state_dict()) == list(loaded.state_dict())
+    for key, tensor in made.state_dict().items():
+        assert torch.equal(tensor, loaded.state_dict()[key]), key
+    x = torch.randn(2, args.get("dim", 8))
+    for got, expected in zip(made(x), loaded(x), strict=True):
+        assert torch.equal(got, expected)
+
+
+def test_the_loaded_graph_is_one_instance() -> None:
+    gm = fxgen.load(validate_data(SPEC), args={"n": 3})
+    names = [node.name for node in gm.graph.nodes]
+    assert names == ["x", "y_0", "z_0", "y_1", "z_1", "y_2", "z_2", "parts", "joined", "out", "e_0", "s_0", "e_1", "s_1",
+                     "output"]  # fmt: skip
+    assert [n.target for n in gm.graph.nodes if n.op == "call_module"] == [
+        "layers.0", "act", "layers.1", "layers.2", "act", "extra.0", "extra.1"]  # fmt: skip
+
+
+def test_training_is_self_training_and_a_load_without_a_mode_says_so() -> None:
+    data = copy.deepcopy(SPEC)
+    data["nodes"][-1] = {"op": "call_function", "name": "d", "target": "torch.nn.functional.dropout",
+                         "args": ["%acc", 0.5], "kwargs": {"training": {"arg": "training"}}}  # fmt: skip
+    data["nodes"].append({"op": "output", "args": ["%d"]})
+    spec = validate_data(data)
+    source, _ = generated_class(spec)
+    assert "        d = F.dropout(acc, 0.5, training=self.training)\n" in source
+    with pytest.raises(fxgen.SpecError, match="`training` is the module's mode"):
+        fxgen.load(spec)
