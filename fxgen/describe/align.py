@@ -57,20 +57,37 @@ class Aligned:
         """As a spec's node list: each differing run an ``if: training`` group (the train nodes
         ``then``, the eval nodes ``else``; ``if: not training`` where only eval mode has nodes)."""
         out: list[Item] = []
-        for item in self.items:
+        items, output = _output_after(self.items)
+        for item in items:
             if not isinstance(item, Differing):
                 out.append(item)
             elif item.train:
                 out.append(IfNodes(TRAINING, list(item.train), list(item.eval)))
             elif item.eval:
                 out.append(IfNodes(f"not {TRAINING}", list(item.eval)))
-        return out
+        return out if output is None else [*out, output]
 
     @property
     def differs(self) -> bool:
         return any(isinstance(item, Differing) for item in self.items) or any(
             _uses_mode(item.args) or _uses_mode(item.kwargs) for item in self.items if isinstance(item, Node)
         )
+
+
+def _output_after(items: list[Node | Differing]) -> tuple[list[Node | Differing], Node | None]:
+    """Where the modes return different values, each branch names its value (``alias``) and the
+    one output node comes after the run: a graph ends with its output, outside any group."""
+    last = items[-1] if items else None
+    if not isinstance(last, Differing) or not (last.eval and last.train):
+        return items, None
+    ends = last.eval[-1], last.train[-1]
+    if any(node.op != "output" for node in ends):
+        return items, None
+    taken = {str(n.name) for item in items for n in ([item] if isinstance(item, Node) else [*item.eval, *item.train])}
+    name = "out" if "out" not in taken else _fresh("out", taken)
+    branches = [[*nodes[:-1], Node("alias", name, args=[nodes[-1].args[0]])] for nodes in (last.eval, last.train)]
+    output = Node("output", args=[f"%{name}"], type=ends[0].type if ends[0].type == ends[1].type else None)
+    return [*items[:-1], Differing(branches[0], branches[1])], output
 
 
 _REF = re.compile(r"^%([A-Za-z_][A-Za-z0-9_]*)$")

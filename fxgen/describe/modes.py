@@ -87,7 +87,17 @@ def _declarations(a: _Body, b: _Body, taken: dict[str, str], where: str) -> dict
                 raise ModesDiffer(f"{table[:-1]} {path!r} of class {where!r} is declared otherwise in each mode")
             merged[path] = y if side == "train" else x
         out[table] = merged
+    # a tensor one mode declares on its own because that mode never calls its module (state the
+    # forward never reads) is the other mode's module's
+    modules = out["modules"]
+    for table in ("parameters", "buffers"):
+        out[table] = {path: t for path, t in out[table].items() if not _inside(path, modules)}
     return out
+
+
+def _inside(path: str, modules: dict[str, Any]) -> bool:
+    parts = path.split(".")
+    return any(".".join(parts[:k]) in modules for k in range(1, len(parts)))
 
 
 def _nodes(eval_nodes: list[Item], train_nodes: list[Item], where: str) -> list[Item]:

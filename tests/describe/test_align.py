@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from fxgen.describe.align import MODE_ARGUMENT, Aligned, Differing, align
-from fxgen.spec.model import Node
+from fxgen.spec.model import IfNodes, Node
 
 
 def _n(op: str, name: str | None, target: str | None = None, *args: Any, **kwargs: Any) -> Node:
@@ -185,3 +185,15 @@ def test_random_edits_align_exactly(seed: int) -> None:
     eval_nodes.append(Node("output", args=[f"%{eval_nodes[-1].name}"]))
     train_nodes.append(Node("output", args=[f"%{train_nodes[-1].name}"]))
     _check(eval_nodes, train_nodes)
+
+
+def test_outputs_that_differ_are_named_in_each_branch_and_the_output_comes_after() -> None:
+    eval_nodes = [_n("placeholder", "x"), _n("call_module", "fc", "fc", "%x"), Node("output", args=["%fc"])]
+    train_nodes = [_n("placeholder", "x"), _n("call_module", "fc", "fc", "%x"), _n("call_module", "aux", "aux", "%fc"),
+                   Node("output", args=[{"tuple": ["%fc", "%aux"]}])]  # fmt: skip
+    items = _check(eval_nodes, train_nodes).spec_items()
+    assert items[-1] == Node("output", args=["%out"])
+    group = items[-2]
+    assert isinstance(group, IfNodes) and group.cond == "training"
+    assert group.then[-1] == Node("alias", "out", args=[{"tuple": ["%fc", "%aux"]}])
+    assert group.orelse == [Node("alias", "out", args=["%fc"])]

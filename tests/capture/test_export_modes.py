@@ -7,11 +7,13 @@ traced graph on the example inputs in both modes."""
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers import import_source
 from torch import nn
 
 import fxgen
@@ -109,23 +111,29 @@ def _assert_exact_in_both_modes(model: nn.Module, gm: nn.Module) -> None:
             assert torch.equal(a, b), name
 
 
+def _both(model: nn.Module, spec: fxgen.Spec, tmp_path: Path) -> None:
+    """``fxgen.load(spec)`` and the generated class, each exact in both modes."""
+    _assert_exact_in_both_modes(model, fxgen.load(spec))
+    _assert_exact_in_both_modes(model, _generated(spec, tmp_path))
+
+
 def _model(cls: type[nn.Module]) -> nn.Module:
     torch.manual_seed(0)
     return cls()
 
 
-def test_functional_dropout_is_the_mode() -> None:
+def test_functional_dropout_is_the_mode(tmp_path: Path) -> None:
     """issue 33's Head: captured in eval mode it was dropout(training=False) in both modes."""
     model = _model(Head).eval()
     spec = _export(model)
     (dropout,) = [n for n in spec.nodes if "dropout" in str(n.target)]
     assert dropout.kwargs["training"] == {"arg": "training"}
-    gm = fxgen.load(spec)
-    assert isinstance(gm, ModeGraphModule)
-    _assert_exact_in_both_modes(model, gm)
+    assert isinstance(fxgen.load(spec), ModeGraphModule)
+    _both(model, spec, tmp_path)
+    assert "F.dropout(x, p=0.5, training=self.training, inplace=False)" in fxgen.generate(spec)
 
 
-def test_stochastic_depth_is_an_if_training_group_in_its_block() -> None:
+def test_stochastic_depth_is_an_if_training_group_in_its_block(tmp_path: Path) -> None:
     """issue 33's DropPath, in a model: the branch is in the block class, not in the model."""
     model = _model(Stochastic).eval()
     spec = _export(model, example_inputs=X)
@@ -133,29 +141,31 @@ def test_stochastic_depth_is_an_if_training_group_in_its_block() -> None:
     (group,) = [item for item in spec.classes["DropPath"].nodes if isinstance(item, IfNodes)]
     assert group.cond == "training" and [n.target for n in group.orelse] == ["operator.add"]
     assert "torch.rand" in [n.target for n in group.then]
-    _assert_exact_in_both_modes(model, fxgen.load(spec))
+    _both(model, spec, tmp_path)
+    source = fxgen.generate(spec)
+    assert source.count("if self.training:") == 1 and "else:\n            add = x + fc" in source
 
 
-def test_a_classifier_with_functional_dropout_in_its_blocks() -> None:
+def test_a_classifier_with_functional_dropout_in_its_blocks(tmp_path: Path) -> None:
     model = _model(Classifier).train()
     spec = _export(model)
     block = spec.classes["Block"]
     assert [n.kwargs.get("training", n.args[-1]) for n in walk_nodes(block.nodes) if "dropout" in str(n.target)] \
         == [{"arg": "training"}]  # fmt: skip
-    _assert_exact_in_both_modes(model, fxgen.load(spec))
+    _both(model, spec, tmp_path)
     assert model.training and all(m.training for m in model.modules())  # its mode put back
 
 
-def test_a_graph_that_does_not_read_the_mode_is_one_graph_as_before() -> None:
+def test_a_graph_that_does_not_read_the_mode_is_one_graph_as_before(tmp_path: Path) -> None:
     """BatchNorm and nn.Dropout switch themselves: the spec is the one eval mode always gave,
     whatever mode the model is in, and the load is a plain GraphModule."""
     model = _model(Normed)
     spec = _export(model.eval())
     assert _export(model.train()) == spec
     assert model.training
-    gm = fxgen.load(spec)
-    assert type(gm).__mro__[1] is torch.fx.GraphModule
-    _assert_exact_in_both_modes(model, gm)
+    assert type(fxgen.load(spec)).__mro__[1] is torch.fx.GraphModule
+    _both(model, spec, tmp_path)
+    assert "training" not in fxgen.generate(spec)
 
 
 def test_each_submodules_mode_is_put_back() -> None:
@@ -197,12 +207,12 @@ class TracedOtherwiseUncapturable(TracedOtherwise):
         return self.fc(x) * 2
 
 
-def test_auto_proves_the_traced_graph_on_the_example_and_captures_with_dynamo_otherwise() -> None:
+def test_auto_proves_the_traced_graph_on_the_example_and_captures_with_dynamo_otherwise(tmp_path: Path) -> None:
     model = _model(TracedOtherwise).eval()
     with pytest.warns(UserWarning, match=r"the traced graph is not the model: in eval mode output 0 \(node 'add'\)"):
         spec = fxgen.export(model, example_inputs=X)
     assert "TorchDynamo" in str(spec.doc)
-    _assert_exact_in_both_modes(model, fxgen.load(spec))
+    _both(model, spec, tmp_path)
     traced = _export(model)  # without examples nothing proves it: traced as before
     assert traced.doc is None
 
@@ -212,3 +222,35 @@ def test_auto_refuses_a_traced_graph_that_is_not_the_model_when_dynamo_fails_too
     with pytest.raises(ExportError, match=r"symbolic tracing computes something else: in eval mode output 0 "
                                           r"\(node 'add'\) .*differs.*TorchDynamo cannot capture it either"):  # fmt: skip
         _export(model, example_inputs=X)
+
+
+class AuxiliaryHead(nn.Module):  # returns more in train mode (an auxiliary classifier)
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.aux = nn.Linear(8, 2)
+
+    def forward(self, x: torch.Tensor) -> Any:
+        y = self.fc(x)
+        if self.training:
+            return y, self.aux(y)
+        return y
+
+
+def test_a_model_returning_more_in_train_mode(tmp_path: Path) -> None:
+    model = _model(AuxiliaryHead).eval()
+    spec = _export(model)
+    assert spec.nodes[-1].op == "output" and isinstance(spec.nodes[-2], IfNodes)
+    assert "aux.weight" not in spec.parameters  # eval mode's declaration of the state it never reads: the module's
+    for built in (fxgen.load(spec), _generated(spec, tmp_path)):
+        built.load_state_dict(model.state_dict(), strict=True)
+        for mode in (True, False):
+            model.train(mode)
+            built.train(mode)
+            want, got = model(X), built(X)
+            assert type(want) is type(got)
+            assert all(torch.equal(a, b) for a, b in zip(want if mode else [want], got if mode else [got], strict=True))
+
+
+def _generated(spec: fxgen.Spec, tmp_path: Path) -> nn.Module:
+    return getattr(import_source(fxgen.generate(spec), f"gen_{spec.name.lower()}", tmp_path), spec.name)()
