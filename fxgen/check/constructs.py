@@ -12,11 +12,12 @@ use the class's arguments and named values, the enclosing loops' indices and ``t
 
 from __future__ import annotations
 
+import builtins
 import keyword
 from typing import Any
 
 from fxgen.check.blocks import unknown_names
-from fxgen.check.checker import IDENTIFIER
+from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.expr import ExprError, names, parse
 from fxgen.spec.resolve import MAX_NESTING, TEMPLATE, TRAINING, last_name
@@ -151,10 +152,13 @@ class _Walker:
 
     @staticmethod
     def name_problem(name: str, what: str) -> str | None:
+        """Why ``name`` cannot be a local of the generated ``forward``, or None."""
         if not IDENTIFIER.fullmatch(name):
             return f"{what} {name!r} is not an identifier; use only letters, digits and _"
         if keyword.iskeyword(name) or keyword.issoftkeyword(name):
             return f"{what} {name!r} is a Python keyword; choose another name"
+        if hasattr(builtins, name) or name in RESERVED_NAMES:
+            return f"{what} {name!r} would shadow a name the generated code uses; choose another name"
         return None
 
     def node(self, item: dict[str, Any], where: JsonPath, visible: dict[str, JsonPath], loops: list[str],

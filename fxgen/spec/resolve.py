@@ -153,7 +153,7 @@ def has_arguments(value: Any) -> bool:
 
 
 # -- format 2's conditionals and repeats of nodes --------------------------------------------
-MAX_NESTING = 32  # conditionals and repeats nested in each other, as blocks nest (check.blocks.MAX_BLOCK_DEPTH)
+MAX_NESTING = 16  # conditionals and repeats nested in each other: a forward nests two or three; the reader allows 31
 MAX_NODES = 200_000  # nodes one class's graph may unroll to: ten times the largest exported model's
 TRAINING = "training"  # the one runtime name conditions and node arguments may use: the module's mode
 
