@@ -254,3 +254,44 @@ def test_a_model_returning_more_in_train_mode(tmp_path: Path) -> None:
 
 def _generated(spec: fxgen.Spec, tmp_path: Path) -> nn.Module:
     return getattr(import_source(fxgen.generate(spec), f"gen_{spec.name.lower()}", tmp_path), spec.name)()
+
+
+CLI_MODEL = '''\
+import torch
+import torch.nn.functional as F
+
+
+class DropPath(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = F.dropout(self.fc(x), 0.5, training=self.training)
+        if not self.training:
+            return x + y
+        keep = (torch.rand(x.shape[0], 1) >= 0.5).to(x.dtype)
+        return x + y * keep / 0.5
+'''
+
+
+def test_the_cli_exports_both_modes_and_its_weights_load_with_the_spec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``fxgen export`` puts the model in eval mode, and the spec is exact in both modes anyway."""
+    from fxgen.cli.main import main
+
+    (tmp_path / "modes_model.py").write_text(CLI_MODEL)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    args = ["export", "modes_model:DropPath", "--out", "s.yaml", "--weights", "w.safetensors", "--quiet",
+            "--example-input", "x=float32[4,8]"]  # fmt: skip
+    assert main(args) == 0
+    assert "symbolic tracing fails in train mode: captured with TorchDynamo" in capsys.readouterr().err
+    import modes_model  # type: ignore[import-not-found]
+
+    torch.manual_seed(0)
+    model = modes_model.DropPath()
+    model.load_state_dict(fxgen.load("s.yaml", weights="w.safetensors").state_dict())
+    _assert_exact_in_both_modes(model, fxgen.load("s.yaml", weights="w.safetensors"))
+    assert "if self.training:" in fxgen.generate("s.yaml")
