@@ -32,7 +32,7 @@ import yaml
 from conftest import EXAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import expression_specs, spec_dicts
+from strategies import expression_specs, mode_specs, spec_dicts
 
 import fxgen
 from fxgen._errors import FxgenError, SpecError
@@ -161,7 +161,7 @@ WITH_PASSES = [{**d, "passes": copy.deepcopy(_PASSES)} for d in EXAMPLE_DICTS if
 # The examples with named values, one expression drawn from every form of the grammar.
 WITH_VALUES = [d for d in EXAMPLE_DICTS if d.get("values")]
 bases = st.one_of(spec_dicts(max_nodes=6, weights_digest=True), st.sampled_from(EXAMPLE_DICTS), st.sampled_from(WITH_PASSES),
-                  st.sampled_from(WITH_VALUES).flatmap(expression_specs))  # fmt: skip
+                  st.sampled_from(WITH_VALUES).flatmap(expression_specs), mode_specs())  # fmt: skip
 mutants = mutated(bases)
 
 

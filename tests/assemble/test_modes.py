@@ -8,18 +8,24 @@ from __future__ import annotations
 import copy
 import io
 import operator
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 import torch.fx
 import torch.nn.functional as F
+from helpers import assert_same, import_source
+from hypothesis import HealthCheck, given, settings
+from strategies import inputs_for, mode_specs
 
 import fxgen
 from fxgen._errors import SpecError
 from fxgen.assemble.modes import ModeGraphModule
 from fxgen.check.validate import as_spec
 from fxgen.policy.policy import DEFAULT_POLICY
+from fxgen.spec.resolve import expand_nodes
 
 SPEC: dict[str, Any] = {
     "fxgen": 2,
@@ -163,3 +169,29 @@ def test_passes_refuse_a_spec_whose_graph_depends_on_the_mode() -> None:
     """A pass edits one graph: run on the current mode's alone, the other would be left as it was."""
     with pytest.raises(SpecError, match=r"passes run on one graph, and this spec's graph depends on the mode"):
         fxgen.transform(SPEC, ["eliminate_dead_code"])
+
+
+@settings(max_examples=max(10, settings.default.max_examples // 3), suppress_health_check=[HealthCheck.too_slow])
+@given(mode_specs())
+def test_drawn_mode_specs_compute_each_modes_own_graph(data: dict[str, Any]) -> None:
+    """A drawn spec whose graph depends on the mode: ``fxgen.load``'s GraphModule and the
+    generated class, switched back and forth, compute in each mode what that mode's plain graph
+    (the items resolved for it) computes, seeded alike."""
+    gm = fxgen.load(data)
+    assert isinstance(gm, ModeGraphModule)
+    with tempfile.TemporaryDirectory() as folder:
+        generated = getattr(import_source(fxgen.generate(data), f"gen_modes_{abs(hash(str(data)))}", Path(folder)),
+                            data["name"])()  # fmt: skip
+    generated.load_state_dict(gm.state_dict(), strict=True)
+    inputs = inputs_for(data)
+    for mode in (False, True, False, True):
+        plain = {**data, "nodes": [node for node, _ in expand_nodes(data["nodes"], {"training": mode})]}
+        reference = fxgen.load(plain)
+        reference.load_state_dict(gm.state_dict(), strict=True)
+        reference.train(mode)
+        torch.manual_seed(0)
+        want = reference(*inputs)
+        for built in (gm, generated):
+            built.train(mode)
+            torch.manual_seed(0)
+            assert_same(want, built(*inputs))
