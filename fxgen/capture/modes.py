@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 import torch.fx
-from torch.utils import _pytree as pytree
 
 from fxgen._errors import ExportError
 
@@ -125,37 +124,50 @@ def proven(
         text = str(exc).strip().splitlines()
         return f"in {mode} mode the traced graph fails on the example inputs ({type(exc).__name__}: " \
                f"{text[0][:160] if text else ''})"  # fmt: skip
-    want, want_spec = pytree.tree_flatten(expected)
-    have, have_spec = pytree.tree_flatten(got)
-    if want_spec != have_spec:
-        return f"in {mode} mode the traced graph returns another structure than the model on the example inputs"
+    want, have = _tensors(expected), _tensors(got)
+    if len(want) != len(have):
+        return f"in {mode} mode the traced graph returns {len(have)} tensors where the model returns {len(want)} on " \
+               "the example inputs"  # fmt: skip
     names = _output_names(gm, len(have))
     for k, (x, y) in enumerate(zip(want, have, strict=True)):
-        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
-            if _same_tensor(x, y):
-                continue
-            detail = ""
-            if x.shape == y.shape and x.is_floating_point() and y.is_floating_point():
-                detail = f", by up to {(x.double() - y.double()).abs().nan_to_num().max().item():.3g}"
-        else:
-            try:
-                if type(x) is type(y) and bool(x == y):
-                    continue
-            except Exception:
-                pass
-            detail = f" ({x!r} against {y!r})"[:160]
+        if _same_tensor(x, y):
+            continue
+        detail = ""
+        if x.shape == y.shape and x.is_floating_point() and y.is_floating_point():
+            detail = f", by up to {(x.double() - y.double()).abs().nan_to_num().max().item():.3g}"
+        elif x.shape != y.shape:
+            detail = f" (shape {list(y.shape)} against {list(x.shape)})"
         return f"in {mode} mode output {k}{names[k]} of the traced graph differs from the model's on the example " \
                f"inputs{detail}"  # fmt: skip
     return None
 
 
+def _tensors(value: Any) -> list[torch.Tensor]:
+    """The tensors of an output, in order (a model's output class and the dict a traced graph
+    returns for it hold the same: containers are not compared, as ``bench/parity.py`` does not)."""
+    return _leaves(value, torch.Tensor)
+
+
+def _leaves(value: Any, kind: type[_Leaf]) -> list[_Leaf]:
+    if isinstance(value, kind):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _leaves(item, kind)]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in _leaves(item, kind)]
+    return []
+
+
+_Leaf = TypeVar("_Leaf")
+
+
 def _output_names(gm: torch.fx.GraphModule, count: int) -> list[str]:
-    """`` (node 'add')`` for each flattened output that is a node of ``gm``."""
+    """`` (node 'add')`` for each output tensor, where the output's nodes are the tensors."""
     output = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
-    leaves = pytree.tree_leaves(output.args[0]) if output is not None else []
+    leaves = _leaves(output.args[0], torch.fx.Node) if output is not None else []
     if len(leaves) != count:
         return [""] * count
-    return [f" (node {leaf.name!r})" if isinstance(leaf, torch.fx.Node) else "" for leaf in leaves]
+    return [f" (node {leaf.name!r})" for leaf in leaves]
 
 
 def refuse_unproven(difference: str, dynamo: ExportError) -> ExportError:

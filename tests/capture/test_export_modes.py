@@ -295,3 +295,26 @@ def test_the_cli_exports_both_modes_and_its_weights_load_with_the_spec(
     model.load_state_dict(fxgen.load("s.yaml", weights="w.safetensors").state_dict())
     _assert_exact_in_both_modes(model, fxgen.load("s.yaml", weights="w.safetensors"))
     assert "if self.training:" in fxgen.generate("s.yaml")
+
+
+class Output(dict):  # as a model output class is (Hugging Face's ModelOutput is an OrderedDict)
+    pass
+
+
+class ReturnsOutput(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> Output:
+        return Output(y=F.dropout(self.fc(x), 0.5, self.training))
+
+
+def test_the_proof_compares_the_tensors_an_output_class_holds() -> None:
+    """The traced graph returns a plain dict where the model returns its output class: the same
+    tensors, so the traced graph is kept (as bench/parity.py compares them)."""
+    model = _model(ReturnsOutput).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        spec = fxgen.export(model, example_inputs=X)
+    assert spec.doc is None  # traced, not captured with TorchDynamo
