@@ -109,21 +109,18 @@ _MODE = {False: "eval", True: "train"}
 def _proven_captures(module: torch.nn.Module, captures: Captures, failed: dict[bool, ExportError],
                      options: CaptureOptions, notify: Callable[[str], None]) -> tuple[Captures, dict[bool, ExportError]]:  # fmt: skip
     """Auto capture's proof on the example inputs: the traced graphs of both modes, or both
-    captured with TorchDynamo where one mode was not traced or a traced graph is not the model."""
+    captured with TorchDynamo where one mode was not traced or a traced graph is not the model
+    (refused if TorchDynamo fails and a traced graph is not the model)."""
     from fxgen.capture.dynamo import example_arguments
 
+    inputs, kwargs = example_arguments(module, options.example_inputs, options.example_kwargs)
     traced = [mode for mode, (_, doc) in captures.items() if doc is None]
     difference = None
     if failed or len(traced) not in (0, len(captures)):
         mode = next(iter(failed)) if failed else next(m for m in MODES if m not in traced)
         why = f"symbolic tracing fails in {_MODE[mode]} mode"
     else:
-        inputs, kwargs = example_arguments(module, options.example_inputs, options.example_kwargs)
-        for mode in traced:
-            module.train(mode)
-            difference = proven(module, captures[mode][0], inputs, kwargs, _as_captured)
-            if difference is not None:
-                break
+        difference = _first_difference(module, captures, traced, inputs, kwargs)
         if difference is None:
             return captures, failed
         why = f"the traced graph is not the model: {difference}"
@@ -134,11 +131,23 @@ def _proven_captures(module: torch.nn.Module, captures: Captures, failed: dict[b
             module.train(mode)
             again[mode] = capture_graph(module, dynamo)
     except ExportError as exc:
+        if difference is None:  # (tracing failed in one mode: the traced one must still be the model)
+            difference = _first_difference(module, captures, traced, inputs, kwargs)
         if difference is not None:
             raise refuse_unproven(difference, exc) from None
         return captures, failed
     notify(f"{why}: captured with TorchDynamo on the example inputs in both modes instead")
     return again, {}
+
+
+def _first_difference(module: torch.nn.Module, captures: Captures, traced: list[bool], inputs: dict[str, Any],
+                      kwargs: dict[str, Any]) -> str | None:  # fmt: skip
+    for mode in traced:
+        module.train(mode)
+        difference = proven(module, captures[mode][0], inputs, kwargs, _as_captured)
+        if difference is not None:
+            return difference
+    return None
 
 
 @contextlib.contextmanager

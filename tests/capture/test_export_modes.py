@@ -318,3 +318,17 @@ def test_the_proof_compares_the_tensors_an_output_class_holds() -> None:
         warnings.simplefilter("error")
         spec = fxgen.export(model, example_inputs=X)
     assert spec.doc is None  # traced, not captured with TorchDynamo
+
+
+class Neither(TracedOtherwise):  # train mode does not trace, TorchDynamo fails, and eval's trace is wrong
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        torch._dynamo.graph_break()
+        if self.training:
+            return self.fc(x) * torch.rand(x.shape[0], 1)
+        return super().forward(x)
+
+
+def test_a_wrong_traced_mode_is_refused_when_the_other_does_not_trace_and_dynamo_fails() -> None:
+    model = _model(Neither).eval()
+    with pytest.raises(ExportError, match=r"symbolic tracing computes something else: in eval mode output 0"):
+        _export(model, example_inputs=X)
