@@ -200,8 +200,11 @@ def shape_comments(spec: Spec, policy: Policy, origin: Spec | None = None) -> di
     """Each node's output (``float32[batch, 8, 14, 14]``), by index in ``spec.nodes`` (``origin``:
     the spec it was transformed from, where a failure is reported)."""
     from fxgen.analysis.shapes import analyse
+    from fxgen.assemble.module import default_instance
 
-    return {info.index: info.value for info in analyse(spec, policy, origin=origin).nodes}
+    instance, positions = default_instance(spec)  # conditionals and repeats: at the default arguments
+    infos = analyse(instance, policy, origin=origin).nodes
+    return {at: info.value for info in infos if (at := positions[info.index]) is not None}
 
 
 def render_job(job: Job, allow: tuple[str, ...], shapes: bool = False) -> str:

@@ -292,6 +292,94 @@ def expression_specs(draw: st.DrawFn, base: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+# -- conditionals and repeats of nodes -----------------------------------------------------------------
+@st.composite
+def construct_specs(draw: st.DrawFn, max_items: int = 6) -> dict[str, Any]:
+    """A format-2 spec whose graph has conditionals, repeats (carry, collect), aliases and
+    ``{arg: ...}`` values, nested at random, over ``x`` of shape [2, 4] and a ModuleList ``m`` of
+    ``n`` Linear(4, 4) (``n`` an argument); mostly valid, sometimes not (a drawn condition that is
+    no bool, a count that is negative or a float, a target past the list's end)."""
+    counter = iter(range(10**6))
+    loops: list[str] = []
+
+    def fresh(prefix: str = "v") -> str:
+        return f"{prefix}{next(counter)}"
+
+    def value_of(visible: list[str]) -> str:
+        return "%" + draw(st.sampled_from(visible))
+
+    def node(visible: list[str]) -> dict[str, Any]:
+        name = fresh()
+        kind = draw(st.sampled_from(["act", "add", "scale", "item"] if loops else ["act", "add", "scale"]))
+        if kind == "act":
+            return {"op": "call_module", "name": name, "target": "act", "args": [value_of(visible)]}
+        if kind == "add":
+            return {"op": "call_function", "name": name, "target": "operator.add",
+                    "args": [value_of(visible), value_of(visible)]}  # fmt: skip
+        if kind == "scale":
+            factor = draw(expressions(["n", *loops], depth=1)) if draw(st.booleans()) else "n + 1"
+            return {"op": "call_function", "name": name, "target": "torch.mul", "args": [value_of(visible), {"arg": factor}]}
+        return {"op": "call_module", "name": name, "target": f"m.{{{draw(st.sampled_from(loops))}}}",
+                "args": [value_of(visible)]}  # fmt: skip
+
+    def items(visible: list[str], depth: int, count: int) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for _ in range(count):
+            kind = draw(st.sampled_from(["node", "node", "alias", "if", "for"] if depth < 3 else ["node"]))
+            if kind == "node":
+                out.append(node(visible))
+                visible.append(out[-1]["name"])
+            elif kind == "alias":
+                out.append({"op": "alias", "name": fresh("a"), "args": [value_of(visible)]})
+                visible.append(out[-1]["name"])
+            elif kind == "if":
+                joined = fresh("j")
+                branches = []
+                for _ in range(2):
+                    inner = list(visible)
+                    body = items(inner, depth + 1, draw(st.integers(0, 2)))
+                    body.append({"op": "alias", "name": joined, "args": [value_of(inner)]})
+                    branches.append(body)
+                drawn = draw(expressions(["n", *loops], depth=1))  # mostly not a bool: refused
+                cond = draw(st.sampled_from(["n > 1", "n % 2 == 0", "True", drawn]))
+                out.append({"if": cond, "then": branches[0], "else": branches[1]})
+                visible.append(joined)
+            else:
+                var = fresh("i")
+                carried = fresh("c")
+                out.append({"op": "alias", "name": carried, "args": [value_of(visible)]})
+                visible.append(carried)
+                loops.append(var)
+                inner = list(visible)
+                body = items(inner, depth + 1, draw(st.integers(0, 2)))
+                body.append({"op": "call_module", "name": fresh("h"), "target": f"m.{{{var}}}", "args": ["%" + carried]})
+                loops.pop()
+                loop: dict[str, Any] = {"for": var, "in": draw(st.sampled_from(["n", "n - 1", 0, 1, "n // 2", "n / 2"])),
+                                        "nodes": body, "carry": {carried: "%" + body[-1]["name"]}}  # fmt: skip
+                out.append(loop)
+                if draw(st.booleans()):  # the carried value and every step's, summed
+                    loop["collect"] = fresh("l")
+                    joined, summed = fresh("t"), fresh("z")
+                    out.append({"op": "call_function", "name": joined, "target": "operator.add",
+                                "args": [["%" + carried], "%" + loop["collect"]]})  # fmt: skip
+                    out.append({"op": "call_function", "name": summed, "target": "sum", "args": ["%" + joined]})
+                    visible.append(summed)
+        return out
+
+    visible = ["x"]
+    nodes = [{"op": "placeholder", "name": "x", "type": "torch.Tensor"},
+             *items(visible, 0, draw(st.integers(1, max_items))),
+             {"op": "output", "args": ["%" + visible[-1]]}]  # fmt: skip
+    linear = {"class": "torch.nn.Linear", "args": [4, 4]}
+    return {
+        "fxgen": 2, "name": "Drawn",
+        "args": {"n": {"type": "int", "default": draw(st.integers(0, 4))}},
+        "modules": {"m": {"class": "torch.nn.ModuleList", "args": [[{"repeat": {"arg": "n"}, "module": linear}]]},
+                    "act": {"class": "torch.nn.Tanh"}},
+        "nodes": nodes,
+    }  # fmt: skip
+
+
 # -- the mode (format 2's `if: training` and {arg: training}) -----------------------------------
 @st.composite
 def mode_specs(draw: st.DrawFn) -> dict[str, Any]:

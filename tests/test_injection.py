@@ -34,6 +34,8 @@ from fxgen.check.validate import validate_data
 from fxgen.codegen.render import declared_classes
 from fxgen.policy.tables import SAFE_BUILTINS
 from fxgen.spec.init import INIT_SCHEMES
+from fxgen.spec.model import walk_loops, walk_nodes
+from fxgen.spec.resolve import needs_resolution
 from fxgen.spec.values import iter_refs
 
 PACKED = base64.b64encode(zlib.compress(b"\x00\x3c\x00\xc0")).decode()  # float16 [1.0, -2.0]
@@ -312,8 +314,8 @@ def _used_names(spec: fxgen.Spec) -> set[str]:
     for body in _bodies(spec):
         for module in body.modules.values():
             used |= set(declared_classes(module))
-        used |= {n.target for n in body.nodes if n.op == "call_function" and n.target}
-        types = [n.type for n in body.nodes if n.type] + [a.type for a in body.args.values()]
+        used |= {n.target for n in walk_nodes(body.nodes) if n.op == "call_function" and n.target}
+        types = [n.type for n in walk_nodes(body.nodes) if n.type] + [a.type for a in body.args.values()]
         used |= {w for t in types for w in re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", t)}
     return used
 
@@ -392,12 +394,14 @@ def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
 
     # names: the spec's own and the fixed ones
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    own = {c.name for c in classes} | {"range", "_"}
+    own = {c.name for c in classes} | {"range", "enumerate", "_"}
     for body in _bodies(spec):
-        own |= {n.name for n in body.nodes if n.name} | set(body.args) | set(body.values)
+        nodes = walk_nodes(body.nodes)
+        own |= {n.name for n in nodes if n.name} | set(body.args) | set(body.values)
+        own |= {name for loop in walk_loops(body.nodes) for name in (loop.var, loop.collect) if name}
         own |= {name.split(".")[0] for m in body.modules.values() for name in declared_classes(m)}
-        own |= {n.target.split(".")[0] for n in body.nodes if n.op == "call_function" and n.target}
-        types = [n.type for n in body.nodes if n.type] + [a.type for a in body.args.values()]
+        own |= {n.target.split(".")[0] for n in nodes if n.op == "call_function" and n.target}
+        types = [n.type for n in nodes if n.type] + [a.type for a in body.args.values()]
         own |= {word for t in types for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", t)}
     own |= bound  # forward's locals for containers and subscripted callees
     fields = {f.target.id for f in ast.walk(tree) if isinstance(f, ast.AnnAssign) and isinstance(f.target, ast.Name)}
@@ -451,7 +455,7 @@ def _check_class(
     assert (init.name, forward.name) == ("__init__", "forward")
     assert not init.decorator_list and not forward.decorator_list
     assert [a.arg for a in init.args.args] == ["self", *body.args]
-    placeholders = [n.name for n in body.nodes if n.op == "placeholder"]
+    placeholders = [n.name for n in walk_nodes(body.nodes) if n.op == "placeholder"]
     assert [a.arg for a in forward.args.args] == ["self", *placeholders]
 
     # __init__: super().__init__(), the named values (``hidden = <expression>``, in the order
@@ -465,8 +469,13 @@ def _check_class(
     for stmt in init.body[1 + len(body.values) :]:
         if isinstance(stmt, ast.Assign):
             assert len(stmt.targets) == 1 and _on_self(stmt.targets[0]), ast.unparse(stmt)
+            if isinstance(stmt.value, ast.Name):  # an argument or value forward reads: self.n = n
+                assert ast.unparse(stmt.targets[0]) == f"self.{stmt.value.id}" and stmt.value.id in {*body.args, *body.values}
         else:
             assert isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call), ast.unparse(stmt)
+    if needs_resolution(body.nodes):
+        _check_constructs(forward, body, aliases, bound)
+        return {doc_node} if doc_node is not None else set()
 
     # forward: one statement per non-placeholder node, the last a return, besides the statements
     # binding a container or a subscripted callee to a local (``blocks_0 = self.blocks[0]``)
@@ -523,6 +532,53 @@ def _check_class(
         assert callee in allowed or _on_self(_uncast(call.func), locals_) or is_method, callee
     assert forward_calls <= node_calls
     return {doc_node} if doc_node is not None else set()
+
+
+def _check_constructs(forward: ast.FunctionDef, body: fxgen.Spec, aliases: dict[str, str], bound: set[str]) -> None:
+    """A forward with conditionals and loops: only assignments, calls, returns, ``if`` on an
+    expression of ``self.ARG``/``self.training``/loop indices, ``for`` over ``range``,
+    ``enumerate`` or a ``self`` path; calls only of what the nodes call, ``X.append`` for a
+    collected list, a loop's item; locals only the spec's names and those the loops bind."""
+    loops = walk_loops(body.nodes)
+    indices = {loop.var for loop in loops}
+    collects = {loop.collect for loop in loops if loop.collect}
+    nodes = walk_nodes(body.nodes)
+    allowed = {"range", "enumerate", *(f"{c}.append" for c in collects)}
+    for node in nodes:
+        if node.op == "call_function":
+            allowed |= _qualified_forms(node.target or "", aliases)
+    methods = {n.target for n in nodes if n.op == "call_method"}
+    for stmt in ast.walk(forward):
+        if not isinstance(stmt, ast.stmt) or stmt is forward:
+            continue
+        assert isinstance(stmt, (ast.Assign, ast.Expr, ast.Return, ast.If, ast.For, ast.Pass)), ast.unparse(stmt)
+        if isinstance(stmt, ast.If):
+            _check_expression(_unself(stmt.test), {*body.args, *body.values, *indices, "training"})
+        elif isinstance(stmt, ast.For):
+            names = [stmt.target] if isinstance(stmt.target, ast.Name) else getattr(stmt.target, "elts", [])
+            assert all(isinstance(n, ast.Name) for n in names), ast.unparse(stmt.target)
+            bound |= {n.id for n in names if isinstance(n, ast.Name)} - indices
+            callee = ast.unparse(stmt.iter.func) if isinstance(stmt.iter, ast.Call) else None
+            assert callee in ("range", "enumerate") or _on_self(stmt.iter), ast.unparse(stmt.iter)
+    for call in (n for n in ast.walk(forward) if isinstance(n, ast.Call)):
+        callee = ast.unparse(call.func)
+        if callee in VALUE_CALLS or callee in EXPRESSION_CALLS or callee == "getattr":
+            continue
+        is_method = isinstance(call.func, ast.Attribute) and call.func.attr in methods
+        local = isinstance(call.func, ast.Name) and call.func.id in bound  # a loop's item: `m(prev)`
+        assert callee in allowed or _on_self(_uncast(call.func), {"self"} | bound) or is_method or local, callee
+
+
+def _unself(expr: ast.expr) -> ast.expr:
+    """``self.n > 0`` -> ``n > 0``: forward reads the class's arguments as attributes."""
+
+    class Strip(ast.NodeTransformer):
+        def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                return ast.Name(id=node.attr, ctx=ast.Load())
+            return self.generic_visit(node)
+
+    return Strip().visit(copy.deepcopy(expr))  # type: ignore[no-any-return]
 
 
 def _check_expression(expr: ast.expr, names: set[str]) -> None:
@@ -741,6 +797,93 @@ def test_hostile_text_anywhere_in_format_2(edits: list[tuple[str, str]]) -> None
     run_case(data)
 
 
+# -- format 2: conditionals, repeats and aliases of nodes -----------------------------------------
+BASE_FLOW: dict[str, Any] = {
+    "fxgen": 2,
+    "name": "Victim",
+    "args": {"n": {"type": "int", "default": 2}, "skip": {"type": "bool", "default": True}},
+    "modules": {
+        "m": {"class": "torch.nn.ModuleList", "args": [[{"repeat": {"arg": "n"},
+                                                         "module": {"class": "torch.nn.Linear", "args": [4, 4]}}]]},
+        "act": {"class": "torch.nn.ReLU"},
+    },
+    "nodes": [
+        {"op": "placeholder", "name": "x", "type": "torch.Tensor"},
+        {"op": "alias", "name": "prev", "args": ["%x"]},
+        {"for": "i", "in": "n", "nodes": [
+            {"op": "call_module", "name": "h", "target": "m.{i}", "args": ["%prev"]},
+            {"op": "call_function", "name": "k", "target": "torch.mul", "args": ["%h", {"arg": "i + 1"}]},
+        ], "carry": {"prev": "%k"}, "collect": "hs"},
+        {"if": "skip and n > 0",
+         "then": [{"op": "call_module", "name": "out", "target": "act", "args": ["%prev"]}],
+         "else": [{"op": "alias", "name": "out", "args": ["%x"]}]},
+        {"op": "call_function", "name": "cat", "target": "torch.cat", "args": [{"tuple": ["%out", "%hs"]}]},
+        {"op": "output", "args": ["%out"]},
+    ],
+}  # fmt: skip
+
+
+def _rename_index(d: dict[str, Any], s: str) -> None:
+    loop = d["nodes"][2]
+    loop["for"] = s
+    loop["nodes"][0]["target"] = "m.{" + s + "}"
+    loop["nodes"][1]["args"][1] = {"arg": f"{s} + 1"}
+
+
+def _rename_alias(d: dict[str, Any], s: str) -> None:
+    d["nodes"][1]["name"] = s
+    d["nodes"][2]["nodes"][0]["args"] = ["%" + s]
+    d["nodes"][2]["carry"] = {s: "%k"}
+    d["nodes"][3]["then"][0]["args"] = ["%" + s]
+
+
+def _rename_collect(d: dict[str, Any], s: str) -> None:
+    d["nodes"][2]["collect"] = s
+    d["nodes"][4]["args"] = [{"tuple": ["%out", "%" + s]}]
+
+
+SLOTS_FLOW: dict[str, Callable[[dict[str, Any], str], None]] = {
+    "loop index": _rename_index,
+    "alias and carry name": _rename_alias,
+    "collect name": _rename_collect,
+    "carry value": lambda d, s: d["nodes"][2].__setitem__("carry", {"prev": s}),
+    "condition": lambda d, s: d["nodes"][3].__setitem__("if", s),
+    "loop count": lambda d, s: d["nodes"][2].__setitem__("in", s),
+    "node expression": lambda d, s: d["nodes"][2]["nodes"][1]["args"].__setitem__(1, {"arg": s}),
+    "loop target": lambda d, s: d["nodes"][2]["nodes"][0].__setitem__("target", s),
+    "loop target index": lambda d, s: d["nodes"][2]["nodes"][0].__setitem__("target", "m.{" + s + "}"),
+    "body node name": lambda d, s: _set_body_name(d, s),
+}
+
+
+def _set_body_name(d: dict[str, Any], s: str) -> None:
+    body = d["nodes"][2]["nodes"]
+    body[0]["name"] = s
+    body[1]["args"][0] = "%" + s
+
+
+def test_the_constructs_base_spec_is_valid() -> None:
+    assert run_case(copy.deepcopy(BASE_FLOW)) is not None
+
+
+@pytest.mark.parametrize("slot", sorted(SLOTS_FLOW))
+def test_every_nasty_string_in_every_construct_slot(slot: str) -> None:
+    _grid(BASE_FLOW, SLOTS_FLOW, slot, [*NASTY_CORE, *EXPRESSIONS], run_case)
+
+
+def _grid(base: dict[str, Any], slots: dict[str, Any], slot: str, texts: list[str], run: Callable[..., Any]) -> None:
+    """Every text in one slot of ``base``: ``run`` refuses it or generates safely, never crashes."""
+    failures = []
+    for text in texts:
+        data = copy.deepcopy(base)
+        slots[slot](data, text)
+        try:
+            run(data)
+        except Exception as exc:  # collect them all: one slot, every string
+            failures.append(f"{text!r}: {type(exc).__name__}: {str(exc)[:300]}")
+    assert not failures, f"slot {slot!r}:\n" + "\n".join(failures)
+
+
 # The grid runs every slot against these; the property test below draws from all of NASTY.
 NASTY_CORE = [
     '"', "'", '"""', "\\", "\n", "\r", "\u2028", "\x00", "\x85", "#", "x\n", "x\nimport os", "x)\nimport os\n(",
@@ -888,15 +1031,7 @@ def run_case3(data: dict[str, Any]) -> fxgen.Spec | None:
 
 @pytest.mark.parametrize("slot", sorted(SLOTS3))
 def test_every_nasty_string_in_inputs_shapes_and_passes(slot: str) -> None:
-    failures = []
-    for text in NASTY_CORE:
-        data = copy.deepcopy(BASE3)
-        SLOTS3[slot](data, text)
-        try:
-            run_case3(data)
-        except Exception as exc:  # collect them all: one slot, every string
-            failures.append(f"{text!r}: {type(exc).__name__}: {str(exc)[:300]}")
-    assert not failures, f"slot {slot!r}:\n" + "\n".join(failures)
+    _grid(BASE3, SLOTS3, slot, NASTY_CORE, run_case3)
 
 
 def test_the_inputs_and_passes_base_spec_is_valid_and_transformed() -> None:

@@ -38,14 +38,14 @@ from fxgen.construct.graph import build_graph
 from fxgen.construct.modules import construct_call, set_attr_path
 from fxgen.construct.tensors import make_tensor
 from fxgen.policy.policy import DEFAULT_POLICY, Policy
-from fxgen.spec.model import BufferSpec, Item, ModuleSpec, ParameterSpec, Spec
+from fxgen.spec.model import BufferSpec, Item, ModuleSpec, Node, ParameterSpec, Spec, plain_nodes
 from fxgen.spec.resolve import (
     TRAINING,
     NodesError,
     bind,
+    expand_nodes,
     has_arguments,
     needs_resolution,
-    resolve_nodes,
     substitute,
     substitute_declaration,
     substitute_init,
@@ -54,7 +54,7 @@ from fxgen.spec.resolve import (
 )
 from fxgen.spec.tree import construction_plan, declaration_order
 
-__all__ = ["META_KEY", "Builder", "Declarations", "build_module", "instance_spec"]
+__all__ = ["META_KEY", "Builder", "Declarations", "build_module", "default_instance", "instance_spec"]
 
 
 META_KEY = "fxgen"
@@ -158,13 +158,13 @@ def build_module(
         with _located(spec, "values" if spec.values else "args", None, "cannot compute the class's values"):
             env = with_values(values, spec.values)
             concrete = concrete_declarations(spec, env)
-        written = spec  # the class as written (its items), what to_spec gives back
+        written = spec.nodes
         if uses_training(spec.nodes):  # one graph per mode (fxgen.assemble.modes)
-            modes = {mode: instance_spec(spec, {**env, TRAINING: mode}) for mode in (False, True)}
-            graphs = {mode: build_graph(body, policy) for mode, body in modes.items()}
-            spec = modes[True]
+            modes = {mode: _resolved(spec, {**env, TRAINING: mode}) for mode in (False, True)}
+            graphs = {mode: build_graph(body, policy) for mode, (body, _) in modes.items()}
+            spec, wheres = modes[True]
         else:
-            spec = instance_spec(spec, env)
+            spec, wheres = _resolved(spec, env)
     if graphs is None:
         graph = build_graph(spec, policy)
     tables = (concrete.modules, concrete.parameters, concrete.buffers)
@@ -193,14 +193,20 @@ def build_module(
         set_attr_path(root, path, torch.nn.Parameter(made[path], requires_grad=param.requires_grad))
     for path, buffer in spec.buffers.items():
         set_attr_path(root, path, made[path], persistent=buffer.persistent)
+    if spec.fxgen >= 2 and spec.nodes is not written:
+        for body, where, mode_env in (
+            [(spec, wheres, env)] if graphs is None else [(*modes[m], {**env, TRAINING: m}) for m in modes]
+        ):
+            _check_targets(body, where, root, mode_env)
     if graphs is None:
         gm = _graph_module(spec, root, graph, policy, builder if policy is builder.policy else None)
     else:
         gm = _mode_graph_module(spec, root, graphs)
-        spec = written
     if spec.doc is not None:
         type(gm).__doc__ = spec.doc
     gm.meta[META_KEY] = Declarations(spec, dict(values))
+    if spec.fxgen >= 2 and spec.nodes is not written:  # resolved: remember the items as written
+        gm.meta[META_KEY].written, gm.meta[META_KEY].code = written, gm.code
     return gm
 
 
@@ -392,8 +398,12 @@ class Declarations:
     the whole spec's view of it) and the argument values it was built with."""
 
     def __init__(self, spec: Spec, values: dict[str, Any]) -> None:
-        self.spec = spec
+        self.spec = spec  # for a class with conditionals or repeats, this instance's (resolved)
         self.values = values
+        # the node list as written (conditionals, repeats) and the code of the graph it gave,
+        # when it was resolved: a graph no pass changed since gives the items back
+        self.written: list[Item] | None = None
+        self.code: str | None = None
         self.modules = dict(spec.modules)
         self.parameters = dict(spec.parameters)
         self.buffers = dict(spec.buffers)
@@ -407,13 +417,51 @@ def instance_spec(spec: Spec, env: Mapping[str, Any]) -> Spec:
     values): conditionals taken, repeats unrolled, aliases gone (``fxgen.spec.resolve``); the
     same Spec when its graph does not depend on them. What cannot be resolved is a SpecError
     at the conditional or repeat."""
+    return _resolved(spec, env)[0]
+
+
+def _check_targets(spec: Spec, wheres: list[tuple[str | int, ...]], root: torch.nn.Module, env: Mapping[str, Any]) -> None:
+    """Each target of a resolved graph is in the module built for it: validation checks the
+    instances the spec's defaults make, a load with other arguments may unroll a loop past the
+    end of a list (``m.{i}`` for i up to the count, with fewer items)."""
+    for node, where in zip(plain_nodes(spec.nodes), wheres, strict=True):
+        if node.op not in ("call_module", "get_attr") or node.target is None:
+            continue
+        value: Any = root
+        for part in node.target.split("."):
+            value = getattr(value, part, _MISSING)
+            if value is _MISSING:
+                shown = ", ".join(f"{k}={v!r}" for k, v in env.items())
+                raise SpecError.at(spec.locate((*where, "target")), f"{node.op} target {node.target!r} is not in "
+                                   f"this instance (with {shown}): a loop or condition reaches past what the "
+                                   "declarations build for these arguments")  # fmt: skip
+
+
+_MISSING: Any = object()
+
+
+def default_instance(spec: Spec) -> tuple[Spec, list[int | None]]:
+    """``spec`` resolved at its default arguments (what ``fxgen show`` and shape comments look
+    at), and for each of its nodes the position of the top-level item it is (None for a node
+    from inside a conditional or repeat)."""
+    if spec.fxgen < 2 or not needs_resolution(spec.nodes):
+        return spec, list(range(len(spec.nodes)))
+    with _located(spec, "values" if spec.values else "args", None, "cannot compute the class's values"):
+        env = with_values(bind(spec.args, [], {}), spec.values)
+    instance, wheres = _resolved(spec, env)
+    return instance, [int(where[1]) if len(where) == 2 else None for where in wheres]
+
+
+def _resolved(spec: Spec, env: Mapping[str, Any]) -> tuple[Spec, list[tuple[str | int, ...]]]:
+    """``spec`` with its nodes resolved with ``env``, and where each node is written."""
     if not needs_resolution(spec.nodes):
-        return spec
+        return spec, [("nodes", i) for i in range(len(spec.nodes))]
     try:
-        nodes = resolve_nodes(spec.nodes, env)
+        flat = expand_nodes([item.to_dict() for item in spec.nodes], env)
     except NodesError as exc:
         raise SpecError.at(spec.locate(exc.path), str(exc)) from None
-    return dataclasses.replace(spec, nodes=list[Item](nodes))
+    nodes: list[Item] = [Node(**data) for data, _ in flat]
+    return dataclasses.replace(spec, nodes=nodes), [where for _, where in flat]
 
 
 def concrete_declarations(spec: Spec, values: Mapping[str, Any]) -> Spec:

@@ -4,9 +4,9 @@ These checks look at the document as data (schema-valid): a format-1 spec that u
 format-2 feature (``args``, ``values``, ``classes``, ``{arg: ...}``, module values, repeats);
 block names; blocks that use each other in a cycle; the arguments of a class (their types,
 defaults, and the expressions that refer to them); its named values (``values:``, each from the
-arguments and the values written before it, each used); and where those expressions may appear
-(declarations only: a graph never depends on arguments). ``fxgen.check.validate`` runs them, and constructs the blocks
-with concrete argument values to check what needs construction.
+arguments and the values written before it, each used by a declaration or a node; ``training``
+is refused where a value is needed at construction). ``fxgen.check.validate`` runs them, and
+constructs the blocks with concrete argument values to check what needs construction.
 """
 
 from __future__ import annotations

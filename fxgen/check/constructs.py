@@ -186,10 +186,6 @@ class _Walker:
             self.problems.append(((*where, "name"), f"node name {name!r} inside a `for` is already a value outside "
                                                     "it; a loop's nodes are new each step: give it a name of its "
                                                     "own"))  # fmt: skip
-        if op == "alias":
-            problem = self.name_problem(name, "alias name")
-            if problem:
-                self.problems.append(((*where, "name"), problem))
         visible[name] = where
         self.hidden.pop(name, None)
 

@@ -59,6 +59,11 @@ class NodeChecks(CheckerBase):
         for where, message in problems:
             self.error(where, message)
         self.canonical_types.extend(self.check_type(node, where) for where, node in walk_data(nodes))
+        for where, node in walk_data(nodes):
+            # Names the resolved graph does not show as written: an alias's, a loop's node's
+            # (h_0, h_1 there); the generated forward writes them as they are.
+            if node.get("name") is not None and (node["op"] == "alias" or "for" in _kinds(nodes, where)):
+                self.check_name(node["name"], (*where, "name"), node["op"])
         if problems or self.env is None:
             return  # without argument values (a block nothing uses), the items as written are all there is
         # A graph that depends on the mode is checked in both (each mode's graph is a plain one).
@@ -338,6 +343,17 @@ class NodeChecks(CheckerBase):
 
 
 _UNSET: Any = object()
+
+
+def _kinds(items: list[dict[str, Any]], where: JsonPath) -> set[str]:
+    """The kinds of items (``if``, ``for``) that the item at ``where`` is inside."""
+    out: set[str] = set()
+    value: Any = items
+    for key in where[1:]:
+        value = value[key]
+        if isinstance(value, dict) and "op" not in value:
+            out.add("if" if "if" in value else "for")
+    return out
 _CONTAINERS = (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ModuleDict)  # whose items a node may call
 
 

@@ -287,6 +287,12 @@ def _prepared(spec: Any, allow: tuple[str, ...], *, notes: bool = False, analyse
         origin, spec = spec, result.spec
         for note in result.notes if notes else ():
             print(note, file=sys.stderr)
+    from fxgen.spec.resolve import needs_resolution
+
+    if needs_resolution(spec.nodes):  # conditionals and repeats: the graph at the default arguments
+        from fxgen.assemble.module import default_instance
+
+        spec = default_instance(spec)[0]
     analysis = None
     if spec.inputs:
         from fxgen.analysis import shapes

@@ -135,7 +135,7 @@ def _render_class(
     statements = forward_block(spec, tree, imports, _module_of, build.fields)
     init = init_lines(build)
     if any(depth for _, _, depth in statements):
-        forward = _nested(statements)
+        forward = _nested(statements, shapes or {})
     elif shapes is None:
         forward = formatter.block([line for line, _, _ in statements], FORWARD_DEPTH)
     else:
@@ -157,23 +157,24 @@ def _render_class(
     return out
 
 
-def _nested(statements: list[tuple[str, int | None, int]]) -> list[str]:
+def _nested(statements: list[tuple[str, int | None, int]], shapes: dict[int, str]) -> list[str]:
     """The lines of a forward with conditionals and loops: each run of statements at one depth
-    formatted as a block, each header (``if ...:``, ``else:``, ``for ...:``) on its own."""
+    formatted as a block (a top-level node's with its shape comment), each header (``if ...:``,
+    ``else:``, ``for ...:``) on its own."""
     out: list[str] = []
-    run: list[str] = []
+    run: list[tuple[str, str | None]] = []
     run_depth = 0
-    for line, _, depth in statements:
+    for line, index, depth in statements:
         if run and (depth != run_depth or line.endswith(":")):
-            out += formatter.block(run, FORWARD_DEPTH + run_depth)
+            out += formatter.commented_block(run, FORWARD_DEPTH + run_depth)
             run = []
         if line.endswith(":"):  # a compound statement's header: no simple statement ends so
             prefix = "    " * (FORWARD_DEPTH + depth)
             out += [prefix + part for part in formatter.format_header(line, FORWARD_DEPTH + depth)]
             continue
-        run.append(line)
+        run.append((line, comment(shapes.get(index)) if index is not None else None))
         run_depth = depth
-    return out + (formatter.block(run, FORWARD_DEPTH + run_depth) if run else [])
+    return out + (formatter.commented_block(run, FORWARD_DEPTH + run_depth) if run else [])
 
 
 def block_order(spec: Spec) -> list[str]:

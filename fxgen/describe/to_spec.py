@@ -168,13 +168,23 @@ def _format2_spec(gm: torch.fx.GraphModule, spec: Spec, name: str | None) -> Spe
     for block, body in spec.classes.items():
         if block == spec.name and spec.scope:
             continue  # the block this GraphModule is
-        graphs = [_graph_nodes(instance, body) for instance in blocks.get(block, [])]
+        graphs = [_written_or_graph(instance, body) for instance in blocks.get(block, [])]
         if any(nodes != graphs[0] for nodes in graphs[1:]):
             raise ExportError(f"the instances of block {block!r} no longer run the same graph; a format-2 "
                               "spec holds one graph per class: change every instance, or export the model")  # fmt: skip
         classes[block] = dataclasses.replace(body, nodes=graphs[0] if graphs else body.nodes)
-    nodes = _graph_nodes(gm, spec)
+    nodes = _written_or_graph(gm, spec)
     return dataclasses.replace(spec, name=name or spec.name, nodes=nodes, classes=classes, document=None, scope=())
+
+
+def _written_or_graph(gm: torch.fx.GraphModule, body: Spec | ClassSpec) -> list[Item]:
+    """A class built from conditionals or repeats whose graph nothing changed since: the items as
+    written (its graph is one instance's); else ``gm``'s nodes."""
+    declared = gm.meta.get(META_KEY)
+    if declared is not None and declared.written is not None and gm.code == declared.code \
+            and not isinstance(gm, ModeGraphModule):  # fmt: skip
+        return declared.written
+    return _graph_nodes(gm, body)
 
 
 def _graph_nodes(gm: torch.fx.GraphModule, body: Spec | ClassSpec) -> list[Item]:
@@ -186,9 +196,10 @@ def _graph_nodes(gm: torch.fx.GraphModule, body: Spec | ClassSpec) -> list[Item]
     nodes = {mode: _plain_nodes(graph, body) for mode, graph in gm.mode_graphs().items()}
     declared = gm.meta.get(META_KEY)
     if declared is not None:
+        written = declared.written if declared.written is not None else body.nodes
         env = with_values(declared.values, body.values)
-        if all(resolve_nodes(body.nodes, {**env, TRAINING: mode}) == nodes[mode] for mode in nodes):
-            return list(body.nodes)
+        if all(resolve_nodes(written, {**env, TRAINING: mode}) == nodes[mode] for mode in nodes):
+            return list(written)
     return align(nodes[False], nodes[True]).spec_items()
 
 

@@ -1,13 +1,15 @@
-"""Format 2's declarations made concrete: constructor arguments bound, named values computed,
-``{arg: ...}`` evaluated, repeats expanded.
+"""Format 2 made concrete for one instance: constructor arguments bound, named values computed,
+``{arg: ...}`` evaluated, repeats expanded, conditionals and repeats of nodes resolved.
 
-A class's declarations may depend on its constructor arguments; its graph never does. Binding
-the values a class is constructed with to its ``args``, then computing its ``values:`` (each from
-the arguments and the values written before it), gives an environment; substituting it
-into a declaration's encoded values gives a format-1 declaration with ``{module: ...}`` items
-left for the constructor (each ``{repeat: N, module: D}`` list item becomes N of them). The
-check, assemble and codegen stages all go through here, so a block is built from the same
-values everywhere. Data in, data out: nothing here constructs or imports anything.
+A class's declarations and its graph may depend on its constructor arguments. Binding the
+values a class is constructed with to its ``args``, then computing its ``values:`` (each from
+the arguments and the values written before it), gives an environment; substituting it into a
+declaration's encoded values gives a format-1 declaration with ``{module: ...}`` items left for
+the constructor (each ``{repeat: N, module: D}`` list item becomes N of them), and resolving its
+node list with it (``resolve_nodes``: the branch taken, the loops unrolled, aliases followed)
+gives a plain graph; the environment may also hold ``training``, the module's mode. The check,
+assemble and codegen stages all go through here, so a block is built from the same values
+everywhere. Data in, data out: nothing here constructs or imports anything.
 """
 
 from __future__ import annotations
@@ -178,10 +180,28 @@ def needs_resolution(items: list[Item]) -> bool:
     """Does a node list hold a conditional, a repeat, an alias or an ``{arg: ...}`` value: does
     its graph depend on the class's arguments (or the mode)?"""
     for item in items:
-        if not isinstance(item, Node):
+        if type(item) is not Node:
             return True
-        if item.op == "alias" or has_arguments(item.args) or has_arguments(item.kwargs):
+        if item.op == "alias" or _holds_arguments(item.args) or (item.kwargs and _holds_arguments(item.kwargs)):
             return True
+    return False
+
+
+_NESTED = (list, dict)
+
+
+def _holds_arguments(value: Any) -> bool:
+    """``has_arguments`` for node values, without a call per scalar (checked on every node of
+    every load and validation: most values are references and numbers)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is list:
+            stack.extend(x for x in item if type(x) in _NESTED)
+        elif type(item) is dict:
+            if "arg" in item or "module" in item or "repeat" in item:
+                return True
+            stack.extend(x for x in item.values() if type(x) in _NESTED)
     return False
 
 
@@ -432,5 +452,9 @@ def walk_data(
 
 def data_needs_resolution(items: list[dict[str, Any]]) -> bool:
     """``needs_resolution`` for a node list as (schema-valid) data."""
-    return any(is_construct(item) or item.get("op") == "alias" or has_arguments(item.get("args"))
-               or has_arguments(item.get("kwargs")) for item in items)  # fmt: skip
+    for item in items:
+        if "op" not in item or item["op"] == "alias" or _holds_arguments(item.get("args")):
+            return True
+        if "kwargs" in item and _holds_arguments(item["kwargs"]):
+            return True
+    return False

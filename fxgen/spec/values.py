@@ -199,8 +199,8 @@ def decode(value: Any, ref: Callable[[str], Any]) -> Any:
     raise ValueError(f"unknown value tag {tag!r}")
 
 
-_NOT_A_VALUE = ("{{{tag}: ...}} is only meaningful in a format-2 declaration (module arguments, tensor "
-                "shapes and inits): a graph never depends on constructor arguments")
+_NOT_A_VALUE = ("{{{tag}: ...}} belongs in a format-2 declaration (module arguments, tensor shapes and "
+                "inits); a node argument may hold {{arg: ...}} only, in a spec that says `fxgen: 2`")
 
 
 def decode_kwargs(kwargs: dict[str, Any], ref: Callable[[str], Any]) -> dict[str, Any]:

@@ -127,3 +127,21 @@ def test_a_graph_that_depends_on_the_mode_is_checked_in_both() -> None:
     data = _spec([{"if": "training", "then": [_call("y", "%x", target="nope")], "else": [_call("y", "%x")]},
                   {"op": "output", "args": ["%y"]}])  # fmt: skip
     assert any("call_module target 'nope' is not declared" in m for m in _messages(data))
+
+
+def test_a_load_whose_arguments_unroll_past_a_list_says_where() -> None:
+    """Validation checks the instances the defaults make; other arguments at load time may take
+    a branch that calls an item the list does not have (found by the fuzzer: it ran, and failed
+    with torch's AttributeError when called)."""
+    linear = {"class": "torch.nn.Linear", "args": [4, 4]}
+    data = _spec([{"if": "n % 2 == 0",
+                   "then": [{"for": "i", "in": 1, "nodes": [_call("h", "%x", target="m.{i}")], "collect": "hs"},
+                            {"op": "call_function", "name": "y", "target": "torch.stack", "args": ["%hs"]}],
+                   "else": [{"op": "alias", "name": "y", "args": ["%x"]}]},
+                  {"op": "output", "args": ["%y"]}], n=1)  # fmt: skip
+    data["modules"]["m"] = {"class": "torch.nn.ModuleList", "args": [[{"repeat": {"arg": "n"}, "module": linear}]]}
+    spec = validate_data(data)
+    assert fxgen.load(spec, args={"n": 2}) is not None
+    with pytest.raises(fxgen.SpecError, match=r"call_module target 'm\.0' is not in this instance \(with n=0\)") as info:
+        fxgen.load(spec, args={"n": 0})
+    assert info.value.location.line > 0  # at the target in the spec's text

@@ -840,6 +840,10 @@ def canonical_graph(
         if node.op == "get_attr" and node.target in first_get:
             rename[node.name or ""] = first_get[node.target]
             continue
+        if node.op == "call_function" and node.target == "operator.add" and all(isinstance(a, list) for a in node.args):
+            rename[node.name or ""] = renamed(node.args[0]) + renamed(node.args[1])  # lists: tracing joins them
+            dependent.add(node.name or "")
+            continue
         if traced:  # tensors tracing computed, and (plain tracing) buffers read where they are used
             constant = node.op == "get_attr" and (
                 (node.target or "").startswith("_tensor_constant")
@@ -925,7 +929,7 @@ def check_faithful(spec: Spec, source: str, inputs: list[Any], *, script: bool =
         torch.manual_seed(0)
         assert_same(generated(*inputs), expected)
     if spec.classes:
-        check_classes_traced(spec, generated)
+        check_classes_traced(spec, generated, gm)
         if script:
             check_scripting(spec, generated, inputs)
         return
@@ -956,16 +960,23 @@ class _LeafTracer(torch.fx.Tracer):
         return True
 
 
-def check_classes_traced(spec: Spec, generated: torch.nn.Module) -> None:
+def check_classes_traced(spec: Spec, generated: torch.nn.Module, gm: torch.fx.GraphModule) -> None:
     """Format 2: the generated top class and an instance of each generated block class, traced
-    one level deep, give back the graphs of the spec's classes up to node names."""
+    one level deep, give back the graphs of the spec's classes up to node names (a class with
+    conditionals or repeats: the graph of that instance, as ``fxgen.load`` built it)."""
+    from fxgen.assemble.module import META_KEY, instance_spec
     from fxgen.describe.to_spec import _node
+    from fxgen.spec.resolve import with_values
 
-    bodies: list[tuple[Spec, torch.nn.Module]] = [(spec, generated)]
+    def instance(body: Spec, path: str) -> Spec:
+        values = gm.get_submodule(path).meta[META_KEY].values
+        return instance_spec(body, with_values(values, body.values))
+
+    bodies: list[tuple[Spec, torch.nn.Module]] = [(instance(spec, ""), generated)]
     for name in spec.classes:
-        instance = next((m for m in generated.modules() if type(m).__name__ == name), None)
-        if instance is not None:
-            bodies.append((spec.block(name), instance))
+        path = next((p for p, m in generated.named_modules() if type(m).__name__ == name), None)
+        if path is not None:
+            bodies.append((instance(spec.block(name), path), generated.get_submodule(path)))
     assert len(bodies) > 1, "no block of the spec is used"
     for body, module in bodies:
         module.eval()

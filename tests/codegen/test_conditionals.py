@@ -7,6 +7,8 @@ several argument values (its graph one instance's: the branch taken, the loops u
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -126,3 +128,38 @@ def test_training_is_self_training_and_both_switch_with_the_mode() -> None:
         torch.manual_seed(0)
         got = generated(x)
         assert torch.equal(want, got)
+
+
+TOP: dict[str, Any] = {
+    "fxgen": 2,
+    "name": "Top",
+    "args": {"n": {"type": "int", "default": 2}},
+    "modules": {"m": {"class": "torch.nn.ModuleList", "args": [[{"repeat": {"arg": "n"},
+                                                                 "module": {"class": "torch.nn.Linear", "args": [4, 4]}}]]}},
+    "nodes": [
+        {"op": "placeholder", "name": "x", "type": "torch.Tensor"},
+        {"op": "call_function", "name": "y", "target": "torch.relu", "args": ["%x"]},
+        {"for": "i", "in": "n", "nodes": [{"op": "call_module", "name": "h", "target": "m.{i}", "args": ["%y"]}],
+         "collect": "hs"},
+        {"op": "call_function", "name": "s", "target": "torch.stack", "args": ["%hs"]},
+        {"op": "output", "args": ["%s"]},
+    ],
+    "inputs": {"x": {"shape": ["batch", 4]}},
+}  # fmt: skip
+
+
+def test_shape_comments_and_show_take_the_default_arguments_graph(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A top class with a loop: shapes propagate through its graph at the default arguments; the
+    comments go on the top-level statements, the table lists the unrolled nodes."""
+    from fxgen.cli.main import main
+
+    source = fxgen.generate(validate_data(TOP), shapes=True)
+    assert "        y = torch.relu(x)  # float32[batch, 4]\n        hs = []\n        for m in self.m:\n" in source
+    assert "        s = torch.stack(hs)  # float32[2, batch, 4]\n" in source
+    path = tmp_path / "top.json"
+    path.write_text(json.dumps(TOP))
+    assert main(["show", "-q", str(path)]) == 0
+    shown = capsys.readouterr().out
+    assert "h_0   m.0" in shown and "h_1   m.1" in shown
