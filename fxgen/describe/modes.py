@@ -107,6 +107,8 @@ def _nodes(eval_nodes: list[Item], train_nodes: list[Item], where: str) -> list[
     plain_train = [n for n in train_nodes if isinstance(n, Node)]
     if len(plain_eval) != len(eval_nodes) or len(plain_train) != len(train_nodes):
         raise ModesDiffer(f"class {where!r} has conditionals or repeats of its own in a mode")
+    if [n for n in plain_eval if n.op == "placeholder"] != [n for n in plain_train if n.op == "placeholder"]:
+        raise ModesDiffer(f"class {where!r} takes other inputs in each mode")  # (inputs are no group's)
     return align(plain_eval, plain_train).spec_items()
 
 

@@ -332,3 +332,25 @@ def test_a_wrong_traced_mode_is_refused_when_the_other_does_not_trace_and_dynamo
     model = _model(Neither).eval()
     with pytest.raises(ExportError, match=r"symbolic tracing computes something else: in eval mode output 0"):
         _export(model, example_inputs=X)
+
+
+class UsesTwo(nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return x + y if self.training else x * 2
+
+
+class CallsWithTwo(nn.Module):  # its block reads its second input in train mode only
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = UsesTwo()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x, x.sin())
+
+
+def test_a_block_taking_other_inputs_in_each_mode_is_written_as_one_graph_per_mode(tmp_path: Path) -> None:
+    model = _model(CallsWithTwo).eval()
+    with pytest.warns(UserWarning, match="takes other inputs in each mode: the model is written as one graph per mode"):
+        spec = fxgen.export(model)
+    assert not spec.classes and all(n.op == "placeholder" for n in spec.nodes[:1])
+    _both(model, spec, tmp_path)
