@@ -230,7 +230,7 @@ def inputs_for(spec: dict[str, Any], seed: int = 0) -> list[Any]:
     return [
         torch.randn(2, 4, generator=gen)
         for n in spec["nodes"]
-        if n["op"] == "placeholder" and "default" not in n
+        if n.get("op") == "placeholder" and "default" not in n
     ]
 
 
@@ -392,3 +392,43 @@ def construct_specs(draw: st.DrawFn, max_items: int = 6) -> dict[str, Any]:
                     "act": {"class": "torch.nn.Tanh"}},
         "nodes": nodes,
     }  # fmt: skip
+
+
+# -- the mode (format 2's `if: training` and {arg: training}) -----------------------------------
+@st.composite
+def mode_specs(draw: st.DrawFn) -> dict[str, Any]:
+    """A ``spec_dicts`` spec made format 2 with its graph depending on the mode: a run of its
+    nodes taken in train mode only (eval mode names each of them after the first input, with
+    ``alias``), and sometimes a functional dropout whose ``training`` is the mode."""
+    import copy
+
+    data = copy.deepcopy(draw(spec_dicts(max_nodes=6)))
+    data["fxgen"] = 2
+    nodes = data["nodes"]
+    first = next(n["name"] for n in nodes if n["op"] == "placeholder")
+    body = [i for i, n in enumerate(nodes) if n["op"] not in ("placeholder", "output")]
+    start = draw(st.sampled_from(body))
+    end = draw(st.integers(start + 1, body[-1] + 1))
+    run = nodes[start:end]
+    if any(n["op"] == "placeholder" for n in run):
+        run = [n for n in run if n["op"] != "placeholder"]
+    mask = next((k for k, n in enumerate(run) if n.get("target") == "operator.gt"), None)
+    if mask is not None:  # (its value is a mask: `torch.where` after it would take the first input as one)
+        end = start + mask
+        run = run[:mask]
+    if not run:
+        run, end = nodes[start:start], start
+    aliases = [{"op": "alias", "name": n["name"], "args": [f"%{first}"]} for n in run]
+    if not run:  # a group of one node of its own, read by nothing
+        run = [{"op": "call_function", "name": "mode_" + first, "target": "torch.relu", "args": [f"%{first}"]}]
+        aliases = [{"op": "alias", "name": "mode_" + first, "args": [f"%{first}"]}]
+    then, orelse = (run, aliases) if draw(st.booleans()) else (aliases, run)
+    group = {"if": "training" if then is run else "not training", "then": then, "else": orelse}
+    data["nodes"] = [*nodes[:start], group, *nodes[end:]]
+    if draw(st.booleans()):
+        out = data["nodes"][-1]
+        name = "dropped_" + first
+        data["nodes"].insert(-1, {"op": "call_function", "name": name, "target": "torch.nn.functional.dropout",
+                                  "args": [f"%{first}"], "kwargs": {"p": 0.5, "training": {"arg": "training"}}})
+        out["args"] = [{"tuple": [out["args"][0], f"%{name}"]}]
+    return data

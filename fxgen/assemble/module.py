@@ -33,6 +33,7 @@ from torch.fx.experimental import _config as fx_config
 from torch.fx.graph import PythonCode
 
 from fxgen._errors import SpecError
+from fxgen.assemble.modes import ModeGraphModule, mode_graph_module
 from fxgen.construct.graph import build_graph
 from fxgen.construct.modules import construct_call, initialise, set_attr_path
 from fxgen.construct.tensors import make_tensor
@@ -150,13 +151,20 @@ def build_module(
     if values is None:
         values = bind(spec.args, [], {})
     concrete = spec
+    graphs: dict[bool, torch.fx.Graph] | None = None
     if spec.fxgen >= 2:
         with _located(spec, "values" if spec.values else "args", None, "cannot compute the class's values"):
             env = with_values(values, spec.values)
             concrete = concrete_declarations(spec, env)
         written = spec.nodes
-        spec, wheres = _resolved(spec, env)
-    graph = build_graph(spec, policy)
+        if uses_training(spec.nodes):  # one graph per mode (fxgen.assemble.modes)
+            modes = {mode: _resolved(spec, {**env, TRAINING: mode}) for mode in (False, True)}
+            graphs = {mode: build_graph(body, policy) for mode, (body, _) in modes.items()}
+            spec, wheres = modes[True]
+        else:
+            spec, wheres = _resolved(spec, env)
+    if graphs is None:
+        graph = build_graph(spec, policy)
     tables = (concrete.modules, concrete.parameters, concrete.buffers)
     order = construction_plan(*tables) if made is None else declaration_order(*tables)
     made = dict(made or {})  # path -> module or tensor (a path is declared in one table only)
@@ -184,8 +192,14 @@ def build_module(
     for path, buffer in spec.buffers.items():
         set_attr_path(root, path, made[path], persistent=buffer.persistent)
     if spec.fxgen >= 2 and spec.nodes is not written:
-        _check_targets(spec, wheres, root, env)
-    gm = _graph_module(spec, root, graph, policy, builder if policy is builder.policy else None)
+        for body, where, mode_env in (
+            [(spec, wheres, env)] if graphs is None else [(*modes[m], {**env, TRAINING: m}) for m in modes]
+        ):
+            _check_targets(body, where, root, mode_env)
+    if graphs is None:
+        gm = _graph_module(spec, root, graph, policy, builder if policy is builder.policy else None)
+    else:
+        gm = _mode_graph_module(spec, root, graphs)
     if spec.doc is not None:
         type(gm).__doc__ = spec.doc
     gm.meta[META_KEY] = Declarations(spec, dict(values))
@@ -233,6 +247,19 @@ def _graph_module(
     return gm
 
 
+def _mode_graph_module(spec: Spec, root: torch.nn.Module, graphs: dict[bool, torch.fx.Graph]) -> ModeGraphModule:
+    """``_graph_module`` for a class whose graph depends on the mode: a ``ModeGraphModule``
+    with each mode's graph compiled once, in train mode (a new module's)."""
+    gm = mode_graph_module(graphs, spec.name)
+    for mode, graph in graphs.items():
+        with _located(spec, "nodes", None, f"torch.fx cannot compile the graph of {'train' if mode else 'eval'} mode"):
+            set_graph(gm, graph, swap=True)
+        gm.compiled(mode)
+    vars(gm).update({name: vars(root)[name] for name in _STATE})
+    gm.use_mode(gm.training)
+    return gm
+
+
 def _nodes_key(spec: Spec, policy: Policy) -> tuple[Any, ...] | None:
     """What the code torch.fx generates for ``build_graph(spec, policy)`` depends on: the nodes'
     content and the top class's ``checks:`` with the shapes they check (``build_graph`` makes
@@ -267,7 +294,7 @@ class _PolicyRef:
 
 
 def set_graph(
-    gm: torch.fx.GraphModule, graph: torch.fx.Graph, code: PythonCode | None = None
+    gm: torch.fx.GraphModule, graph: torch.fx.Graph, code: PythonCode | None = None, *, swap: bool = False
 ) -> PythonCode | None:
     """``gm.graph = graph`` for a GraphModule with no GraphModule below it, compiling the code
     torch.fx writes for ``graph`` once per process; returns that code (None where torch.fx's
@@ -281,13 +308,20 @@ def set_graph(
     ``def`` makes a new ``forward`` bound to exactly the objects this graph calls, with its
     defaults and annotations evaluated afresh; a stale function or global can never be served.
     Graphs torch.fx compiles in another way (pytree or custom code generation, profiler
-    metadata) take ``recompile`` itself, as does any later ``gm.recompile()``.
+    metadata) take ``recompile`` itself, as does any later ``gm.recompile()``. With ``swap``,
+    ``gm`` swaps between graphs it compiles itself (``fxgen.assemble.modes``): the GraphModules
+    below it are compiled already and are left alone.
     """
     if (
         type(graph._codegen) is not _PLAIN_CODEGEN
         or fx_config.enrich_profiler_metadata
-        or type(gm).recompile is not torch.fx.GraphModule.recompile
-        or any(isinstance(m, torch.fx.GraphModule) for m in gm.children())
+        or (
+            not swap
+            and (
+                type(gm).recompile is not torch.fx.GraphModule.recompile
+                or any(isinstance(m, torch.fx.GraphModule) for m in gm.children())
+            )
+        )
     ):
         gm.graph = graph  # torch.fx's own setter and recompile
         return None

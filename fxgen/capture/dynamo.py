@@ -45,7 +45,7 @@ from fxgen.capture.effects import hook_mark, refuse_new_hooks, refuse_root_hooks
 from fxgen.capture.preserve import Snapshot
 from fxgen.capture.trace import HIDDEN_PARAMETERS, at_user_line
 
-__all__ = ["Captured", "Dynamic", "capture_dynamo", "example_arguments", "kept_state"]
+__all__ = ["Captured", "Dynamic", "capture_dynamo", "example_arguments", "kept_state", "no_parameter_requires_grad"]
 
 # Which dimensions a capture keeps symbolic: all (True), none (False), or by input, one entry
 # per dimension, a name (dynamic, so named) or None (static); dimensions not given are dynamic.
@@ -171,7 +171,7 @@ def capture_dynamo(
         # judges; the captured graph itself runs without them. No parameter requires a gradient
         # meanwhile: Dynamo then inlines a custom autograd.Function's forward, as without
         # gradients, where it would otherwise record a higher-order op no spec can write.
-        with torch.enable_grad(), torch.random.fork_rng(), _no_parameter_requires_grad(module), \
+        with torch.enable_grad(), torch.random.fork_rng(), no_parameter_requires_grad(module), \
                 fx_config.patch(backed_size_oblivious=True, use_duck_shape=False):  # type: ignore[attr-defined]  # fmt: skip
             torch.manual_seed(0)
             result = compiled(**clones, **kwargs)
@@ -269,7 +269,7 @@ def _fake_inputs(gm: torch.fx.GraphModule, graph_inputs: list[Any],
 
 
 @contextlib.contextmanager
-def _no_parameter_requires_grad(module: torch.nn.Module) -> Iterator[None]:
+def no_parameter_requires_grad(module: torch.nn.Module) -> Iterator[None]:
     """``requires_grad`` off on every parameter of ``module`` that has it, and on again after."""
     trained = [p for p in module.parameters() if p.requires_grad]
     try:

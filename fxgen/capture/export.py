@@ -4,10 +4,11 @@ write the tensors its checkpoint carries.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -19,8 +20,10 @@ from fxgen.capture.blocks import keep_blocks
 from fxgen.capture.effects import NotRecorded
 from fxgen.capture.frozen import none_defaults
 from fxgen.capture.keywords import torch_keywords
+from fxgen.capture.modes import MODES, Captures, modes_kept, proven, refuse_unproven, same_graph
 from fxgen.capture.options import CaptureKwargs, CaptureOptions
 from fxgen.capture.trace import HIDDEN_PARAMETERS, LeafSpec, forward_signature, trace
+from fxgen.describe.modes import ModesDiffer, merge_modes
 from fxgen.describe.to_spec import (
     avoid_reserved_names,
     graph_module_to_spec,
@@ -31,8 +34,8 @@ from fxgen.describe.to_spec import (
 )
 from fxgen.spec.model import InputSpec, Spec
 
-__all__ = ["capture_graph", "capture_notes", "captured_spec", "dynamo_graph", "export", "save_weights",
-           "specialised_doc", "tied_notes", "traced_concrete_args", "traced_options"]  # fmt: skip
+__all__ = ["capture_graph", "capture_modes", "capture_notes", "captured_spec", "dynamo_graph", "export", "modes_spec",
+           "save_weights", "specialised_doc", "tied_notes", "traced_concrete_args", "traced_options"]  # fmt: skip
 
 
 def export(
@@ -59,15 +62,150 @@ def export(
     weights themselves go to ``save_weights``.
     """
     how = traced_options(module, CaptureOptions.of(options))
-    gm, doc = capture_graph(module, how)
-    avoid_reserved_names(gm.graph)
-    for message in (*capture_notes(gm), *tied_notes(gm)):
-        warnings.warn(message, UserWarning, stacklevel=2)
     notes: list[str] = []
-    spec = captured_spec(module, gm, doc, name or _class_name(module), flat=flat, options=how, notify=notes.append)
-    for message in notes:
+    captures = capture_modes(module, how, notify=notes.append)
+    for message in dict.fromkeys(notes):
+        warnings.warn(message, UserWarning, stacklevel=2)
+    notes.clear()
+    spec, gm = modes_spec(module, captures, name or _class_name(module), flat=flat, options=how, notify=notes.append)
+    for message in (*capture_notes(gm), *tied_notes(gm), *dict.fromkeys(notes)):
         warnings.warn(message, UserWarning, stacklevel=2)
     return spec
+
+
+def capture_modes(
+    module: torch.nn.Module, options: CaptureOptions, *, notify: Callable[[str], None]
+) -> Captures:
+    """``module``'s graph in eval mode and in train mode (``capture_graph`` in each), every
+    submodule's mode put back afterwards; one mode only for a GraphModule (its graph is what it
+    is) or where the other cannot be captured (``notify``-ed).
+
+    ``"auto"`` captures both modes the same way: with example inputs, if tracing fails in one
+    mode, or a traced graph computes something else than the model on them (``proven``, each
+    mode), both are captured with TorchDynamo; if that fails too, the difference is refused."""
+    current = module.training
+    if isinstance(module, torch.fx.GraphModule):
+        return {current: capture_graph(module, options, notify=notify)}
+    captures: Captures = {}
+    failed: dict[bool, ExportError] = {}
+    with modes_kept(module):
+        for mode in (current, not current):  # the model's own mode first: its errors are the ones it always got
+            module.train(mode)
+            try:
+                captures[mode] = capture_graph(module, options, notify=notify)
+            except ExportError as exc:
+                if mode == current:
+                    raise
+                failed[mode] = exc
+        if options.capture == "auto" and options.example_inputs is not None:
+            captures, failed = _proven_captures(module, captures, failed, options, notify)
+    for mode, error in failed.items():
+        notify(f"{_MODE[mode]} mode cannot be captured ({_short(error.message)}): the spec computes what the model "
+               f"computes in {_MODE[not mode]} mode only; pass example inputs to capture it with TorchDynamo")  # fmt: skip
+    return captures
+
+
+_MODE = {False: "eval", True: "train"}
+
+
+def _proven_captures(module: torch.nn.Module, captures: Captures, failed: dict[bool, ExportError],
+                     options: CaptureOptions, notify: Callable[[str], None]) -> tuple[Captures, dict[bool, ExportError]]:  # fmt: skip
+    """Auto capture's proof on the example inputs: the traced graphs of both modes, or both
+    captured with TorchDynamo where one mode was not traced or a traced graph is not the model
+    (refused if TorchDynamo fails and a traced graph is not the model)."""
+    from fxgen.capture.dynamo import example_arguments
+
+    inputs, kwargs = example_arguments(module, options.example_inputs, options.example_kwargs)
+    traced = [mode for mode, (_, doc) in captures.items() if doc is None]
+    difference = None
+    if failed or len(traced) not in (0, len(captures)):
+        mode = next(iter(failed)) if failed else next(m for m in MODES if m not in traced)
+        why = f"symbolic tracing fails in {_MODE[mode]} mode"
+    else:
+        difference = _first_difference(module, captures, traced, inputs, kwargs)
+        if difference is None:
+            return captures, failed
+        why = f"the traced graph is not the model: {difference}"
+    dynamo = options.replace(capture="dynamo")
+    again: Captures = {}
+    try:
+        for mode in MODES:
+            module.train(mode)
+            again[mode] = capture_graph(module, dynamo)
+    except ExportError as exc:
+        if difference is None:  # (tracing failed in one mode: the traced one must still be the model)
+            difference = _first_difference(module, captures, traced, inputs, kwargs)
+        if difference is not None:
+            raise refuse_unproven(difference, exc) from None
+        return captures, failed
+    notify(f"{why}: captured with TorchDynamo on the example inputs in both modes instead")
+    return again, {}
+
+
+def _first_difference(module: torch.nn.Module, captures: Captures, traced: list[bool], inputs: dict[str, Any],
+                      kwargs: dict[str, Any]) -> str | None:  # fmt: skip
+    for mode in traced:
+        module.train(mode)
+        difference = proven(module, captures[mode][0], inputs, kwargs, _as_captured)
+        if difference is not None:
+            return difference
+    return None
+
+
+@contextlib.contextmanager
+def _as_captured(module: torch.nn.Module) -> Iterator[None]:
+    """Run ``module`` as the captures ran it (gradients enabled, none required by a parameter),
+    leaving it as it was found (its attributes, buffers and the random state)."""
+    from fxgen.capture.dynamo import kept_state, no_parameter_requires_grad
+    from fxgen.capture.preserve import Snapshot
+
+    snapshot = Snapshot(module)
+    try:
+        with kept_state(module), torch.enable_grad(), no_parameter_requires_grad(module):
+            yield
+    finally:
+        snapshot.restore()
+
+
+def modes_spec(
+    module: torch.nn.Module,
+    captures: Captures,
+    name: str,
+    *,
+    flat: bool,
+    options: CaptureOptions,
+    notify: Callable[[str], None],
+    progress: Callable[[int, int, str], None] | None = None,
+) -> tuple[Spec, torch.fx.GraphModule]:
+    """The spec of ``capture_modes``'s graphs (``captured_spec``), and the graph module whose
+    state the weights are: where both modes' graphs are the same, the spec of one; else both
+    described and written as one (``fxgen.describe.modes``), in one graph per mode if the
+    model's classes differ between the modes (``notify``-ed)."""
+    for gm, _ in captures.values():
+        avoid_reserved_names(gm.graph)
+    primary = module.training if module.training in captures else next(iter(captures))
+    gm, doc = captures[primary]
+    if len(captures) == 1 or same_graph(captures[False][0], captures[True][0]):
+        return captured_spec(module, gm, doc, name, flat=flat, options=options, notify=notify, progress=progress), gm
+    try:
+        return _merged(module, captures, name, flat=flat, options=options, notify=notify, progress=progress), gm
+    except ModesDiffer as exc:
+        if flat:
+            raise ExportError(f"the model's graphs in eval and train mode cannot be written as one spec: {exc}") from None
+        notify(f"{exc}: the model is written as one graph per mode (its classes are not kept)")
+        return _merged(module, captures, name, flat=True, options=options, notify=notify, progress=progress), gm
+
+
+def _merged(module: torch.nn.Module, captures: Captures, name: str, *, flat: bool, options: CaptureOptions,
+            notify: Callable[[str], None], progress: Callable[[int, int, str], None] | None) -> Spec:  # fmt: skip
+    specs: dict[bool, Spec] = {}
+    with modes_kept(module):
+        for mode in MODES:
+            module.train(mode)
+            gm, doc = captures[mode]
+            specs[mode] = captured_spec(module, gm, doc, name, flat=flat, options=options, notify=notify,
+                                        progress=progress)  # fmt: skip
+    return merge_modes(specs[False], specs[True])
 
 
 def captured_spec(

@@ -76,10 +76,12 @@ class NodeChecks(CheckerBase):
                 flat = expand_nodes(nodes, env)
             except NodesError as exc:
                 self.error(exc.path, f"{exc} (with {', '.join(f'{k}={v!r}' for k, v in env.items()) or 'no arguments'})")
-                continue
+                return  # (the other mode's graph would mostly report it again)
             reported = len(self.errors)
             self.check_node_list(flat, types=False)
-            if len(self.errors) == reported and any(n.get("name") is None and n["op"] != "output" for n, _ in flat):
+            if len(self.errors) > reported:
+                return
+            if any(n.get("name") is None and n["op"] != "output" for n, _ in flat):
                 self.check_unnamed(flat)
 
     def check_unnamed(self, flat: list[tuple[dict[str, Any], JsonPath]]) -> None:

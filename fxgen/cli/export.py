@@ -18,14 +18,14 @@ import torch.fx
 
 from fxgen._errors import ExportError
 from fxgen.capture.export import (
-    capture_graph,
+    capture_modes,
     capture_notes,
-    captured_spec,
+    modes_spec,
     tied_notes,
     traced_options,
 )
 from fxgen.capture.options import CaptureOptions
-from fxgen.describe.to_spec import avoid_reserved_names, spec_state
+from fxgen.describe.to_spec import spec_state
 from fxgen.spec.model import ClassSpec, Spec, walk_nodes
 
 __all__ = ["example_tensors", "export_command", "outside_default_policy"]
@@ -147,7 +147,7 @@ def export_command(ns: argparse.Namespace) -> None:
     from fxgen.write.weights import write_weights
 
     module = build_target(ns.target, _json(ns.args, "--args", list), _json(ns.kwargs, "--kwargs", dict))
-    module.eval()  # the exported graph is the inference graph
+    module.eval()  # the spec computes both modes (fxgen.capture.modes); a failing train capture leaves eval's
     concrete = _json(ns.concrete_args, "--concrete-args", dict)
     concrete = decode_kwargs(concrete, _no_ref) if concrete is not None else None
     leaves = [_import_attr(name if ":" in name else ":".join(name.rsplit(".", 1))) for name in ns.leaf_module]
@@ -170,18 +170,18 @@ def export_command(ns: argparse.Namespace) -> None:
     notes: list[str] = []
     with Progress("capturing", 2, quiet=quiet) as progress:
         progress.step(1, type(module).__name__)
-        gm, doc = capture_graph(module, options, notify=notes.append)
-    for note in notes:
+        captures = capture_modes(module, options, notify=notes.append)
+    for note in dict.fromkeys(notes):
         print(f"fxgen: note: {note}", file=sys.stderr)
-    avoid_reserved_names(gm.graph)
     name = ns.name or type(module).__name__
+    gm = (captures[module.training] if module.training in captures else next(iter(captures.values())))[0]
     modules = len({node.target for node in gm.graph.nodes if node.op == "call_module"})
     found: list[str] = []
     with Progress("verifying constructor calls" if ns.flat else "keeping the model's classes as blocks", modules,
                   quiet=quiet) as bar:  # fmt: skip
-        spec = captured_spec(module, gm, doc, name, flat=ns.flat, options=options,
-                             notify=found.append, progress=lambda done, total, path: bar.step(done, path))  # fmt: skip
-    for note in found:
+        spec, gm = modes_spec(module, captures, name, flat=ns.flat, options=options,
+                              notify=found.append, progress=lambda done, total, path: bar.step(done, path))  # fmt: skip
+    for note in dict.fromkeys(found):
         print(f"fxgen: note: {note}", file=sys.stderr)
     out: Path = ns.out
     sweep((out, ns.weights), quiet=quiet)

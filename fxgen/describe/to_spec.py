@@ -23,10 +23,12 @@ import torch.fx
 import torch.nn.functional
 
 from fxgen._errors import ExportError
+from fxgen.assemble.modes import ModeGraphModule
 from fxgen.assemble.module import META_KEY
 from fxgen.check.checker import RESERVED_NAMES
 from fxgen.construct.checks import is_check
 from fxgen.construct.graph import TARGET_KEY
+from fxgen.describe.align import align
 from fxgen.describe.rebuild import RebuildCache
 from fxgen.describe.recover import class_name
 from fxgen.describe.recover import resolve_qualname as _lookup
@@ -44,7 +46,7 @@ from fxgen.spec.model import (
     walk_nodes,
 )
 from fxgen.spec.packed import pack, unpack
-from fxgen.spec.resolve import has_arguments
+from fxgen.spec.resolve import TRAINING, has_arguments, resolve_nodes, with_values
 from fxgen.spec.values import UnencodableValue, dtype_name, encode
 
 __all__ = ["Submodules", "avoid_reserved_names", "graph_module_to_spec", "input_checks", "loadable_class_name",
@@ -197,21 +199,37 @@ def _written_or_graph(gm: torch.fx.GraphModule, body: Spec | ClassSpec) -> list[
     """A class built from conditionals or repeats whose graph nothing changed since: the items as
     written (its graph is one instance's); else ``gm``'s nodes."""
     declared = gm.meta.get(META_KEY)
-    if declared is not None and declared.written is not None and gm.code == declared.code:
+    if declared is not None and declared.written is not None and gm.code == declared.code \
+            and not isinstance(gm, ModeGraphModule):  # fmt: skip
         return declared.written
     return _graph_nodes(gm, body)
 
 
 def _graph_nodes(gm: torch.fx.GraphModule, body: Spec | ClassSpec) -> list[Item]:
-    """``gm``'s nodes, when they use only what ``body`` declares."""
+    """``gm``'s nodes, when they use only what ``body`` declares. A module with one graph per
+    mode gives ``body``'s items where each mode's graph is still what they resolve to, else its
+    two graphs aligned (``fxgen.describe.align``)."""
+    if not isinstance(gm, ModeGraphModule):
+        return list(_plain_nodes(gm.graph, body))
+    nodes = {mode: _plain_nodes(graph, body) for mode, graph in gm.mode_graphs().items()}
+    declared = gm.meta.get(META_KEY)
+    if declared is not None:
+        written = declared.written if declared.written is not None else body.nodes
+        env = with_values(declared.values, body.values)
+        if all(resolve_nodes(written, {**env, TRAINING: mode}) == nodes[mode] for mode in nodes):
+            return list(written)
+    return align(nodes[False], nodes[True]).spec_items()
+
+
+def _plain_nodes(graph: torch.fx.Graph, body: Spec | ClassSpec) -> list[Node]:
     declared = (*body.modules, *body.parameters, *body.buffers)
-    for node in gm.graph.nodes:
+    for node in graph.nodes:
         if node.op in ("call_module", "get_attr") and not any(
             node.target == path or str(node.target).startswith(path + ".") for path in declared
         ):
             raise ExportError(f"node {node.name!r} uses {node.target!r}, which its format-2 spec does not "
                               "declare; a graph changed after loading is exported with fxgen.export")  # fmt: skip
-    return [_node(n) for n in gm.graph.nodes if not is_check(n)]
+    return [_node(n) for n in graph.nodes if not is_check(n)]
 
 
 def _dedupe(items: list[Any]) -> list[str]:

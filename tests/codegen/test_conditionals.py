@@ -109,16 +109,25 @@ def test_the_loaded_graph_is_one_instance() -> None:
         "layers.0", "act", "layers.1", "layers.2", "act", "extra.0", "extra.1"]  # fmt: skip
 
 
-def test_training_is_self_training_and_a_load_without_a_mode_says_so() -> None:
+def test_training_is_self_training_and_both_switch_with_the_mode() -> None:
     data = copy.deepcopy(SPEC)
     data["nodes"][-1] = {"op": "call_function", "name": "d", "target": "torch.nn.functional.dropout",
                          "args": ["%acc", 0.5], "kwargs": {"training": {"arg": "training"}}}  # fmt: skip
     data["nodes"].append({"op": "output", "args": ["%d"]})
     spec = validate_data(data)
-    source, _ = generated_class(spec)
+    source, cls = generated_class(spec)
     assert "        d = F.dropout(acc, 0.5, training=self.training)\n" in source
-    with pytest.raises(fxgen.SpecError, match="`training` is the module's mode"):
-        fxgen.load(spec)
+    gm, generated = fxgen.load(spec), cls()  # (a GraphModule with one graph per mode: fxgen.assemble.modes)
+    generated.load_state_dict(gm.state_dict(), strict=True)
+    x = torch.randn(2, 8)
+    for mode in (True, False, True):
+        gm.train(mode)
+        generated.train(mode)
+        torch.manual_seed(0)
+        want = gm(x)
+        torch.manual_seed(0)
+        got = generated(x)
+        assert torch.equal(want, got)
 
 
 TOP: dict[str, Any] = {

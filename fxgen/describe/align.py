@@ -1,0 +1,363 @@
+"""Two captures of one class, one per mode, aligned node by node: common runs and differing runs.
+
+A model's forward may read ``self.training``; captured in eval mode and in train mode, its two
+graphs then differ where it does, and agree elsewhere. ``align`` walks both node lists (a spec's
+nodes, values encoded: ``"%x"`` is a reference) and gives the runs of nodes they share and the
+runs where they differ, each a pair ``(eval nodes, train nodes)``: what ``describe.modes`` writes
+as ``if: training`` groups. A node that differs only in booleans equal to the mode (``False`` in
+eval, ``True`` in train: ``F.dropout(x, 0.5, training=self.training)``) is common, the boolean
+written ``{arg: training}``.
+
+Names: the runs are one graph's nodes (SSA, as torch.fx's), so each name is defined once, except
+that the two branches of a differing run may define the same name; a name used after a
+differing run is defined by both its branches. The common nodes and the eval branch keep the
+eval capture's names; a train-branch node whose value is used after its run takes the name of
+the eval node it stands for, and the others a name of their own where the eval capture uses
+theirs. A node of one branch used by a later differing run's branch (no common node in between
+stands for it) joins the runs up to it into one, with the common nodes between them in both
+branches: a value is never defined in one branch and read in another.
+
+Any alignment is exact: each mode's nodes, in order, are its run's branch and the common runs.
+The one chosen makes the differing runs short: at a difference, the walk resumes at the nearest
+pair of nodes that agree once the references into the differing runs are paired.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from fxgen.spec.model import IfNodes, Item, Node
+from fxgen.spec.resolve import TRAINING
+
+__all__ = ["MODE_ARGUMENT", "Aligned", "Differing", "align"]
+
+
+MODE_ARGUMENT = {"arg": TRAINING}  # a boolean that is the mode, as a node argument
+
+
+@dataclass
+class Differing:
+    """A run where the two captures differ: the eval capture's nodes and the train capture's."""
+
+    eval: list[Node]
+    train: list[Node]
+
+
+@dataclass
+class Aligned:
+    """The two node lists as one sequence of common nodes and differing runs."""
+
+    items: list[Node | Differing] = field(default_factory=list)
+
+    def spec_items(self) -> list[Item]:
+        """As a spec's node list: each differing run an ``if: training`` group (the train nodes
+        ``then``, the eval nodes ``else``; ``if: not training`` where only eval mode has nodes)."""
+        out: list[Item] = []
+        items, output = _output_after(self.items)
+        for item in items:
+            if not isinstance(item, Differing):
+                out.append(item)
+            elif item.train:
+                out.append(IfNodes(TRAINING, list(item.train), list(item.eval)))
+            elif item.eval:
+                out.append(IfNodes(f"not {TRAINING}", list(item.eval)))
+        return out if output is None else [*out, output]
+
+    @property
+    def differs(self) -> bool:
+        return any(isinstance(item, Differing) for item in self.items) or any(
+            _uses_mode(item.args) or _uses_mode(item.kwargs) for item in self.items if isinstance(item, Node)
+        )
+
+
+def _output_after(items: list[Node | Differing]) -> tuple[list[Node | Differing], Node | None]:
+    """Where the modes return different values, each branch names its value (``alias``) and the
+    one output node comes after the run: a graph ends with its output, outside any group."""
+    last = items[-1] if items else None
+    if not isinstance(last, Differing) or not (last.eval and last.train):
+        return items, None
+    ends = last.eval[-1], last.train[-1]
+    if any(node.op != "output" for node in ends):
+        return items, None
+    taken = {str(n.name) for item in items for n in ([item] if isinstance(item, Node) else [*item.eval, *item.train])}
+    name = "out" if "out" not in taken else _fresh("out", taken)
+    branches = [[*nodes[:-1], Node("alias", name, args=[nodes[-1].args[0]])] for nodes in (last.eval, last.train)]
+    output = Node("output", args=[f"%{name}"], type=ends[0].type if ends[0].type == ends[1].type else None)
+    return [*items[:-1], Differing(branches[0], branches[1])], output
+
+
+_REF = re.compile(r"^%([A-Za-z_][A-Za-z0-9_]*)$")
+
+
+def _refs(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        match = _REF.match(value)
+        if match:
+            yield match.group(1)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _refs(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _refs(item)
+
+
+def _node_refs(node: Node) -> list[str]:
+    return [*_refs(node.args), *_refs(node.kwargs), *_refs(node.default)]
+
+
+def _map_refs(value: Any, rename: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        match = _REF.match(value)
+        return f"%{rename(match.group(1))}" if match else value
+    if isinstance(value, list):
+        return [_map_refs(item, rename) for item in value]
+    if isinstance(value, dict):
+        return {key: _map_refs(item, rename) for key, item in value.items()}
+    return value
+
+
+def _uses_mode(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_uses_mode(item) for item in value)
+    if isinstance(value, dict):
+        return value == MODE_ARGUMENT or any(_uses_mode(item) for item in value.values())
+    return False
+
+
+class _Mismatch(Exception):
+    pass
+
+
+def _merge_values(e: Any, t: Any, pair: Callable[[str, str], None]) -> Any:
+    """``e`` (eval) and ``t`` (train) as one value: equal, booleans that are the mode, or
+    references ``pair`` accepts (raising _Mismatch otherwise)."""
+    if type(e) is bool and type(t) is bool:
+        if e == t:
+            return e
+        if not e and t:
+            return dict(MODE_ARGUMENT)
+        raise _Mismatch
+    if isinstance(e, str) and isinstance(t, str):
+        me, mt = _REF.match(e), _REF.match(t)
+        if me and mt:
+            pair(me.group(1), mt.group(1))
+            return e
+        if me or mt or e != t:
+            raise _Mismatch
+        return e
+    if isinstance(e, list) and isinstance(t, list):
+        if len(e) != len(t):
+            raise _Mismatch
+        return [_merge_values(a, b, pair) for a, b in zip(e, t, strict=True)]
+    if isinstance(e, dict) and isinstance(t, dict):
+        if list(e) != list(t):
+            raise _Mismatch
+        return {key: _merge_values(e[key], t[key], pair) for key in e}
+    if type(e) is not type(t) or e != t:
+        raise _Mismatch
+    return e
+
+
+class _Walk:
+    """The state of the alignment: which train name stands for which eval name."""
+
+    def __init__(self, eval_nodes: list[Node], train_nodes: list[Node]) -> None:
+        self.eval_nodes, self.train_nodes = eval_nodes, train_nodes
+        self.same: dict[str, str] = {}  # train name -> the eval name it stands for (common or paired)
+        self.eval_run: dict[str, int] = {}  # names defined in differing runs -> run index
+        self.train_run: dict[str, int] = {}
+        self.paired_eval: dict[str, str] = {}  # eval name in a run -> the train name paired with it
+
+    def merged(self, e: Node, t: Node) -> tuple[Node, list[tuple[str, str]]] | None:
+        """``e`` and ``t`` as one common node, and the run nodes it pairs (None: they differ)."""
+        if (e.op, e.target, e.type) != (t.op, t.target, t.type) or (e.op == "placeholder" and e.name != t.name):
+            return None
+        pairs: list[tuple[str, str]] = []
+
+        def pair(a: str, b: str) -> None:
+            known = self.same.get(b)
+            if known is not None:
+                if known != a:
+                    raise _Mismatch
+                return
+            if a not in self.eval_run or b not in self.train_run or a in self.paired_eval:
+                raise _Mismatch
+            for x, y in pairs:
+                if (x == a) != (y == b):
+                    raise _Mismatch
+            pairs.append((a, b))
+
+        try:
+            args = _merge_values(e.args, t.args, pair)
+            kwargs = _merge_values(e.kwargs, t.kwargs, pair)
+            default = _merge_values(e.default, t.default, pair)
+        except _Mismatch:
+            return None
+        return replace(e, args=args, kwargs=kwargs, default=default), pairs
+
+
+def align(eval_nodes: list[Node], train_nodes: list[Node]) -> Aligned:
+    """The two captures' nodes (each a plain node list, SSA) as common nodes and differing runs."""
+    walk = _Walk(eval_nodes, train_nodes)
+    by_key: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+    for b, node in enumerate(train_nodes):
+        by_key[(node.op, node.target)].append(b)
+    items: list[Node | Differing] = []
+    runs: list[Differing] = []
+    i = j = 0
+    while i < len(eval_nodes) or j < len(train_nodes):
+        done = walk.merged(eval_nodes[i], train_nodes[j]) if i < len(eval_nodes) and j < len(train_nodes) else None
+        if done is None:
+            a, b = _resume(walk, by_key, i, j)
+            run = Differing(eval_nodes[i:a], train_nodes[j:b])
+            for node in run.eval:
+                walk.eval_run[str(node.name)] = len(runs)
+            for node in run.train:
+                walk.train_run[str(node.name)] = len(runs)
+            runs.append(run)
+            items.append(run)
+            i, j = a, b
+            if i == len(eval_nodes) or j == len(train_nodes):
+                continue
+            done = walk.merged(eval_nodes[i], train_nodes[j])
+            assert done is not None
+        node, pairs = done
+        for x, y in pairs:
+            walk.same[y] = x
+            walk.paired_eval[x] = y
+        if train_nodes[j].name is not None and node.name is not None:
+            walk.same[str(train_nodes[j].name)] = node.name
+        items.append(node)
+        i, j = i + 1, j + 1
+    return _named(_joined(items, walk), walk)
+
+
+def _resume(walk: _Walk, by_key: dict[tuple[Any, ...], list[int]], i: int, j: int) -> tuple[int, int]:
+    """The nearest ``(a, b)``, ``a >= i`` and ``b >= j``, where the nodes agree once references into
+    the differing runs (``[i, a)`` and ``[j, b)`` among them) are paired; the ends when none do."""
+    eval_nodes, train_nodes = walk.eval_nodes, walk.train_nodes
+    best = (len(eval_nodes), len(train_nodes))
+    best_cost = best[0] - i + best[1] - j
+    for a in range(i, len(eval_nodes)):
+        if a - i >= best_cost:
+            break
+        node = eval_nodes[a]
+        for b in by_key.get((node.op, node.target), ()):
+            if b < j:
+                continue
+            if a - i + b - j >= best_cost:
+                break
+            # as if [i, a) and [j, b) were the run: their names may be paired
+            eval_names = {str(n.name): -1 for n in eval_nodes[i:a]}
+            train_names = {str(n.name): -1 for n in train_nodes[j:b]}
+            walk.eval_run.update(eval_names)
+            walk.train_run.update(train_names)
+            try:
+                done = walk.merged(node, train_nodes[b])
+            finally:
+                for name in eval_names:
+                    walk.eval_run.pop(name)
+                for name in train_names:
+                    walk.train_run.pop(name)
+            if done is not None:
+                best, best_cost = (a, b), a - i + b - j
+                break
+    return best
+
+
+def _joined(items: list[Node | Differing], walk: _Walk) -> list[Node | Differing]:
+    """The runs with every value a branch defines read only in its own run or by common nodes
+    (a node of one branch read by a later run's branch joins the runs up to that one, the common
+    nodes between them going into both branches)."""
+    while True:
+        run_of: dict[int, int] = {}  # item index of a run -> run position
+        defined: dict[tuple[str, str], int] = {}  # (side, name) -> item index of its run
+        for k, item in enumerate(items):
+            if isinstance(item, Differing):
+                run_of[k] = len(run_of)
+                for side, nodes in (("eval", item.eval), ("train", item.train)):
+                    for node in nodes:
+                        defined[(side, str(node.name))] = k
+        join: tuple[int, int] | None = None
+        for eval_name, train_name in walk.paired_eval.items():  # paired across two runs
+            k, m = defined[("eval", eval_name)], defined[("train", train_name)]
+            if k != m:
+                join = (min(k, m), max(k, m)) if join is None else (min(join[0], k, m), max(join[1], k, m))
+        for k, item in enumerate(items):
+            if not isinstance(item, Differing):
+                continue
+            for side, nodes in (("eval", item.eval), ("train", item.train)):
+                for node in nodes:
+                    for name in _node_refs(node):
+                        start = defined.get((side, name))
+                        if start is not None and start < k:
+                            join = (start, k) if join is None else (min(join[0], start), max(join[1], k))
+        if join is None:
+            return items
+        start, end = join
+        merged = Differing([], [])
+        for item in items[start : end + 1]:
+            if isinstance(item, Differing):
+                merged.eval += item.eval
+                merged.train += item.train
+            else:
+                merged.eval.append(item)
+                merged.train.append(_map_refs_node(item, _inverse(walk)))
+        items = [*items[:start], merged, *items[end + 1 :]]
+
+
+def _inverse(walk: _Walk) -> Callable[[str], str]:
+    back = {eval_name: train_name for train_name, eval_name in walk.same.items()}
+    return lambda name: back.get(name, name)
+
+
+def _map_refs_node(node: Node, rename: Callable[[str], str]) -> Node:
+    return replace(node, name=rename(str(node.name)) if node.name is not None else None,
+                   args=_map_refs(node.args, rename), kwargs=_map_refs(node.kwargs, rename),
+                   default=_map_refs(node.default, rename))  # fmt: skip
+
+
+def _named(items: list[Node | Differing], walk: _Walk) -> Aligned:
+    """The train branches' nodes renamed: a node standing for an eval node takes its name, one
+    whose name the eval capture (or a renamed node) uses takes a fresh one; references follow."""
+    taken = {str(n.name) for n in walk.eval_nodes} | {str(n.name) for n in walk.train_nodes}
+    used = {str(n.name) for n in walk.eval_nodes}
+    names: dict[str, str] = dict(walk.same)
+    for item in items:
+        if not isinstance(item, Differing):
+            continue
+        for node in item.train:
+            name = str(node.name)
+            if name in names:
+                continue
+            if name in used:
+                fresh = _fresh(name, taken)
+                taken.add(fresh)
+                names[name] = fresh
+            else:
+                names[name] = name
+            used.add(names[name])
+
+    def rename(name: str) -> str:
+        return names.get(name, name)
+
+    out: list[Node | Differing] = []
+    for item in items:
+        if isinstance(item, Differing):
+            out.append(Differing(item.eval, [_map_refs_node(n, rename) for n in item.train]))
+        else:
+            out.append(item)
+    return Aligned(out)
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    base = re.sub(r"_\d+$", "", name)
+    k = 1
+    while f"{base}_{k}" in taken:
+        k += 1
+    return f"{base}_{k}"

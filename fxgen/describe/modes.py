@@ -1,0 +1,116 @@
+"""Two specs of one model, one per mode, as one spec that says where the mode matters.
+
+Export captures a model in eval mode and in train mode (``fxgen.capture.modes``); where the
+two graphs differ, each is described as a spec of its own, and this module writes them as one:
+the same classes, modules and tensors (a model's state does not depend on its mode), and in
+each class the two node lists aligned (``fxgen.describe.align``): ``{arg: training}`` where a
+boolean is the mode, ``if: training`` groups where the nodes differ, in the class whose
+forward reads the mode. Loaded, each mode resolves to its own capture's graph, node for node
+(``fxgen.assemble.modes``).
+
+A class's constructor arguments may differ between the modes only in that one mode has none:
+a stochastic-depth block reads its drop rate in train mode alone, so its instances are one
+class with an argument in train mode and one class without in eval mode; the spec takes the
+arguments, and every instance's declaration, from the mode that has them. Anything else that
+differs (a class kept in one mode and inlined in the other, a module declared otherwise) is
+``ModesDiffer``: export then writes one graph for each mode instead (``flat``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, TypeVar
+
+from fxgen.describe.align import align
+from fxgen.spec.model import ClassSpec, Item, Node, Spec
+
+__all__ = ["ModesDiffer", "merge_modes"]
+
+
+class ModesDiffer(Exception):
+    """The two modes' specs differ other than in their nodes: the message says where."""
+
+
+def merge_modes(eval_spec: Spec, train_spec: Spec) -> Spec:
+    """One spec computing ``eval_spec``'s graph in eval mode and ``train_spec``'s in train mode."""
+    if eval_spec == train_spec:
+        return eval_spec
+    for field in ("name", "inputs", "shapes", "passes"):
+        if getattr(eval_spec, field) != getattr(train_spec, field):
+            raise ModesDiffer(f"the spec's {field} differs between the modes")
+    taken: dict[str, str] = {}  # class -> the mode its arguments come from ("eval", "train")
+    classes: dict[str, ClassSpec] = {}
+    for name in _union(eval_spec.classes, train_spec.classes):
+        a, b = eval_spec.classes.get(name), train_spec.classes.get(name)
+        if a is None or b is None:
+            raise ModesDiffer(f"class {name!r} is kept in {'train' if a is None else 'eval'} mode only")
+        if (a.args, a.values) != (b.args, b.values):
+            if a.args and b.args:
+                raise ModesDiffer(f"class {name!r} takes other arguments in each mode")
+            taken[name] = "train" if b.args else "eval"
+    for name in _union(eval_spec.classes, train_spec.classes):
+        a, b = eval_spec.classes[name], train_spec.classes[name]
+        arguments = b if taken.get(name) == "train" else a
+        classes[name] = dataclasses.replace(
+            arguments, doc=a.doc, nodes=_nodes(a.nodes, b.nodes, name), **_declarations(a, b, taken, name)
+        )
+    where = f"class {eval_spec.name!r}"
+    if (eval_spec.args, eval_spec.values) != (train_spec.args, train_spec.values):
+        raise ModesDiffer(f"{where} takes other arguments in each mode")
+    merged = dataclasses.replace(
+        eval_spec,
+        fxgen=2,
+        classes=classes,
+        nodes=_nodes(eval_spec.nodes, train_spec.nodes, eval_spec.name),
+        **_declarations(eval_spec, train_spec, taken, eval_spec.name),
+    )
+    return merged
+
+
+_Body = TypeVar("_Body", Spec, ClassSpec)
+
+
+def _declarations(a: _Body, b: _Body, taken: dict[str, str], where: str) -> dict[str, Any]:
+    """The modules, parameters and buffers of a class in both modes (they are the model's state:
+    the same, or declared in one mode only where only that mode reads a tensor)."""
+    out: dict[str, Any] = {}
+    for table in ("modules", "parameters", "buffers"):
+        first, second = getattr(a, table), getattr(b, table)
+        merged = {}
+        for path in _union(first, second):
+            x, y = first.get(path), second.get(path)
+            if x is None or y is None or x == y:
+                merged[path] = x if y is None else y if x is None else x
+                continue
+            side = taken.get(getattr(x, "cls", None) or "") if table == "modules" and x.cls == y.cls else None
+            if side is None:
+                raise ModesDiffer(f"{table[:-1]} {path!r} of class {where!r} is declared otherwise in each mode")
+            merged[path] = y if side == "train" else x
+        out[table] = merged
+    # a tensor one mode declares on its own because that mode never calls its module (state the
+    # forward never reads) is the other mode's module's
+    modules = out["modules"]
+    for table in ("parameters", "buffers"):
+        out[table] = {path: t for path, t in out[table].items() if not _inside(path, modules)}
+    return out
+
+
+def _inside(path: str, modules: dict[str, Any]) -> bool:
+    parts = path.split(".")
+    return any(".".join(parts[:k]) in modules for k in range(1, len(parts)))
+
+
+def _nodes(eval_nodes: list[Item], train_nodes: list[Item], where: str) -> list[Item]:
+    if eval_nodes == train_nodes:
+        return list(eval_nodes)
+    plain_eval = [n for n in eval_nodes if isinstance(n, Node)]
+    plain_train = [n for n in train_nodes if isinstance(n, Node)]
+    if len(plain_eval) != len(eval_nodes) or len(plain_train) != len(train_nodes):
+        raise ModesDiffer(f"class {where!r} has conditionals or repeats of its own in a mode")
+    if [n for n in plain_eval if n.op == "placeholder"] != [n for n in plain_train if n.op == "placeholder"]:
+        raise ModesDiffer(f"class {where!r} takes other inputs in each mode")  # (inputs are no group's)
+    return align(plain_eval, plain_train).spec_items()
+
+
+def _union(first: dict[str, Any], second: dict[str, Any]) -> list[str]:
+    return list(dict.fromkeys([*first, *second]))
