@@ -68,6 +68,8 @@ VOCABULARY = [
     "checks", "batch <= 64", "batch % 8 == 0", "batch * 2", "batch < seq < 9", "bacth != 1", "not batch",
     # the weights file's digest
     "weights_digest", "sha256:" + "0" * 64, "sha256:" + "f" * 63,
+    # a module declared on a condition
+    "if", "not tie", "tie", "lm_head",
     # classes from other files
     "imports", "from", "blocks.yaml", "../blocks.yaml", "https://example.org/b.yaml",
 ]  # fmt: skip
@@ -177,8 +179,24 @@ def _checks(data: dict[str, Any]) -> list[str]:
 # The examples with named dimensions, with checks of them: the forward checks its inputs.
 WITH_CHECKS = [{**d, "checks": _checks(d)} for d in EXAMPLE_DICTS
                if any(isinstance(s, str) for i in d.get("inputs", {}).values() for s in i["shape"])]  # fmt: skip
+# A module declared on a condition (GPT-2's untied head), small: the GPT-2 example is 124M parameters.
+WITH_DECLARATION_CONDITIONS = [{
+    "fxgen": 2, "name": "Head",
+    "args": {"vocab": {"type": "int", "default": 11}, "dim": {"type": "int", "default": 8},
+             "tie": {"type": "bool", "default": False}},
+    "modules": {"wte": {"class": "torch.nn.Embedding", "args": [{"arg": "vocab"}, {"arg": "dim"}]},
+                "lm_head": {"class": "torch.nn.Linear", "args": [{"arg": "dim"}, {"arg": "vocab"}], "if": "not tie"}},
+    "nodes": [{"op": "placeholder", "name": "idx"}, {"op": "call_module", "name": "x", "target": "wte", "args": ["%idx"]},
+              {"if": "tie", "then": [{"op": "get_attr", "name": "w", "target": "wte.weight"},
+                                     {"op": "call_function", "name": "logits", "target": "torch.nn.functional.linear",
+                                      "args": ["%x", "%w"]}],
+               "else": [{"op": "call_module", "name": "logits", "target": "lm_head", "args": ["%x"]}]},
+              {"op": "output", "args": ["%logits"]}],
+    "inputs": {"idx": {"shape": [2, 3], "dtype": "int64"}},
+}]  # fmt: skip
 bases = st.one_of(spec_dicts(max_nodes=6, weights_digest=True), st.sampled_from(EXAMPLE_DICTS), st.sampled_from(WITH_PASSES),
-                  st.sampled_from(WITH_VALUES).flatmap(expression_specs), st.sampled_from(WITH_CHECKS), mode_specs())  # fmt: skip
+                  st.sampled_from(WITH_VALUES).flatmap(expression_specs), st.sampled_from(WITH_CHECKS), mode_specs(),
+                  st.sampled_from(WITH_DECLARATION_CONDITIONS))  # fmt: skip
 mutants = mutated(bases)
 
 
