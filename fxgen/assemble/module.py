@@ -150,6 +150,7 @@ def build_module(
     if values is None:
         values = bind(spec.args, [], {})
     concrete = spec
+    written = spec.nodes  # the class's items as written (conditionals and repeats kept)
     if spec.fxgen >= 2:
         with _located(spec, "values" if spec.values else "args", None, "cannot compute the class's values"):
             env = with_values(values, spec.values)
@@ -185,7 +186,7 @@ def build_module(
     gm = _graph_module(spec, root, graph, policy, builder if policy is builder.policy else None)
     if spec.doc is not None:
         type(gm).__doc__ = spec.doc
-    gm.meta[META_KEY] = Declarations(spec, dict(values))
+    gm.meta[META_KEY] = Declarations(spec, dict(values), written)
     return gm
 
 
@@ -354,11 +355,14 @@ def _compiled(src: str, globals_: dict[str, Any], fields: dict[str, Any]) -> typ
 
 class Declarations:
     """What ``to_spec`` needs to give back a spec's declarations verbatim: the Spec (for a block,
-    the whole spec's view of it) and the argument values it was built with."""
+    the whole spec's view of it; its nodes this instance's plain graph), the argument values it
+    was built with, and the class's node items as written (``written``: with its conditionals
+    and repeats, which one instance's graph cannot give back)."""
 
-    def __init__(self, spec: Spec, values: dict[str, Any]) -> None:
+    def __init__(self, spec: Spec, values: dict[str, Any], written: list[Item] | None = None) -> None:
         self.spec = spec
         self.values = values
+        self.written = spec.nodes if written is None else written
         self.modules = dict(spec.modules)
         self.parameters = dict(spec.parameters)
         self.buffers = dict(spec.buffers)

@@ -166,13 +166,28 @@ def _format2_spec(gm: torch.fx.GraphModule, spec: Spec, name: str | None) -> Spe
     for block, body in spec.classes.items():
         if block == spec.name and spec.scope:
             continue  # the block this GraphModule is
-        graphs = [_graph_nodes(instance, body) for instance in blocks.get(block, [])]
+        graphs = [_class_nodes(instance, body) for instance in blocks.get(block, [])]
         if any(nodes != graphs[0] for nodes in graphs[1:]):
             raise ExportError(f"the instances of block {block!r} no longer run the same graph; a format-2 "
                               "spec holds one graph per class: change every instance, or export the model")  # fmt: skip
         classes[block] = dataclasses.replace(body, nodes=graphs[0] if graphs else body.nodes)
-    nodes = _graph_nodes(gm, spec)
+    nodes = _class_nodes(gm, spec)
     return dataclasses.replace(spec, name=name or spec.name, nodes=nodes, classes=classes, document=None, scope=())
+
+
+def _class_nodes(gm: torch.fx.GraphModule, body: Spec | ClassSpec) -> list[Item]:
+    """The node items of ``gm``'s class: its graph's nodes, or, when the class's graph depends on
+    its arguments (conditionals, repeats, aliases, ``{arg: ...}``: instances run different
+    graphs), the items as written, while ``gm`` still runs the graph they resolve to."""
+    nodes = _graph_nodes(gm, body)
+    declared = gm.meta[META_KEY]
+    if declared.written is declared.spec.nodes:
+        return nodes
+    if nodes != declared.spec.nodes:
+        raise ExportError(f"the graph of {type(gm).__name__!r} changed after loading, and its class writes its "
+                          "graph with conditionals or repeats, which cannot be written around the change; "
+                          "export the model instead (fxgen.export)")  # fmt: skip
+    return list(declared.written)
 
 
 def _graph_nodes(gm: torch.fx.GraphModule, body: Spec | ClassSpec) -> list[Item]:
