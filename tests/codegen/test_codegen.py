@@ -821,7 +821,8 @@ def canonical_graph(
 ) -> list[tuple[Any, ...]]:
     """The graph with nodes renamed by position, call targets resolved to the objects they name
     (``F.conv2d`` is ``torch.conv2d``), repeated get_attr of one target merged (the tracer reuses
-    one node per parameter or buffer), and constants folded the way tracing folds them."""
+    one node per parameter or buffer), and constants folded the way tracing folds them (lists
+    joined with ``+``, as C2f joins its outputs, included)."""
     rename: dict[str, Any] = {}
     first_get: dict[str, str] = {}
     dependent: set[str] = set()
@@ -839,6 +840,10 @@ def canonical_graph(
     for node in spec.nodes:
         if node.op == "get_attr" and node.target in first_get:
             rename[node.name or ""] = first_get[node.target]
+            continue
+        if node.op == "call_function" and node.target == "operator.add" and all(isinstance(a, list) for a in node.args):
+            rename[node.name or ""] = renamed(node.args[0]) + renamed(node.args[1])  # Python's, while tracing
+            dependent.add(node.name or "")
             continue
         if traced:  # tensors tracing computed, and (plain tracing) buffers read where they are used
             constant = node.op == "get_attr" and (
@@ -925,7 +930,7 @@ def check_faithful(spec: Spec, source: str, inputs: list[Any], *, script: bool =
         torch.manual_seed(0)
         assert_same(generated(*inputs), expected)
     if spec.classes:
-        check_classes_traced(spec, generated)
+        check_classes_traced(spec, generated, gm)
         if script:
             check_scripting(spec, generated, inputs)
         return
@@ -956,16 +961,18 @@ class _LeafTracer(torch.fx.Tracer):
         return True
 
 
-def check_classes_traced(spec: Spec, generated: torch.nn.Module) -> None:
-    """Format 2: the generated top class and an instance of each generated block class, traced
-    one level deep, give back the graphs of the spec's classes up to node names."""
+def check_classes_traced(spec: Spec, generated: torch.nn.Module, gm: torch.fx.GraphModule) -> None:
+    """Format 2: the generated top class and every instance of a generated block class, traced
+    one level deep, give back the graphs of the spec's classes up to node names: each as
+    ``fxgen.load`` resolved it for that instance (``gm``'s module at the same path: the branch
+    its arguments take, its loops unrolled), the same graph for every instance of a plain class."""
+    from fxgen.assemble.module import META_KEY
     from fxgen.describe.to_spec import _node
 
-    bodies: list[tuple[Spec, torch.nn.Module]] = [(spec, generated)]
-    for name in spec.classes:
-        instance = next((m for m in generated.modules() if type(m).__name__ == name), None)
-        if instance is not None:
-            bodies.append((spec.block(name), instance))
+    bodies: list[tuple[Spec, torch.nn.Module]] = [(gm.meta[META_KEY].spec, generated)]
+    for path, instance in generated.named_modules():
+        if path and type(instance).__name__ in spec.classes:
+            bodies.append((gm.get_submodule(path).meta[META_KEY].spec, instance))
     assert len(bodies) > 1, "no block of the spec is used"
     for body, module in bodies:
         module.eval()
