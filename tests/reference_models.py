@@ -7,6 +7,7 @@ and generates from the specs, and compares outputs bit for bit."""
 from __future__ import annotations
 
 import math
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
@@ -236,3 +237,278 @@ class FamilyNet(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.c2f(self.ir2(self.ir1(self.stem(x))))
         return self.fc(torch.flatten(self.pool(x), 1))
+
+
+# -- torchvision's MobileNetV2 (torchvision/models/mobilenetv2.py), its model part as written there --
+class Conv2dNormActivation(nn.Sequential):
+    """torchvision.ops.misc.Conv2dNormActivation with MobileNetV2's batch norm and ReLU6."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int = 3, stride: int = 1, groups: int = 1) -> None:
+        padding = (kernel_size - 1) // 2
+        super().__init__(
+            nn.Conv2d(in_channels, out_channels, kernel_size, stride, padding, groups=groups, bias=False),
+            nn.BatchNorm2d(out_channels), nn.ReLU6(inplace=True),
+        )  # fmt: skip
+        self.out_channels = out_channels
+
+
+class MobileNetV2InvertedResidual(nn.Module):
+    """torchvision.models.mobilenetv2.InvertedResidual."""
+
+    def __init__(self, inp: int, oup: int, stride: int, expand_ratio: int) -> None:
+        super().__init__()
+        self.stride = stride
+        hidden_dim = round(inp * expand_ratio)  # torchvision: int(round(...))
+        self.use_res_connect = self.stride == 1 and inp == oup
+        layers: list[nn.Module] = []
+        if expand_ratio != 1:
+            layers.append(Conv2dNormActivation(inp, hidden_dim, kernel_size=1))  # pw
+        layers.extend([
+            Conv2dNormActivation(hidden_dim, hidden_dim, stride=stride, groups=hidden_dim),  # dw
+            nn.Conv2d(hidden_dim, oup, 1, 1, 0, bias=False),  # pw-linear
+            nn.BatchNorm2d(oup),
+        ])  # fmt: skip
+        self.conv = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.use_res_connect:
+            return x + self.conv(x)
+        return self.conv(x)  # type: ignore[no-any-return]
+
+
+class MobileNetV2(nn.Module):
+    """torchvision.models.MobileNetV2 (model_specs/mobilenet_v2.yaml), its default settings."""
+
+    def __init__(self, num_classes: int = 1000, width_mult: float = 1.0, round_nearest: int = 8, dropout: float = 0.2) -> None:
+        super().__init__()
+        input_channel = 32
+        last_channel = 1280
+        inverted_residual_setting = [
+            # t, c, n, s
+            [1, 16, 1, 1],
+            [6, 24, 2, 2],
+            [6, 32, 3, 2],
+            [6, 64, 4, 2],
+            [6, 96, 3, 1],
+            [6, 160, 3, 2],
+            [6, 320, 1, 1],
+        ]
+        input_channel = _make_divisible(input_channel * width_mult, round_nearest)
+        self.last_channel = _make_divisible(last_channel * max(1.0, width_mult), round_nearest)
+        features: list[nn.Module] = [Conv2dNormActivation(3, input_channel, stride=2)]
+        for t, c, n, s in inverted_residual_setting:
+            output_channel = _make_divisible(c * width_mult, round_nearest)
+            for i in range(n):
+                stride = s if i == 0 else 1
+                features.append(MobileNetV2InvertedResidual(input_channel, output_channel, stride, expand_ratio=t))
+                input_channel = output_channel
+        features.append(Conv2dNormActivation(input_channel, self.last_channel, kernel_size=1))
+        self.features = nn.Sequential(*features)
+        self.classifier = nn.Sequential(nn.Dropout(p=dropout), nn.Linear(self.last_channel, num_classes))
+        for m in self.modules():  # weight initialization
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out")
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.BatchNorm2d):
+                nn.init.ones_(m.weight)
+                nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.Linear):
+                nn.init.normal_(m.weight, 0, 0.01)
+                nn.init.zeros_(m.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.features(x)
+        x = nn.functional.adaptive_avg_pool2d(x, (1, 1))
+        x = torch.flatten(x, 1)
+        return self.classifier(x)  # type: ignore[no-any-return]
+
+
+# -- Ultralytics' YOLOv8 (ultralytics/nn/modules/{conv,block,head}.py, cfg/models/v8/yolov8.yaml and
+# parse_model in ultralytics/nn/tasks.py), the modules as written there --------------------------
+YOLOV8_SCALES = {  # depth, width, max_channels (yolov8.yaml's `scales`)
+    "n": (0.33, 0.25, 1024),
+    "s": (0.33, 0.50, 1024),
+    "m": (0.67, 0.75, 768),
+    "l": (1.00, 1.00, 512),
+    "x": (1.00, 1.25, 512),
+}
+
+
+def autopad(k: int, p: int | None = None, d: int = 1) -> int:
+    """ultralytics.nn.modules.conv.autopad, for an int kernel: 'same' padding."""
+    if d > 1:
+        k = d * (k - 1) + 1
+    return k // 2 if p is None else p
+
+
+class YoloConv(nn.Module):
+    """ultralytics.nn.modules.conv.Conv: convolution, batch norm, SiLU."""
+
+    default_act = nn.SiLU()
+
+    def __init__(self, c1: int, c2: int, k: int = 1, s: int = 1, p: int | None = None, g: int = 1, d: int = 1) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(c1, c2, k, s, autopad(k, p, d), groups=g, dilation=d, bias=False)
+        self.bn = nn.BatchNorm2d(c2)
+        self.act = self.default_act
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.act(self.bn(self.conv(x)))  # type: ignore[no-any-return]
+
+
+class YoloBottleneck(nn.Module):
+    """ultralytics.nn.modules.block.Bottleneck."""
+
+    def __init__(self, c1: int, c2: int, shortcut: bool = True, g: int = 1, k: tuple[int, int] = (3, 3), e: float = 0.5) -> None:
+        super().__init__()
+        c_ = int(c2 * e)
+        self.cv1 = YoloConv(c1, c_, k[0], 1)
+        self.cv2 = YoloConv(c_, c2, k[1], 1, g=g)
+        self.add = shortcut and c1 == c2
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.cv2(self.cv1(x)) if self.add else self.cv2(self.cv1(x))  # type: ignore[no-any-return]
+
+
+class YoloC2f(nn.Module):
+    """ultralytics.nn.modules.block.C2f."""
+
+    def __init__(self, c1: int, c2: int, n: int = 1, shortcut: bool = False, g: int = 1, e: float = 0.5) -> None:
+        super().__init__()
+        self.c = int(c2 * e)
+        self.cv1 = YoloConv(c1, 2 * self.c, 1, 1)
+        self.cv2 = YoloConv((2 + n) * self.c, c2, 1)
+        self.m = nn.ModuleList(YoloBottleneck(self.c, self.c, shortcut, g, k=(3, 3), e=1.0) for _ in range(n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = list(self.cv1(x).chunk(2, 1))
+        y.extend(m(y[-1]) for m in self.m)
+        return self.cv2(torch.cat(y, 1))  # type: ignore[no-any-return]
+
+
+class SPPF(nn.Module):
+    """ultralytics.nn.modules.block.SPPF."""
+
+    def __init__(self, c1: int, c2: int, k: int = 5) -> None:
+        super().__init__()
+        c_ = c1 // 2
+        self.cv1 = YoloConv(c1, c_, 1, 1)
+        self.cv2 = YoloConv(c_ * 4, c2, 1, 1)
+        self.m = nn.MaxPool2d(kernel_size=k, stride=1, padding=k // 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = [self.cv1(x)]
+        y.extend(self.m(y[-1]) for _ in range(3))
+        return self.cv2(torch.cat(y, 1))  # type: ignore[no-any-return]
+
+
+class Concat(nn.Module):
+    """ultralytics.nn.modules.conv.Concat."""
+
+    def __init__(self, dimension: int = 1) -> None:
+        super().__init__()
+        self.d = dimension
+
+    def forward(self, x: list[torch.Tensor]) -> torch.Tensor:
+        return torch.cat(x, self.d)
+
+
+class DFL(nn.Module):
+    """ultralytics.nn.modules.block.DFL: a fixed 1x1 convolution weighing the 16 bins 0..15."""
+
+    def __init__(self, c1: int = 16) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(c1, 1, 1, bias=False).requires_grad_(False)
+        x = torch.arange(c1, dtype=torch.float)
+        self.conv.weight.data[:] = nn.Parameter(x.view(1, c1, 1, 1))
+        self.c1 = c1
+
+
+class Detect(nn.Module):
+    """ultralytics.nn.modules.head.Detect; forward is its training-mode output (the three levels'
+    box and class maps, concatenated per level), which is what the spec computes."""
+
+    def __init__(self, nc: int = 80, ch: tuple[int, ...] = ()) -> None:
+        super().__init__()
+        self.nc = nc
+        self.nl = len(ch)
+        self.reg_max = 16
+        self.no = nc + self.reg_max * 4
+        self.stride = torch.zeros(self.nl)
+        c2, c3 = max((16, ch[0] // 4, self.reg_max * 4)), max(ch[0], min(self.nc, 100))
+        self.cv2 = nn.ModuleList(
+            nn.Sequential(YoloConv(x, c2, 3), YoloConv(c2, c2, 3), nn.Conv2d(c2, 4 * self.reg_max, 1)) for x in ch
+        )
+        self.cv3 = nn.ModuleList(nn.Sequential(YoloConv(x, c3, 3), YoloConv(c3, c3, 3), nn.Conv2d(c3, self.nc, 1)) for x in ch)
+        self.dfl = DFL(self.reg_max)
+
+    def forward(self, x: list[torch.Tensor]) -> list[torch.Tensor]:
+        for i in range(self.nl):
+            x[i] = torch.cat((self.cv2[i](x[i]), self.cv3[i](x[i])), 1)
+        return x
+
+
+def _yolo_divisible(x: float, divisor: int = 8) -> int:
+    """ultralytics.utils.ops.make_divisible."""
+    return math.ceil(x / divisor) * divisor
+
+
+class YOLOv8(nn.Module):
+    """Ultralytics' DetectionModel built from yolov8.yaml by parse_model, at one of its scales:
+    ``model`` is the nn.Sequential of the 23 layers; forward routes their outputs as the yaml's
+    `from` column says (Ultralytics' _predict_once)."""
+
+    LAYERS: ClassVar[list[tuple[Any, int, str, list[Any]]]] = [  # from, repeats, module, args (yolov8.yaml's backbone and head)
+        (-1, 1, "Conv", [64, 3, 2]), (-1, 1, "Conv", [128, 3, 2]), (-1, 3, "C2f", [128, True]),
+        (-1, 1, "Conv", [256, 3, 2]), (-1, 6, "C2f", [256, True]), (-1, 1, "Conv", [512, 3, 2]),
+        (-1, 6, "C2f", [512, True]), (-1, 1, "Conv", [1024, 3, 2]), (-1, 3, "C2f", [1024, True]),
+        (-1, 1, "SPPF", [1024, 5]),
+        (-1, 1, "Upsample", [None, 2, "nearest"]), ([-1, 6], 1, "Concat", [1]), (-1, 3, "C2f", [512]),
+        (-1, 1, "Upsample", [None, 2, "nearest"]), ([-1, 4], 1, "Concat", [1]), (-1, 3, "C2f", [256]),
+        (-1, 1, "Conv", [256, 3, 2]), ([-1, 12], 1, "Concat", [1]), (-1, 3, "C2f", [512]),
+        (-1, 1, "Conv", [512, 3, 2]), ([-1, 9], 1, "Concat", [1]), (-1, 3, "C2f", [1024]),
+        ([15, 18, 21], 1, "Detect", ["nc"]),
+    ]  # fmt: skip
+
+    def __init__(self, scale: str = "n", nc: int = 80) -> None:
+        super().__init__()
+        depth, width, max_channels = YOLOV8_SCALES[scale]
+        ch = [3]
+        layers: list[nn.Module] = []
+        self.froms: list[int | list[int]] = []
+        for i, (f, n, name, args) in enumerate(self.LAYERS):
+            n = max(round(n * depth), 1) if n > 1 else n
+            if name in ("Conv", "C2f", "SPPF"):
+                c1, c2 = ch[f], args[0]  # type: ignore[index]
+                c2 = _yolo_divisible(min(c2, max_channels) * width, 8)
+                args = [c1, c2, *args[1:]]
+                if name == "C2f":
+                    args.insert(2, n)
+                    n = 1
+                module: nn.Module = {"Conv": YoloConv, "C2f": YoloC2f, "SPPF": SPPF}[name](*args)
+            elif name == "Upsample":
+                module, c2 = nn.Upsample(*args), ch[f]  # type: ignore[arg-type, index]
+            elif name == "Concat":
+                module, c2 = Concat(*args), sum(ch[x] for x in f)  # type: ignore[union-attr]
+            else:
+                module, c2 = Detect(nc, tuple(ch[x] for x in f)), 0  # type: ignore[union-attr]
+            layers.append(module)
+            self.froms.append(f)  # type: ignore[arg-type]
+            if i == 0:
+                ch = []
+            ch.append(c2)
+        self.model = nn.Sequential(*layers)
+        for m in self.modules():  # ultralytics.utils.torch_utils.initialize_weights
+            if isinstance(m, nn.BatchNorm2d):
+                m.eps = 1e-3
+                m.momentum = 0.03
+
+    def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
+        y: list[torch.Tensor] = []
+        for m, f in zip(self.model, self.froms, strict=True):
+            if f != -1:
+                x = y[f] if isinstance(f, int) else [x if j == -1 else y[j] for j in f]  # type: ignore[assignment]
+            x = m(x)
+            y.append(x)
+        return x  # type: ignore[return-value]

@@ -54,6 +54,8 @@ EXPECTED: dict[str, Any] = {
     "vit": T((2, 10)),  # format 2: the class token's logits
     "width_net": T((2, 10)),  # format 2: values scale the widths and the depth
     "family_net": T((2, 10)),  # format 2: an if and a for with carry and collect in its blocks
+    "mobilenet_v2": T((1, 1000)),  # format 2: torchvision's MobileNetV2 at width 1.0
+    "yolov8": [T((1, 144, 8, 8)), T((1, 144, 4, 4)), T((1, 144, 2, 2))],  # Detect's levels: 64 box bins + 80 classes
     "transformer_block": T((2, 8, 32)),
 }
 

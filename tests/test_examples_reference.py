@@ -37,7 +37,66 @@ CASES: list[tuple[str, dict[str, Any], Callable[[], torch.nn.Module], tuple[int,
     ("family_net", {"n": 0}, lambda: ref.FamilyNet(n=0), (2, 3, 32, 32)),  # no bottleneck: the loop runs no step
     ("family_net", {"n": 1, "width": 8}, lambda: ref.FamilyNet(8, 1), (1, 3, 16, 16)),
     ("family_net", {"n": 4, "width": 8, "num_classes": 3}, lambda: ref.FamilyNet(8, 4, 3), (3, 3, 24, 24)),
+    ("mobilenet_v2", {}, lambda: ref.MobileNetV2(), (2, 3, 64, 64)),
+    ("mobilenet_v2", {"width_mult": 0.5, "num_classes": 10}, lambda: ref.MobileNetV2(10, 0.5), (1, 3, 64, 64)),
+    ("mobilenet_v2", {"width_mult": 0.75}, lambda: ref.MobileNetV2(width_mult=0.75), (1, 3, 64, 64)),
+    ("mobilenet_v2", {"width_mult": 1.4}, lambda: ref.MobileNetV2(width_mult=1.4), (1, 3, 64, 64)),
+    ("yolov8", {}, lambda: ref.YOLOv8("n"), (2, 3, 64, 64)),  # size n: three levels of 80 classes + 64 box bins
+    ("yolov8", {"depth": 0.67, "width": 0.75, "max_channels": 768, "nc": 3}, lambda: ref.YOLOv8("m", 3), (1, 3, 64, 96)),
 ]  # fmt: skip
+
+# Ultralytics' sizes (yolov8.yaml's `scales`: depth, width, max_channels) and the parameter counts
+# it publishes for them (80 classes, the fixed DFL convolution included)
+YOLOV8_SIZES = {
+    "n": ({"depth": 0.33, "width": 0.25, "max_channels": 1024}, 3_157_200),
+    "s": ({"depth": 0.33, "width": 0.50, "max_channels": 1024}, 11_166_560),
+    "m": ({"depth": 0.67, "width": 0.75, "max_channels": 768}, 25_902_640),
+    "l": ({"depth": 1.00, "width": 1.00, "max_channels": 512}, 43_691_520),
+    "x": ({"depth": 1.00, "width": 1.25, "max_channels": 512}, 68_229_648),
+}
+
+
+def _keys_and_shapes(model: torch.nn.Module) -> list[tuple[str, tuple[int, ...]]]:
+    return [(key, tuple(tensor.shape)) for key, tensor in model.state_dict().items()]
+
+
+def _parameters(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("width", [0.5, 0.75, 1.0, 1.4])
+def test_mobilenet_v2_is_torchvisions_at_every_width(width: float) -> None:
+    """One spec, torchvision's mobilenet_v2(width_mult=...): the same state-dict keys with the
+    same shapes (0.75 needs _make_divisible's "never below 90%" rule) and parameter count;
+    3,504,872 at 1.0 with 1000 classes, the figure torchvision publishes. Built on the meta
+    device: only shapes matter here."""
+    with torch.device("meta"):
+        loaded = fxgen.load(ROOT / "model_specs" / "mobilenet_v2.yaml", args={"width_mult": width})
+        reference = ref.MobileNetV2(width_mult=width)
+    assert _keys_and_shapes(loaded) == _keys_and_shapes(reference)
+    assert _parameters(loaded) == _parameters(reference)
+    if width == 1.0:
+        assert _parameters(loaded) == 3_504_872
+        assert list(loaded.state_dict())[:2] == ["features.0.0.weight", "features.0.1.weight"]
+        assert "features.1.conv.0.0.weight" in loaded.state_dict()  # t = 1: no expansion, conv.0 is the depthwise one
+        assert "features.2.conv.3.running_var" in loaded.state_dict()  # t = 6: expansion first
+        assert list(loaded.state_dict())[-2:] == ["classifier.1.weight", "classifier.1.bias"]
+
+
+@pytest.mark.parametrize("size", list(YOLOV8_SIZES))
+def test_yolov8_has_ultralytics_parameter_count_and_keys(size: str) -> None:
+    """One spec for the five sizes: Ultralytics' published parameter counts, and the keys and
+    shapes of the reference built as parse_model builds yolov8.yaml (model.0.conv.weight ...
+    model.22.dfl.conv.weight)."""
+    args, published = YOLOV8_SIZES[size]
+    with torch.device("meta"):
+        loaded = fxgen.load(ROOT / "model_specs" / "yolov8.yaml", args=args)
+        reference = ref.YOLOv8(size)
+    assert _parameters(loaded) == published
+    assert _parameters(reference) == published
+    assert _keys_and_shapes(loaded) == _keys_and_shapes(reference)
+    keys = list(loaded.state_dict())
+    assert (keys[0], keys[-1]) == ("model.0.conv.weight", "model.22.dfl.conv.weight")
 
 
 @pytest.mark.parametrize("width", [0.1, 0.25, 0.35, 0.5, 0.75, 1.0, 1.3, 1.4, 2.0])

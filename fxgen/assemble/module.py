@@ -395,7 +395,9 @@ def _compiled(src: str, globals_: dict[str, Any], fields: dict[str, Any]) -> typ
 
 class Declarations:
     """What ``to_spec`` needs to give back a spec's declarations verbatim: the Spec (for a block,
-    the whole spec's view of it) and the argument values it was built with."""
+    the whole spec's view of it; its nodes this instance's plain graph), the argument values it
+    was built with, and the class's node items as written (``written``: with its conditionals
+    and repeats, which one instance's graph cannot give back)."""
 
     def __init__(self, spec: Spec, values: dict[str, Any]) -> None:
         self.spec = spec  # for a class with conditionals or repeats, this instance's (resolved)

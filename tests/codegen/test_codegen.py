@@ -822,7 +822,8 @@ def canonical_graph(
 ) -> list[tuple[Any, ...]]:
     """The graph with nodes renamed by position, call targets resolved to the objects they name
     (``F.conv2d`` is ``torch.conv2d``), repeated get_attr of one target merged (the tracer reuses
-    one node per parameter or buffer), and constants folded the way tracing folds them."""
+    one node per parameter or buffer), and constants folded the way tracing folds them (lists
+    joined with ``+``, as C2f joins its outputs, included)."""
     rename: dict[str, Any] = {}
     first_get: dict[str, str] = {}
     dependent: set[str] = set()
