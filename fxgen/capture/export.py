@@ -61,13 +61,18 @@ def export(
     fxgen does not know); parameters and buffers keep their paths, shapes and dtypes; the
     weights themselves go to ``save_weights``.
     """
+    from fxgen.capture.dynamo import kept_state
+
     how = traced_options(module, CaptureOptions.of(options))
     notes: list[str] = []
-    captures = capture_modes(module, how, notify=notes.append)
-    for message in dict.fromkeys(notes):
-        warnings.warn(message, UserWarning, stacklevel=2)
-    notes.clear()
-    spec, gm = modes_spec(module, captures, name or _class_name(module), flat=flat, options=how, notify=notes.append)
+    # Every run of the model on example inputs (a capture in train mode, auto's proof, the blocks'
+    # proof in each mode) leaves its buffers (batch norm's statistics) and the random state as they were.
+    with kept_state(module):
+        captures = capture_modes(module, how, notify=notes.append)
+        for message in dict.fromkeys(notes):
+            warnings.warn(message, UserWarning, stacklevel=2)
+        notes.clear()
+        spec, gm = modes_spec(module, captures, name or _class_name(module), flat=flat, options=how, notify=notes.append)
     for message in (*capture_notes(gm), *tied_notes(gm), *dict.fromkeys(notes)):
         warnings.warn(message, UserWarning, stacklevel=2)
     return spec

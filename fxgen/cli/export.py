@@ -167,20 +167,25 @@ def export_command(ns: argparse.Namespace) -> None:
     options = traced_options(module, CaptureOptions(example_inputs=example_inputs or None, example_kwargs=example_kwargs,
                                                     capture=capture, concrete_args=concrete, leaf_modules=tuple(leaves),
                                                     dynamic=dynamic))  # fmt: skip
+    from fxgen.capture.dynamo import kept_state
+
     notes: list[str] = []
-    with Progress("capturing", 2, quiet=quiet) as progress:
-        progress.step(1, type(module).__name__)
-        captures = capture_modes(module, options, notify=notes.append)
-    for note in dict.fromkeys(notes):
-        print(f"fxgen: note: {note}", file=sys.stderr)
-    name = ns.name or type(module).__name__
-    gm = (captures[module.training] if module.training in captures else next(iter(captures.values())))[0]
-    modules = len({node.target for node in gm.graph.nodes if node.op == "call_module"})
     found: list[str] = []
-    with Progress("verifying constructor calls" if ns.flat else "keeping the model's classes as blocks", modules,
-                  quiet=quiet) as bar:  # fmt: skip
-        spec, gm = modes_spec(module, captures, name, flat=ns.flat, options=options,
-                              notify=found.append, progress=lambda done, total, path: bar.step(done, path))  # fmt: skip
+    # Every run of the model (train mode, the proofs) leaves its buffers as they were: the weights
+    # written below are the model's own, not batch norm statistics a capture updated.
+    with kept_state(module):
+        with Progress("capturing", 2, quiet=quiet) as progress:
+            progress.step(1, type(module).__name__)
+            captures = capture_modes(module, options, notify=notes.append)
+        for note in dict.fromkeys(notes):
+            print(f"fxgen: note: {note}", file=sys.stderr)
+        name = ns.name or type(module).__name__
+        gm = (captures[module.training] if module.training in captures else next(iter(captures.values())))[0]
+        modules = len({node.target for node in gm.graph.nodes if node.op == "call_module"})
+        with Progress("verifying constructor calls" if ns.flat else "keeping the model's classes as blocks", modules,
+                      quiet=quiet) as bar:  # fmt: skip
+            spec, gm = modes_spec(module, captures, name, flat=ns.flat, options=options,
+                                  notify=found.append, progress=lambda done, total, path: bar.step(done, path))  # fmt: skip
     for note in dict.fromkeys(found):
         print(f"fxgen: note: {note}", file=sys.stderr)
     out: Path = ns.out

@@ -1,0 +1,47 @@
+"""Export runs the model (in train mode too: a capture per mode, auto's proof, the blocks' proof);
+none of it may change the model: batch norm's statistics, the weights written from it."""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+
+import fxgen
+
+
+class Stage(nn.Module):
+    def __init__(self, cin: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(cin, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.bn(self.conv(x)))
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = Stage(3)
+        self.b = Stage(4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.a(x)
+        if h.shape[0] > 0:  # symbolic tracing cannot branch on it: auto captures with TorchDynamo
+            h = self.b(h)
+        return h
+
+
+def test_export_leaves_the_model_and_its_statistics_as_they_were() -> None:
+    torch.manual_seed(0)
+    model = Net().eval()
+    before = copy.deepcopy(model.state_dict())
+    x = torch.randn(2, 3, 8, 8)
+    for capture in ("auto", "dynamo"):
+        rng = torch.get_rng_state()
+        fxgen.export(model, capture=capture, example_inputs=(x,))
+        assert all(torch.equal(before[k], v) for k, v in model.state_dict().items()), capture
+        assert torch.equal(torch.get_rng_state(), rng), capture
+        assert not model.training
