@@ -97,6 +97,8 @@ def test_yolov8_has_ultralytics_parameter_count_and_keys(size: str) -> None:
     assert _keys_and_shapes(loaded) == _keys_and_shapes(reference)
     keys = list(loaded.state_dict())
     assert (keys[0], keys[-1]) == ("model.0.conv.weight", "model.22.dfl.conv.weight")
+    with torch.device("meta"):  # the spec's own variant of that size builds the same model
+        assert _parameters(fxgen.load(ROOT / "model_specs" / "yolov8.yaml", variant=size)) == published
 
 
 @pytest.mark.parametrize("width", [0.1, 0.25, 0.35, 0.5, 0.75, 1.0, 1.3, 1.4, 2.0])
