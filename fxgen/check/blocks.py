@@ -23,7 +23,7 @@ from fxgen._errors import Suggestions
 from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.expr import ExprError, names, parse
-from fxgen.spec.resolve import TRAINING, is_construct, node_expressions
+from fxgen.spec.resolve import TRAINING, arg_expressions, is_construct, node_expressions
 from fxgen.spec.values import DECLARATION_TAGS
 
 __all__ = [
@@ -219,7 +219,7 @@ def declaration_problems(
     each must parse and name only arguments and named ``values`` of its class (``scope`` names
     it for messages)."""
     problems: list[Problem] = []
-    for path, text in _expressions(value, where):
+    for path, text in arg_expressions(value, where):
         problems += [(path, f"{{arg: {text}}}: {message}") for message in _unknown(text, arguments, values or [], scope)]
     return problems
 
@@ -335,23 +335,11 @@ def _body_expressions(body: dict[str, Any]) -> Iterator[tuple[JsonPath, str]]:
     """Every ``{arg: ...}`` expression of a body's declarations."""
     for path, entry in body.get("modules", {}).items():
         for field in ("args", "kwargs"):
-            yield from _expressions(entry.get(field), ("modules", path, field))
+            yield from arg_expressions(entry.get(field), ("modules", path, field))
     for table in ("parameters", "buffers"):
         for path, entry in body.get(table, {}).items():
             for field in ("shape", "init"):
-                yield from _expressions(entry.get(field), (table, path, field))
-
-
-def _expressions(value: Any, path: JsonPath) -> Iterator[tuple[JsonPath, str]]:
-    if isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _expressions(item, (*path, i))
-    elif isinstance(value, dict):
-        if set(value) == {"arg"} and isinstance(value["arg"], str):
-            yield (*path, "arg"), value["arg"]
-            return
-        for key, item in value.items():
-            yield from _expressions(item, (*path, key))
+                yield from arg_expressions(entry.get(field), (table, path, field))
 
 
 def is_arg(value: Any) -> typing.TypeGuard[dict[str, str]]:

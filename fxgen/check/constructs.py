@@ -20,7 +20,7 @@ from fxgen.check.blocks import unknown_names
 from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.expr import ExprError, names, parse
-from fxgen.spec.resolve import MAX_NESTING, TEMPLATE, TRAINING, last_name
+from fxgen.spec.resolve import MAX_NESTING, TEMPLATE, TRAINING, arg_expressions, last_name
 from fxgen.spec.values import iter_refs
 
 __all__ = ["construct_problems", "shown_path"]
@@ -175,7 +175,7 @@ class _Walker:
             for rel, ref in iter_refs(item[field]):
                 if ref not in visible and ref in self.hidden:
                     self.problems.append(((*where, field, *rel), f"%{ref}: {ref!r} {self.hidden[ref]}"))
-            for rel, text in _arg_texts(item[field]):
+            for rel, text in arg_expressions(item[field]):
                 self.expression(text, (*where, field, *rel), loops, "{arg: ...}")
         if loops and "{" in item.get("target", ""):
             self.target(item["target"], (*where, "target"), loops)
@@ -215,19 +215,3 @@ class _Walker:
             self.uses_training = True
         for message in unknown_names(used, self.arguments, [*self.values, *loops, TRAINING], self.label):
             self.problems.append((where, f"{what} `{value}`: {message}"))
-
-
-def _arg_texts(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str]]:
-    """Every ``{arg: ...}`` text in an encoded node value, with its path (``arg`` last)."""
-    out: list[tuple[tuple[Any, ...], str]] = []
-    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, path)]
-    while stack:
-        item, at = stack.pop()
-        if isinstance(item, list):
-            stack.extend((v, (*at, i)) for i, v in reversed(list(enumerate(item))))
-        elif isinstance(item, dict):
-            if set(item) == {"arg"} and isinstance(item["arg"], str):
-                out.append(((*at, "arg"), item["arg"]))
-            else:
-                stack.extend((v, (*at, k)) for k, v in reversed(list(item.items())))
-    return out

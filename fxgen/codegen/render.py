@@ -34,7 +34,7 @@ from fxgen.spec.model import (
     walk_loops,
     walk_nodes,
 )
-from fxgen.spec.resolve import has_arguments, last_name
+from fxgen.spec.resolve import arg_expressions, has_arguments, last_name
 from fxgen.spec.tree import ModelTree, shared_containers
 from fxgen.spec.values import iter_refs, parse_ref
 
@@ -706,7 +706,7 @@ class _Forward:
             if node.target is not None and marker in node.target:
                 head, _, _ = node.target.partition("." + marker)
                 prefixes.add(head)
-            texts = [t for v in (node.args, node.kwargs) for t in _arg_texts(v)]
+            texts = [t for v in (node.args, node.kwargs) for _, t in arg_expressions(v)]
             needs_index = needs_index or any(item.var in expr.names(expr.parse(t)) for t in texts)
         inner = [i for i in item.nodes if not isinstance(i, Node)]
         texts = [i.cond for i in inner if isinstance(i, IfNodes) and isinstance(i.cond, str)]
@@ -822,16 +822,6 @@ def _used_names(items: list[Item]) -> set[str]:
             used.add(last)
     return used
 
-
-def _arg_texts(value: Any) -> list[str]:
-    """The ``{arg: ...}`` expressions inside an encoded value."""
-    if isinstance(value, list):
-        return [t for item in value for t in _arg_texts(item)]
-    if isinstance(value, dict):
-        if set(value) == {"arg"} and isinstance(value["arg"], str):
-            return [value["arg"]]
-        return [t for item in value.values() for t in _arg_texts(item)]
-    return []
 
 
 def check_statements(spec: Spec, imports: Imports) -> list[str]:

@@ -29,6 +29,7 @@ __all__ = [
     "TRAINING",
     "BindError",
     "NodesError",
+    "arg_expressions",
     "bind",
     "data_needs_resolution",
     "declared",
@@ -238,19 +239,25 @@ def node_expressions(items: list[dict[str, Any]]) -> Iterator[str]:
             yield from node_expressions(item["nodes"])
         else:
             for field in ("args", "kwargs"):
-                yield from (text for _, text in _arg_texts(item.get(field)))
+                yield from (text for _, text in arg_expressions(item.get(field)))
 
 
-def _arg_texts(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str]]:
-    if isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _arg_texts(item, (*path, i))
-    elif isinstance(value, dict):
-        if set(value) == {"arg"} and isinstance(value["arg"], str):
-            yield (*path, "arg"), value["arg"]
-            return
-        for key, item in value.items():
-            yield from _arg_texts(item, (*path, key))
+def arg_expressions(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str]]:
+    """Every ``{arg: ...}`` text inside an encoded value, in the order written, each with its
+    path (``path`` and the keys and indices down to it, ``"arg"`` last): the one walk the
+    check, resolve and codegen stages share."""
+    out: list[tuple[tuple[Any, ...], str]] = []
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, path)]
+    while stack:
+        item, at = stack.pop()
+        if isinstance(item, list):
+            stack.extend((v, (*at, i)) for i, v in reversed(list(enumerate(item))))
+        elif isinstance(item, dict):
+            if set(item) == {"arg"} and isinstance(item["arg"], str):
+                out.append(((*at, "arg"), item["arg"]))
+            else:
+                stack.extend((v, (*at, k)) for k, v in reversed(list(item.items())))
+    return out
 
 
 def resolve_nodes(items: list[Item], env: Mapping[str, Any]) -> list[Node]:
