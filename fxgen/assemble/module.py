@@ -150,7 +150,7 @@ def build_module(
     builder = builder or Builder(policy, device)
     if values is None:
         values = bind(spec.args, [], {})
-    concrete = spec
+    concrete = source = spec
     graphs: dict[bool, torch.fx.Graph] | None = None
     if spec.fxgen >= 2:
         with _located(spec, "values" if spec.values else "args", None, "cannot compute the class's values"):
@@ -202,7 +202,7 @@ def build_module(
         gm = _mode_graph_module(spec, root, graphs)
     if spec.doc is not None:
         type(gm).__doc__ = spec.doc
-    gm.meta[META_KEY] = Declarations(spec, dict(values))
+    gm.meta[META_KEY] = Declarations(spec, dict(values), source)
     if spec.fxgen >= 2 and spec.nodes is not written:  # resolved: remember the items as written
         gm.meta[META_KEY].written, gm.meta[META_KEY].code = written, gm.code
     return gm
@@ -396,11 +396,13 @@ def _compiled(src: str, globals_: dict[str, Any], fields: dict[str, Any]) -> typ
 class Declarations:
     """What ``to_spec`` needs to give back a spec's declarations verbatim: the Spec (for a block,
     the whole spec's view of it; its nodes this instance's plain graph), the argument values it
-    was built with, and the class's node items as written (``written``: with its conditionals
-    and repeats, which one instance's graph cannot give back)."""
+    was built with, the spec as written (``source``: with the modules declared on a condition
+    this instance leaves out) and the class's node items as written (``written``: with its
+    conditionals and repeats, which one instance's graph cannot give back)."""
 
-    def __init__(self, spec: Spec, values: dict[str, Any]) -> None:
+    def __init__(self, spec: Spec, values: dict[str, Any], source: Spec | None = None) -> None:
         self.spec = spec  # for a class with conditionals or repeats, this instance's (resolved)
+        self.source = source if source is not None else spec
         self.values = values
         # the node list as written (conditionals, repeats) and the code of the graph it gave,
         # when it was resolved: a graph no pass changed since gives the items back

@@ -71,7 +71,7 @@ def graph_module_to_spec(
     ``cache`` shares rebuilt constructor calls with other graphs of the same export."""
     declared = gm.meta.get(META_KEY)
     if declared is not None and declared.spec.fxgen >= 2:
-        return _format2_spec(gm, declared.spec, name)
+        return _format2_spec(gm, declared.source, name)
     call_modules = [n.target for n in gm.graph.nodes if n.op == "call_module"]
     modules: dict[str, ModuleSpec] = {}
     module_paths = _dedupe([*declared.modules, *call_modules]) if declared else _dedupe(call_modules)

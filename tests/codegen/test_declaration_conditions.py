@@ -81,3 +81,12 @@ def test_a_condition_needs_format_2() -> None:
             "nodes": [{"op": "placeholder", "name": "x"}, {"op": "output", "args": ["%x"]}]}  # fmt: skip
     with pytest.raises(SpecError, match="`if` needs `fxgen: 2`"):
         validate_data(data)
+
+
+@pytest.mark.parametrize("tie", [True, False])
+def test_to_spec_gives_back_the_module_the_instance_leaves_out(tie: bool) -> None:
+    """An instance without ``lm_head`` still describes the family: its spec declares the module
+    on its condition, as written."""
+    spec = validate_data(copy.deepcopy(SPEC))
+    back = fxgen.to_spec(fxgen.load(spec, args={"tie": tie}))
+    assert back.modules == spec.modules and back.modules["lm_head"].when == "not tie"
