@@ -9,8 +9,9 @@ tree: whether a bracket belongs to a trailer (call, subscript, parameter list) o
 right-hand side and the return annotation, the delimiter priority of a binary operator
 (``black.brackets.is_split_before_delimiter``; unary operators have none) and whether a leaf
 is part of an annotation. Anything else raises :class:`Unsupported` (the caller uses black):
-comments, keywords (but the ``for`` and ``in`` of ``[item for name in values]``), implicit string
-concatenation, trailing commas, redundant parentheses,
+comments, keywords (but the ``for`` and ``in`` of ``[item for name in values]`` and the ``if``
+and ``else`` of a conditional expression), implicit string concatenation, trailing commas,
+redundant parentheses,
 operators inside subscripts, a unary operator on a power (black adds parentheses), spacing
 black would change.
 """
@@ -61,6 +62,9 @@ COMPARATOR_PRIORITY = 10
 
 
 COMPREHENSION_PRIORITY = 20  # black.brackets: a break before a comprehension's ``for``
+
+
+TERNARY_PRIORITY = 16  # black.brackets: a break before a conditional expression's ``if`` and ``else``
 
 
 # black.brackets.MATH_PRIORITIES and COMPARATORS: the priority of a line break before a binary operator
@@ -306,7 +310,35 @@ class _Parser:
             depth += leaf.type in OPENING
 
     # -- grammar
-    def _expression(self) -> None:
+    def _expression(self, ternary: bool = True) -> None:
+        """An operation, or a conditional expression ``a if cond else b`` (where the grammar has
+        a ``test``: not a comprehension's iterable). black.linegen.LineGenerator.visit_test puts
+        invisible parentheses around a conditional expression unless its sibling before is a
+        ``(``: the right-hand side's invisible one, or a call's or atom's whose only item it is
+        (in ``f(a, b)`` the items' sibling before is none, in an arglist); a break before its
+        ``if`` and ``else`` has TERNARY_PRIORITY."""
+        start = len(self.out)
+        self._operation()
+        if not (ternary and self._peek() == "NAME" and self.tokens[self.pos][1] == "if"):
+            return
+        if self.subscripts:
+            raise Unsupported("a conditional expression in a subscript")
+        for keyword_, part in (("if", self._operation), ("else", self._expression)):
+            if self._peek() != "NAME" or self.tokens[self.pos][1] != keyword_:
+                raise Unsupported(f"expected {keyword_}")
+            self._expect_space(" ")
+            self._take("NAME", priority=TERNARY_PRIORITY)
+            self._expect_space(" ")
+            part()
+        before = self.out[start - 1] if start else None
+        if before is None or before.type != "(" or (before.value and self._peek() != ")"):
+            lpar = Leaf("(", "", self.out[start].space)
+            lpar.annotation = self.annotation
+            self.out[start].space = ""
+            self.out.insert(start, lpar)
+            self._append(Leaf(")", "", ""))
+
+    def _operation(self) -> None:
         """Operands joined by binary operators (black's priorities only read the operator)."""
         unary = self._operand()
         while self._peek() in BINARY:
@@ -397,7 +429,7 @@ class _Parser:
             self._expect_space(" ")
             self._take("NAME")  # in
             self._expect_space(" ")
-            self._expression()
+            self._expression(ternary=False)  # an or_test: `if` there would begin a comprehension's condition
             self._take("]")
         elif kind == "[":
             self._take("[")
@@ -446,7 +478,7 @@ class _Parser:
         if self._peek() in ("*", "**"):  # ``*items``: black.nodes.is_vararg, no delimiter
             self._take(self._peek())
             self._expect_space("")
-            self._expression()
+            self._expression(ternary=False)  # a star_expr takes an expr
             return
         if self._peek() == "NAME" and self._peek(1) == "=":
             self._take("NAME")

@@ -172,6 +172,31 @@ format2_statements = st.one_of(
     format2_expressions.map("return ".__add__),
 )
 
+# -- conditional expressions, as the generated forward writes a value that depends on the mode or
+# an argument (``dropout_p=self.dropout if self.training else 0.0``): alone, as a call's only
+# argument or one of several, a keyword's value, inside a list, a tuple or a comprehension, nested
+_conditions = st.one_of(operands, binary_expressions)
+conditional_expressions = st.deferred(
+    lambda: st.tuples(_conditions, _conditions, st.one_of(_conditions, conditional_expressions)).map(
+        lambda t: f"{t[0]} if {t[1]} else {t[2]}"
+    )
+)
+_holding_conditionals = st.one_of(
+    conditional_expressions,
+    st.tuples(dotted, conditional_expressions).map(lambda t: f"{t[0]}({t[1]})"),
+    st.tuples(dotted, st.lists(st.one_of(conditional_expressions, operands), min_size=2, max_size=5)).map(
+        lambda t: f"{t[0]}({', '.join(t[1])})"
+    ),
+    st.tuples(dotted, operands, names, conditional_expressions).map(lambda t: f"{t[0]}({t[1]}, {t[2]}={t[3]})"),
+    st.lists(st.one_of(conditional_expressions, operands), min_size=1, max_size=3).map(lambda a: "[" + ", ".join(a) + "]"),
+    st.tuples(conditional_expressions, operands).map(lambda t: f"({t[0]}, {t[1]})"),
+    st.tuples(conditional_expressions, names).map(lambda t: f"[{t[0]} for _ in {t[1]}]"),
+)
+conditional_statements = st.one_of(
+    st.tuples(targets, _holding_conditionals).map(" = ".join),
+    _holding_conditionals.map("return ".__add__),
+)
+
 # -- def signatures, as fxgen.codegen.render.signature writes them
 ANNOTATIONS = [
     "torch.Tensor", "int", "float", "bool", "str", "None", "typing.Optional[torch.Tensor]", "list[int]",
@@ -299,6 +324,14 @@ def test_comprehensions_starred_and_grouped_operands_equal_black(statement: str,
 )
 def test_comprehensions_near_the_limit(expression: str, form: str, width: int, depth: int) -> None:
     assert_claimed_as_black(padded(form, expression, width, depth), depth)
+
+
+@settings(max_examples=MANY)
+@given(conditional_statements, st.sampled_from([0, 1, 2]))
+@example(statement="att = F.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=self.dropout if self.training else 0.0, is_causal=True)", depth=2)
+@example(statement="vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv = (self.training if x_long_name_qqqqqqqqqqqqqqqqqqqq else yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy, b)", depth=0)  # a tuple's first item: wrapped
+def test_conditional_expressions_equal_black(statement: str, depth: int) -> None:
+    assert_claimed_as_black(statement, depth)
 
 
 @settings(max_examples=MANY)
@@ -438,7 +471,9 @@ def _same_length(kind: str, value: str) -> str:
         'x = "abc".format(y)',
         "x = (a)",
         '"docstring"',
-        "x = a if b else c",
+        "x = a if b and c else d",  # a logical operator
+        "x = y[a if b else c]",  # a conditional expression in a subscript
+        "x = [a for b in c if d else e]",
     ],
 )
 def test_unsupported_shapes_fall_back(statement: str) -> None:
