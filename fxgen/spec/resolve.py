@@ -287,6 +287,23 @@ def expand_nodes(
     return expander.out
 
 
+def _collected_item(item: dict[str, Any], node: dict[str, Any], scope: Mapping[str, Any]) -> str | None:
+    """The node an ``operator.getitem`` of a collected list at a constant index names, or None.
+    The generated class holds the list as a Python list, and indexing it is no graph operation
+    (torch.fx records none when it traces that class): the instance's graph is the same."""
+    if item.get("op") != "call_function" or item.get("target") != "operator.getitem" or item.get("kwargs"):
+        return None
+    args = node.get("args", [])
+    written = item.get("args", [])
+    if len(args) != 2 or not isinstance(written[0], str) or not isinstance(scope.get(written[0][1:]), list):
+        return None
+    collected, index = args
+    if isinstance(index, bool) or not isinstance(index, int) or not -len(collected) <= index < len(collected):
+        return None
+    element = collected[index]
+    return element if isinstance(element, str) and item.get("name") is not None else None
+
+
 class _Expander:
     def __init__(self, env: Mapping[str, Any]) -> None:
         self.env = dict(env)
@@ -360,6 +377,10 @@ class _Expander:
         for field in ("args", "kwargs"):
             if field in node:
                 node[field] = self.rewrite(node[field], scope, (*where, field))
+        element = _collected_item(item, node, scope)
+        if element is not None:  # `qkvs[0]` in Python: indexing a list, not an operation of the graph
+            self.last = scope[item["name"]] = element
+            return
         if loops and "{" in node.get("target", ""):
             node["target"] = _format(node["target"], loops)
         name = node.get("name")

@@ -41,6 +41,21 @@ def test_an_alias_expands_to_nothing_and_its_uses_to_its_value() -> None:
         ("placeholder", "x", []), ("call_module", "y", ["%x"]), ("output", None, ["%y"])]  # fmt: skip
 
 
+def test_an_item_of_a_collected_list_is_the_node_collected() -> None:
+    """``qs[1]`` indexes a Python list in the generated class (no graph operation when torch.fx
+    traces it), so the instance's graph holds none either; any other getitem stays a node."""
+    loop = {"for": "i", "in": 3, "nodes": [_call("h", "%x")], "collect": "hs"}
+    items = [X, loop, {"op": "call_function", "name": "a", "target": "operator.getitem", "args": ["%hs", 1]},
+             {"op": "call_function", "name": "b", "target": "operator.getitem", "args": ["%hs", -1]},
+             {"op": "call_function", "name": "c", "target": "operator.getitem", "args": ["%hs", 3]},  # past the end
+             {"op": "call_function", "name": "d", "target": "operator.getitem", "args": ["%a", 0]},
+             {"op": "output", "args": [{"tuple": ["%a", "%b", "%c", "%d"]}]}]  # fmt: skip
+    flat = [node for node, _ in expand_nodes(items, {})]
+    assert [n.get("name") for n in flat] == ["x", "h_0", "h_1", "h_2", "c", "d", None]
+    assert flat[-3]["args"] == [["%h_0", "%h_1", "%h_2"], 3] and flat[-2]["args"] == ["%h_1", 0]
+    assert flat[-1]["args"] == [{"tuple": ["%h_1", "%h_2", "%c", "%d"]}]
+
+
 def test_nested_loops_name_nodes_as_torch_fx_does_and_carry_swaps_at_once() -> None:
     loop = {"for": "i", "in": 2, "nodes": [
         {"for": "j", "in": "i + 1", "nodes": [_call("h", "%a", target="m.{i}.{j}")], "collect": "hs"},
