@@ -623,7 +623,7 @@ class _Forward:
         self.spelled = {name: f"self.{checked(name)}" for name in (*spec.args, *spec.values)}
         self.spelled["training"] = "self.training"
         self.read: set[str] = set()  # the arguments and values written as self.NAME
-        self.loops: dict[str, tuple[str, str | None]] = {}  # loop index -> (container path, item variable)
+        self.loops: dict[str, dict[str, str]] = {}  # loop index -> container path -> its item's variable
         self.lines: list[tuple[str, int | None, int]] = []
 
     def add(self, line: str, index: int | None, depth: int) -> None:
@@ -671,16 +671,20 @@ class _Forward:
         var = checked(item.var)
         if item.collect is not None:
             self.add(f"{checked(item.collect)} = []", None, depth)
-        path, needs_index = self.loop_container(item)
-        if path is not None:
-            attribute = path.rpartition(".")[2]
-            name = self.local.name(attribute[:-1] if len(attribute) > 1 and attribute.endswith("s") else attribute)
-            self.loops[item.var] = (path, name)
-            over = access(self.tree, path, self.bound)
-            head = f"for {var}, {name} in enumerate({over}):" if needs_index else f"for {name} in {over}:"
+        paths, needs_index = self.loop_containers(item)
+        if paths:
+            items = {path: self.local.name(_singular(path.rpartition(".")[2])) for path in paths}
+            self.loops[item.var] = items
+            overs = [access(self.tree, path, self.bound) for path in paths]
+            over = overs[0] if len(overs) == 1 else f"zip({', '.join(overs)})"
+            taken = ", ".join(items.values())
+            if needs_index:
+                head = f"for {var}, {taken if len(items) == 1 else f'({taken})'} in enumerate({over}):"
+            else:
+                head = f"for {taken} in {over}:"
         else:
             head = f"for {var} in range({self.condition(item.count)}):"
-            self.loops[item.var] = ("", None)
+            self.loops[item.var] = {}
         self.add(head, None, depth)
         self.items(item.nodes, depth + 1)
         if item.carry:
@@ -694,31 +698,31 @@ class _Forward:
             self.add(f"{checked(item.collect)}.append({checked(last)})", None, depth + 1)
         del self.loops[item.var]
 
-    def loop_container(self, item: ForNodes) -> tuple[str | None, bool]:
-        """The declared ModuleList (or Sequential) the loop goes through item by item, when every
-        use of its index is a target ``P.{i}...`` of one such ``P`` declared with exactly as
-        many items as the loop has steps (``[{repeat: n, ...}]``, ``in: n``); and whether the
-        index is needed besides."""
+    def loop_containers(self, item: ForNodes) -> tuple[list[str], bool]:
+        """The declared ModuleLists (or Sequentials) the loop goes through item by item, together
+        (``zip``, as YOLOv8's Detect goes through ``cv2`` and ``cv3``), when every use of its
+        index is a target ``P.{i}...`` of such a ``P`` declared with exactly as many items as the
+        loop has steps (``[{repeat: n, ...}]``, ``in: n``); and whether the index is needed
+        besides. No container: the loop is over ``range``."""
         marker = "{" + item.var + "}"
-        prefixes: set[str] = set()
+        prefixes: dict[str, None] = {}  # in the order of first use
         needs_index = False
         for node in walk_nodes(item.nodes):
             if node.target is not None and marker in node.target:
                 head, _, _ = node.target.partition("." + marker)
-                prefixes.add(head)
+                prefixes[head] = None
             texts = [t for v in (node.args, node.kwargs) for _, t in arg_expressions(v)]
             needs_index = needs_index or any(item.var in expr.names(expr.parse(t)) for t in texts)
         inner = [i for i in item.nodes if not isinstance(i, Node)]
         texts = [i.cond for i in inner if isinstance(i, IfNodes) and isinstance(i.cond, str)]
         texts += [i.count for i in inner if isinstance(i, ForNodes) and isinstance(i.count, str)]
         needs_index = needs_index or any(item.var in expr.names(expr.parse(t)) for t in texts)
-        if len(prefixes) != 1:
-            return None, True
-        (path,) = prefixes
-        declared = self.spec.modules.get(path)
-        if declared is None or declared.cls not in _REPEATABLE or not _same_count(declared, item.count):
-            return None, True
-        return path, needs_index
+        paths = list(prefixes)
+        for path in paths:
+            declared = self.spec.modules.get(path)
+            if declared is None or declared.cls not in _REPEATABLE or not _same_count(declared, item.count):
+                return [], True
+        return paths, needs_index
 
     def target(self, target: str) -> str:
         """The callee of a target: inside a loop, ``m.{i}`` is the loop's item (``m``) or
@@ -728,8 +732,8 @@ class _Forward:
         if at < 0:
             return access(self.tree, target, self.bound)
         head, rest = target[:at], target[at + len(var) + 3 :]
-        path, name = self.loops[var]
-        base = name if name is not None and head == path else f"{self.target(head)}[{checked(var)}]"
+        name = self.loops[var].get(head)
+        base = name if name is not None else f"{self.target(head)}[{checked(var)}]"
         for part in rest.split(".")[1:]:
             base = child(base, part, "attr")
         return base
@@ -794,6 +798,13 @@ class _Forward:
         if set(value) == {"arg"}:
             return self.source(value["arg"])
         return {key: self.arguments(item) for key, item in value.items()}
+
+
+def _singular(attribute: str) -> str:
+    """The name of one item of a container attribute: ``blocks`` -> ``block``; a short name or
+    one that is no plural (``cls``, ``heads_bias``, ``ss``/``us``/``is`` endings) as it is."""
+    plural = len(attribute) > 3 and attribute.endswith("s") and not attribute.endswith(("ss", "us", "is"))
+    return attribute[:-1] if plural else attribute
 
 
 def _same_count(declared: ModuleSpec, count: Any) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import torch
-from helpers import generated_class
+from helpers import generated_class, import_source
 
 import fxgen
 from fxgen.check.validate import validate_data
@@ -179,3 +179,39 @@ def test_nested_statements_are_black_exact() -> None:
     source, _ = generated_class(validate_data(data))
     assert "        if (\n            self.skip\n" in source
     assert black.format_str(source, mode=MODE) == source
+
+
+HEADS: dict[str, Any] = {
+    "fxgen": 2,
+    "name": "Heads",
+    "args": {"n": {"type": "int", "default": 3}, "dim": {"type": "int", "default": 4}},
+    "modules": {
+        "box": {"class": "torch.nn.ModuleList", "args": [[{"repeat": {"arg": "n"}, "module": LINEAR}]]},
+        "cls": {"class": "torch.nn.ModuleList", "args": [[{"repeat": {"arg": "n"}, "module": LINEAR}]]},
+    },
+    "nodes": [
+        {"op": "placeholder", "name": "xs", "type": "list[torch.Tensor]"},
+        {"for": "i", "in": "n", "nodes": [
+            {"op": "call_function", "name": "x", "target": "operator.getitem", "args": ["%xs", {"arg": "i"}]},
+            {"op": "call_module", "name": "b", "target": "box.{i}", "args": ["%x"]},
+            {"op": "call_module", "name": "c", "target": "cls.{i}", "args": ["%x"]},
+            {"op": "call_function", "name": "level", "target": "torch.cat", "args": [{"tuple": ["%b", "%c"]}, 1]},
+        ], "collect": "levels"},
+        {"op": "output", "args": ["%levels"], "type": "list[torch.Tensor]"},
+    ],
+}  # fmt: skip
+
+
+def test_a_loop_over_two_containers_zips_them_and_scripts(tmp_path: Path) -> None:
+    """YOLOv8's Detect: each level calls the i-th item of two ModuleLists. ``self.box[i]``
+    would not script (TorchScript indexes a ModuleList by a literal only); ``zip`` does."""
+    spec = validate_data(copy.deepcopy(HEADS))
+    source = fxgen.generate(spec)
+    assert "        for i, (box, cls) in enumerate(zip(self.box, self.cls)):\n            x = xs[i]\n" in source
+    torch.manual_seed(0)
+    loaded = fxgen.load(spec)
+    torch.manual_seed(0)
+    made = import_source(source, "heads", tmp_path).Heads()  # from a file: TorchScript reads the source
+    xs = [torch.randn(2, 4) for _ in range(3)]
+    for got, expected in zip(torch.jit.script(made)(xs), loaded(xs), strict=True):
+        assert torch.equal(got, expected)
