@@ -33,6 +33,15 @@ def example_inputs(spec_path: Path, seed: int = 0) -> dict[str, torch.Tensor]:
     return inputs
 
 
+def example_graph(spec_path: Path) -> Any:
+    """The example's spec as ``fxgen show`` and its pictures describe it: its graph at the default
+    arguments, in eval mode where the graph depends on the mode (``default_instance``)."""
+    import fxgen
+    from fxgen.assemble.module import default_instance
+
+    return default_instance(fxgen.load_spec(spec_path))[0]
+
+
 def assert_same(a: Any, b: Any) -> None:
     """Outputs equal leaf by leaf: tensors with torch.equal (NaNs where the other has them)."""
     if isinstance(a, torch.Tensor):

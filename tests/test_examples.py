@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import torch
 from conftest import EXAMPLES, ROOT
-from helpers import example_inputs
+from helpers import example_graph, example_inputs
 
 import fxgen
 from fxgen.cli.show import show
@@ -57,6 +57,7 @@ EXPECTED: dict[str, Any] = {
     "mobilenet_v2": T((1, 1000)),  # format 2: torchvision's MobileNetV2 at width 1.0
     "yolov8": [T((1, 144, 8, 8)), T((1, 144, 4, 4)), T((1, 144, 2, 2))],  # Detect's levels: 64 box bins + 80 classes
     "transformer_block": T((2, 8, 32)),
+    "gpt2": T((2, 16, 50257)),  # format 2: logits over GPT-2's vocabulary at each position
 }
 
 
@@ -117,7 +118,7 @@ def test_example_round_trips_through_a_graph_module(example: Path) -> None:
 
 
 def test_show_lists_every_node(example: Path) -> None:
-    spec = fxgen.load_spec(example)
+    spec = example_graph(example)  # what the CLI shows: the graph at the default arguments
     text = show(spec)
     words = set(re.findall(r"\w+", text))
     names = [node.name for node in spec.nodes if node.name is not None]

@@ -1,10 +1,5 @@
-"""tests/families/gpt2.yaml, issue 31's GPT-2 proof: one spec for the family (layers, width, heads,
-dropout, tied or untied head), against nanoGPT's model written here in plain PyTorch.
-
-The spec is not in model_specs/ yet: the tests every example goes through (show, pictures, shape
-analysis, the faithfulness of generated classes, the round trip through a GraphModule) do not yet
-take a top class whose own nodes hold a loop and a conditional, nor blocks whose graph depends on
-the mode; this file holds what they would prove for it."""
+"""model_specs/gpt2.yaml, issue 31's GPT-2 proof: one spec for the family (layers, width, heads,
+dropout, tied or untied head), against nanoGPT's model written here in plain PyTorch."""
 
 from __future__ import annotations
 
@@ -21,7 +16,7 @@ from torch import nn
 import fxgen
 from fxgen.assemble.module import build_module
 
-SPEC = ROOT / "tests" / "families" / "gpt2.yaml"  # not in model_specs/ yet: see the module docstring
+SPEC = ROOT / "model_specs" / "gpt2.yaml"
 SMALL = {"vocab_size": 97, "block_size": 32, "n_layer": 2, "n_head": 4, "n_embd": 64, "dropout": 0.1}
 
 

@@ -20,7 +20,7 @@ from fxgen.check.validate import validate_data
 from fxgen.policy.policy import DEFAULT_POLICY
 from fxgen.spec.model import InputSpec
 from fxgen.spec.values import dtype_name
-from tests.helpers import example_inputs
+from tests.helpers import example_graph, example_inputs
 
 MERMAID = Path(__file__).parents[1] / "mermaid"
 
@@ -49,7 +49,7 @@ def _edges(spec: fxgen.Spec, values: dict[int, str]) -> list[tuple[str, str, str
 
 
 def _analysed(example: Path) -> tuple[fxgen.Spec, Any]:
-    spec = fxgen.load_spec(example)
+    spec = example_graph(example)
     spec.inputs = {k: InputSpec(list(t.shape), dtype_name(t.dtype)) for k, t in example_inputs(example).items()}
     return spec, analyse(spec, DEFAULT_POLICY)
 
@@ -139,7 +139,7 @@ def _pictures_page() -> str:
 
     parts = [_INTRO]
     for path in EXAMPLES:
-        spec = fxgen.load_spec(path)
+        spec = example_graph(path)
         analysis = analyse(spec, DEFAULT_POLICY)
         parts.append(f"\n## {path.stem}\n\n```mermaid\n{mermaid(spec, analysis)}```\n")
     return "".join(parts)

@@ -19,11 +19,12 @@ from torch.utils.flop_counter import FlopCounterMode
 import fxgen
 from fxgen._errors import SpecError
 from fxgen.analysis.shapes import _value_text, analyse, stand_in_sizes
+from fxgen.assemble.modes import ModeGraphModule
 from fxgen.check.validate import validate_data
 from fxgen.policy.policy import DEFAULT_POLICY
 from fxgen.spec.model import InputSpec
 from fxgen.spec.values import dtype_name
-from tests.helpers import example_inputs
+from tests.helpers import example_graph, example_inputs
 
 
 class _Recorder(torch.fx.Interpreter):
@@ -43,12 +44,15 @@ class _Recorder(torch.fx.Interpreter):
 
 
 def test_every_example_propagates_what_a_real_run_computes(example: Path) -> None:
-    spec = fxgen.load_spec(example)
+    spec = example_graph(example)
     inputs = example_inputs(example)
     spec.inputs = {name: InputSpec(list(t.shape), dtype_name(t.dtype)) for name, t in inputs.items()}
     analysis = analyse(spec, DEFAULT_POLICY)
     torch.manual_seed(0)
-    recorder = _Recorder(fxgen.load(example))
+    model = fxgen.load(example)
+    if isinstance(model, ModeGraphModule):
+        model.eval()  # the mode example_graph resolves (no fast paths elsewhere: nn.TransformerEncoder's in eval mode)
+    recorder = _Recorder(model)
     with torch.no_grad():
         recorder.run(*inputs.values())
     assert [n.name for n in analysis.nodes] == list(recorder.values)
@@ -210,7 +214,7 @@ def test_the_flow_check_passes_every_example_without_symbols(example: Path, monk
         raise AssertionError("the flow check made a ShapeEnv")
 
     monkeypatch.setattr(shapes, "_shape_env", no_symbols)
-    shapes.check_flow(fxgen.load_spec(example), DEFAULT_POLICY)
+    shapes.check_flow(example_graph(example), DEFAULT_POLICY)
 
 
 _TWO_DIMS = {"fxgen": 1, "name": "M", "nodes": [

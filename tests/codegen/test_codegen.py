@@ -56,7 +56,7 @@ from fxgen.codegen.render import modern_type
 from fxgen.construct.graph import build_graph
 from fxgen.policy.policy import DEFAULT_POLICY
 from fxgen.spec.init import INIT_SCHEMES, check_init
-from fxgen.spec.model import NO_DEFAULT, Spec
+from fxgen.spec.model import NO_DEFAULT, ForNodes, IfNodes, Node, Spec, walk_nodes
 from fxgen.spec.values import decode, encode
 from fxgen.write import header as headers
 
@@ -648,23 +648,34 @@ def test_header_and_layout(example: Path) -> None:
     for entry in spec.modules.values():
         short = entry.cls.removeprefix("torch.nn.")
         assert re.search(rf"\bnn\.{short}\(", init_text) or entry.cls in init_text
-    # forward: typed parameters with their defaults, one statement per node, a return
-    params = [p for p in spec.nodes if p.op == "placeholder"]
+    # forward: typed parameters with their defaults, one statement per node (an `if` or a `for`
+    # per conditional or repeat, after the lists it collects into), a return
+    params = [p for p in spec.nodes if isinstance(p, Node) and p.op == "placeholder"]
     assert [a.arg for a in forward.args.args] == ["self"] + [p.name for p in params]
     for arg, node in zip(forward.args.args[1:], params, strict=True):
         assert (ast.unparse(arg.annotation) if arg.annotation else None) == (node.type and modern_type(node.type))
     defaults = [p.default for p in params if p.default is not NO_DEFAULT]
     assert [ast.literal_eval(d) for d in forward.args.defaults] == defaults
     # containers that several nodes reach into are bound to locals first (one lookup per call)
-    node_names = {n.name for n in spec.nodes}
-    bindings = [s for s in forward.body if isinstance(s, ast.Assign) and ast.unparse(s.targets[0]) not in node_names]
+    node_names = {n.name for n in walk_nodes(spec.nodes)}
+    collected = {item.collect for item in spec.nodes if isinstance(item, ForNodes) and item.collect is not None}
+    bindings = [s for s in forward.body if isinstance(s, ast.Assign) and ast.unparse(s.targets[0]) not in node_names | collected]
     for binding in bindings:
         assert re.fullmatch(r"\w+ = \w+(\.\w+|\[\d+\])", ast.unparse(binding)), ast.unparse(binding)
     statements = [s for s in forward.body if s not in bindings]
-    assert len(statements) == len(spec.nodes) - len(params)
+    assert len(statements) == len(spec.nodes) - len(params) + len(collected)
     assert isinstance(statements[-1], ast.Return)
-    for statement, node in zip(statements[:-1], [n for n in spec.nodes if n.op not in ("placeholder", "output")], strict=True):
-        assert isinstance(statement, ast.Assign) and ast.unparse(statement.targets[0]) == node.name
+    written = iter(statements[:-1])
+    for item in spec.nodes:
+        if isinstance(item, ForNodes) and item.collect is not None:
+            assert ast.unparse(next(written)) == f"{item.collect} = []"
+        if isinstance(item, Node) and item.op in ("placeholder", "output"):
+            continue
+        statement = next(written)
+        if isinstance(item, Node):
+            assert isinstance(statement, ast.Assign) and ast.unparse(statement.targets[0]) == item.name
+        else:
+            assert isinstance(statement, ast.If if isinstance(item, IfNodes) else ast.For), ast.unparse(statement)
     assert not re.search(r"^\s+\w+ = None$", source, re.M)  # no torch.fx clean-up lines
     # names never shadow builtins or keywords
     for node in ast.walk(tree):
@@ -756,7 +767,9 @@ def test_generated_files_run_without_fxgen(tmp_path: Path) -> None:
 def test_imports_and_strings_are_portable(example: Path) -> None:
     source = generate_example(example)
     spec = fxgen.load_spec(example)
-    targets = {m.cls for m in spec.modules.values()} | {n.target for n in spec.nodes if n.op == "call_function" and n.target}
+    targets = {m.cls for m in spec.modules.values()} | {
+        n.target for n in walk_nodes(spec.nodes) if n.op == "call_function" and n.target
+    }
     allowed = {"torch"} | _STDLIB | {t.split(".")[0] for t in targets}
     assert imported_roots(source) <= allowed
     assert "fxgen" not in imported_roots(source)
@@ -965,27 +978,31 @@ class _LeafTracer(torch.fx.Tracer):
 def check_classes_traced(spec: Spec, generated: torch.nn.Module, gm: torch.fx.GraphModule) -> None:
     """Format 2: the generated top class and an instance of each generated block class, traced
     one level deep, give back the graphs of the spec's classes up to node names (a class with
-    conditionals or repeats: the graph of that instance, as ``fxgen.load`` built it)."""
+    conditionals or repeats: the graph of that instance, as ``fxgen.load`` built it; a class
+    whose graph depends on the mode: traced in each mode, against that mode's graph)."""
     from fxgen.assemble.module import META_KEY, instance_spec
     from fxgen.describe.to_spec import _node
-    from fxgen.spec.resolve import with_values
+    from fxgen.spec.resolve import TRAINING, uses_training, with_values
 
-    def instance(body: Spec, path: str) -> Spec:
-        values = gm.get_submodule(path).meta[META_KEY].values
-        return instance_spec(body, with_values(values, body.values))
+    def instances(body: Spec, path: str) -> list[tuple[bool, Spec]]:
+        env = with_values(gm.get_submodule(path).meta[META_KEY].values, body.values)
+        if not uses_training(body.nodes):
+            return [(False, instance_spec(body, env))]
+        return [(mode, instance_spec(body, {**env, TRAINING: mode})) for mode in (False, True)]
 
-    bodies: list[tuple[Spec, torch.nn.Module]] = [(instance(spec, ""), generated)]
+    bodies: list[tuple[bool, Spec, torch.nn.Module]] = [(m, b, generated) for m, b in instances(spec, "")]
     for name in spec.classes:
         path = next((p for p, m in generated.named_modules() if type(m).__name__ == name), None)
         if path is not None:
-            bodies.append((instance(spec.block(name), path), generated.get_submodule(path)))
-    assert len(bodies) > 1, "no block of the spec is used"
-    for body, module in bodies:
-        module.eval()
+            bodies += [(m, b, generated.get_submodule(path)) for m, b in instances(spec.block(name), path)]
+    assert len({id(module) for _, _, module in bodies}) > 1, "no block of the spec is used"
+    for mode, body, module in bodies:
+        module.train(mode)  # the tracer reads `self.training` as the bool it is
         graph = _LeafTracer().trace(module)
         traced = torch.fx.GraphModule(module, graph)
         back = Spec(name=body.name, nodes=[_node(n) for n in graph.nodes])
         assert_same_graph(canonical_graph(body, module), canonical_graph(back, traced, traced=True))
+    generated.eval()
 
 
 def check_scripting(spec: Spec, generated: torch.nn.Module, inputs: list[Any]) -> None:
