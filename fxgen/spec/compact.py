@@ -9,7 +9,8 @@ compact items, each standing for exactly the canonical nodes it desugars to:
   being the previous item's value;
 * ``{NAME: "%value"}``: a second name for a value (``op: alias``);
 * ``{"a, b": CALL}``: a call whose result is unpacked by name (one ``operator.getitem`` each);
-* ``{target: ..., args: ..., kwargs: ...}`` without ``op``: a canonical node whose op is implied.
+* ``{target: ..., args: ..., kwargs: ...}`` without ``op``: a canonical node whose op is implied;
+* ``[ITEM, ...]``: these items in its place (several steps on one line).
 
 The op is implied by what the target names: a declared module (or an item of one) is
 ``call_module``, a declared parameter or buffer ``get_attr``, ``.name`` ``call_method``, anything
@@ -185,6 +186,7 @@ class _Graph:
         self.here: JsonPath = (*where, "nodes")
         self.previous: str | None = None
         self.last: str | None = None
+        self.last_source: JsonPath | None = None
 
     # -- lists -----------------------------------------------------------------------------
     def body(self) -> list[Any]:
@@ -193,7 +195,7 @@ class _Graph:
         out = self.items(items, at, at, None if first_is_input else _IMPLIED)
         last = out[-1] if out else None
         if not (isinstance(last, dict) and last.get("op") == "output"):
-            self.here, self.previous = ((*at, len(items) - 1) if items else at), self.last
+            self.here, self.previous = (self.last_source or at), self.last
             if self.last is None and not self.problems:  # (after a refused item: that item's problem)
                 self.refuse("the nodes end without an output node, and their last item has no one value to return; "
                             'end them with {op: output, args: ["%name"]}')  # fmt: skip
@@ -222,8 +224,7 @@ class _Graph:
         """The canonical items of ``items`` (written at ``source``, going to ``at``); ``previous``:
         the value before the first (None: there is none to take)."""
         out: list[Any] = []
-        for i, item in enumerate(items):
-            here = (*source, i)
+        for here, item in _spliced(items, source):
             start = len(out)
             if isinstance(item, dict) and "op" in item:
                 out.append(item)
@@ -252,6 +253,7 @@ class _Graph:
                         for j in range(1, len(call)):
                             self.sources[(*at, start, "args", j - 1)] = ((*here, key, j), True)
                 previous = nodes[-1].get("name") if nodes and len(nodes) == 1 else None
+            self.last_source = here
         self.last = previous
         return out
 
@@ -384,6 +386,16 @@ class _Graph:
         return []
 
 
+def _spliced(items: list[Any], source: JsonPath) -> Iterable[tuple[JsonPath, Any]]:
+    """Each item with its path; a list among the items is its own items in its place (several
+    steps written on one line)."""
+    for i, item in enumerate(items):
+        if isinstance(item, list):
+            yield from _spliced(item, (*source, i))
+        else:
+            yield (*source, i), item
+
+
 def _reserved(name: str) -> bool:
     return keyword.iskeyword(name) or keyword.issoftkeyword(name) or hasattr(builtins, name)
 
@@ -397,7 +409,9 @@ def _written_names(items: Any) -> Iterable[str]:
     if not isinstance(items, list):
         return
     for item in items:
-        if isinstance(item, dict) and ("op" in item or "target" in item):
+        if isinstance(item, list):
+            yield from _written_names(item)
+        elif isinstance(item, dict) and ("op" in item or "target" in item):
             if isinstance(item.get("name"), str):
                 yield item["name"]
         elif isinstance(item, dict) and ("if" in item or "for" in item):
