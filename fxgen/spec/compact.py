@@ -62,6 +62,9 @@ _INPUT = {"op": "placeholder", "name": "x", "type": "torch.Tensor"}  # a chain's
 _IMPLIED = "<input>"  # the previous value of a chain's first step: the implied input
 
 
+_REFUSED = "<refused>"  # the previous value after an item refused (reported once, at that item)
+
+
 ALLOWED = (
     "a node list item is a node ({op: ..., ...}), a conditional {if: ...}, a repeat {for: ...}, or a compact "
     'step: TARGET, {NAME: TARGET}, {NAME: [TARGET, ARG, ...]} ("%" there is the previous value), '
@@ -196,10 +199,10 @@ class _Graph:
         last = out[-1] if out else None
         if not (isinstance(last, dict) and last.get("op") == "output"):
             self.here, self.previous = (self.last_source or at), self.last
-            if self.last is None and not self.problems:  # (after a refused item: that item's problem)
+            if self.last is None:
                 self.refuse("the nodes end without an output node, and their last item has no one value to return; "
                             'end them with {op: output, args: ["%name"]}')  # fmt: skip
-            else:
+            elif self.last != _REFUSED:
                 out.append({"op": "output", "args": [self.value(PREVIOUS)], "type": "torch.Tensor"})
                 self.sources[(*at, len(out) - 1)] = (self.here, False)
         if self.implied_input:
@@ -249,10 +252,11 @@ class _Graph:
                     self.sources[(*at, start)] = (here, True)
                 elif nodes and isinstance(item, dict) and len(item) == 1:
                     key, call = next(iter(item.items()))
+                    self.sources[(*at, start, "target")] = ((*here, key, 0) if isinstance(call, list) else (*here, key), True)
                     if isinstance(call, list):
                         for j in range(1, len(call)):
                             self.sources[(*at, start, "args", j - 1)] = ((*here, key, j), True)
-                previous = nodes[-1].get("name") if nodes and len(nodes) == 1 else None
+                previous = nodes[-1].get("name") if len(nodes) == 1 else _REFUSED if not nodes else None
             self.last_source = here
         self.last = previous
         return out
@@ -349,6 +353,8 @@ class _Graph:
     def value(self, value: Any) -> Any:
         """``value`` with each ``"%"`` the previous value's reference."""
         if value == PREVIOUS:
+            if self.previous == _REFUSED:
+                return value
             if self.previous is None:
                 self.refuse('this step takes the previous value ("%"), but the item before it has none to give (an '
                             'unnamed node, an output, a repeat, or a conditional whose branches end with different '
