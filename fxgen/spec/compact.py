@@ -300,7 +300,7 @@ class _Graph:
             return self.refuse(f"{ALLOWED}; this mapping is none of them (a node needs `op`, or `target` for its op to "
                                "be implied; a named step has one key, its name)")  # fmt: skip
         key, call = next(iter(item.items()))
-        names = [name.strip() for name in key.split(",")]
+        names = [name.strip(" ") for name in key.split(",")]
         bad = [name for name in names if not _IDENTIFIER.fullmatch(name)]
         if bad:
             return self.refuse(f"{key!r} is no name: a step's key is its name, an identifier, or several separated by "
@@ -431,4 +431,4 @@ def _written_names(items: Any) -> Iterable[str]:
         elif isinstance(item, dict) and len(item) == 1:
             key = next(iter(item))
             if isinstance(key, str):
-                yield from (name.strip() for name in key.split(","))
+                yield from (name.strip(" ") for name in key.split(","))
