@@ -8,7 +8,8 @@ compact items, each standing for exactly the canonical nodes it desugars to:
 * ``{NAME: [TARGET, ARG, ...]}``: a call with these arguments, ``"%"`` among them (at any depth)
   being the previous item's value;
 * ``{NAME: "%value"}``: a second name for a value (``op: alias``);
-* ``{"a, b": CALL}``: a call whose result is unpacked by name (one ``operator.getitem`` each);
+* ``{"a, b": CALL}``: a call (or a ``"%value"``) whose result is unpacked by name (one
+  ``operator.getitem`` each);
 * ``{target: ..., args: ..., kwargs: ...}`` without ``op``: a canonical node whose op is implied;
 * ``[ITEM, ...]``: these items in its place (several steps on one line).
 
@@ -305,9 +306,9 @@ class _Graph:
         if bad:
             return self.refuse(f"{key!r} is no name: a step's key is its name, an identifier, or several separated by "
                                'commas to unpack its result ("q, k, v")')  # fmt: skip
+        if isinstance(call, str) and call.startswith("%") and len(names) > 1:
+            return _unpacked(names, self.value(call))
         if isinstance(call, str) and call.startswith("%"):
-            if len(names) > 1:
-                return self.refuse(f'unpacking needs a call: {{"{key}": [TARGET, ARG, ...]}}')
             return [{"op": "alias", "name": names[0], "args": [self.value(call)]}]
         if isinstance(call, str):
             nodes = self.call(names[0] if len(names) == 1 else None, call, None, None)
@@ -318,9 +319,7 @@ class _Graph:
                                "for keyword arguments write {name: ..., target: ..., args: [...], kwargs: {...}}")  # fmt: skip
         if len(names) == 1 or not nodes:
             return nodes
-        whole = nodes[0]["name"]
-        return nodes + [{"op": "call_function", "name": name, "target": "operator.getitem", "args": [f"%{whole}", k]}
-                        for k, name in enumerate(names)]  # fmt: skip
+        return nodes + _unpacked(names, f"%{nodes[0]['name']}")
 
     def call(self, name: Any, target: Any, args: Any, kwargs: Any) -> list[dict[str, Any]]:
         if not isinstance(target, str) or target in ("", "."):
@@ -390,6 +389,12 @@ class _Graph:
     def refuse(self, message: str) -> list[dict[str, Any]]:
         self.problems.append((self.here, message))
         return []
+
+
+def _unpacked(names: list[str], value: Any) -> list[dict[str, Any]]:
+    """``names`` given to the items of ``value``: one ``operator.getitem`` node each."""
+    return [{"op": "call_function", "name": name, "target": "operator.getitem", "args": [value, k]}
+            for k, name in enumerate(names)]  # fmt: skip
 
 
 def _spliced(items: list[Any], source: JsonPath) -> Iterable[tuple[JsonPath, Any]]:
