@@ -191,6 +191,7 @@ class _Graph:
         self.previous: str | None = None
         self.last: str | None = None
         self.last_source: JsonPath | None = None
+        self.unnamed: dict[str, dict[str, Any]] = {}  # a step nobody named yet, by the name it gets when used
 
     # -- lists -----------------------------------------------------------------------------
     def body(self) -> list[Any]:
@@ -236,6 +237,8 @@ class _Graph:
                 op = item.get("op")
                 previous = item.get("name") if op in ("placeholder", "get_attr", "alias") or str(op).startswith("call_") else None
                 previous = previous if isinstance(previous, str) else None
+                if "name" not in item and isinstance(item.get("target"), str) and op != "output":
+                    self.name_for(str(op), item["target"])  # the name torch.fx gives it: no step may take it
             elif isinstance(item, dict) and "if" in item:
                 out.append(self.conditional(item, (*at, start), here, previous))
                 self.sources[(*at, start)] = (here, True)
@@ -257,7 +260,7 @@ class _Graph:
                     if isinstance(call, list):
                         for j in range(1, len(call)):
                             self.sources[(*at, start, "args", j - 1)] = ((*here, key, j), True)
-                previous = nodes[-1].get("name") if len(nodes) == 1 else _REFUSED if not nodes else None
+                previous = self.name_of(nodes[-1]) if len(nodes) == 1 else _REFUSED if not nodes else None
             self.last_source = here
         self.last = previous
         return out
@@ -319,7 +322,7 @@ class _Graph:
                                "for keyword arguments write {name: ..., target: ..., args: [...], kwargs: {...}}")  # fmt: skip
         if len(names) == 1 or not nodes:
             return nodes
-        return nodes + _unpacked(names, f"%{nodes[0]['name']}")
+        return nodes + _unpacked(names, f"%{self.name_of(nodes[0], used=True)}")
 
     def call(self, name: Any, target: Any, args: Any, kwargs: Any) -> list[dict[str, Any]]:
         if not isinstance(target, str) or target in ("", "."):
@@ -332,7 +335,8 @@ class _Graph:
         node: dict[str, Any] = {"op": op}
         if args is None:
             args = [] if op == "get_attr" else [PREVIOUS]
-        node["name"] = name if name is not None else self.name_for(op, target)
+        if name is not None:
+            node["name"] = name
         node["target"] = target[1:] if op == "call_method" else target
         if op != "get_attr" or args:
             node["args"] = self.value(args)
@@ -362,12 +366,32 @@ class _Graph:
             if self.previous == _IMPLIED:
                 self.implied_input = True
                 return f"%{_INPUT['name']}"
+            node = self.unnamed.pop(self.previous, None)
+            if node is not None:  # used: the step takes the name torch.fx would give it
+                named = {"op": node.pop("op"), "name": self.previous}
+                named.update(node)
+                node.clear()
+                node.update(named)
             return f"%{self.previous}"
         if isinstance(value, list):
             return [self.value(v) for v in value]
         if isinstance(value, dict):
             return {k: self.value(v) for k, v in value.items()}
         return value
+
+    def name_of(self, node: dict[str, Any], *, used: bool = False) -> str:
+        """``node``'s name; a step nobody named gets, when it is ``used``, the one torch.fx would
+        give it (and keeps it reserved until then: an unused step stays unnamed, as written)."""
+        if "name" in node:
+            return str(node["name"])
+        name = next((known for known, pending in self.unnamed.items() if pending is node), None)
+        if name is None:
+            name = self.name_for(node["op"], node["target"])
+            self.unnamed[name] = node
+        if used:
+            self.previous = name
+            self.value(PREVIOUS)
+        return name
 
     def name_for(self, op: str, target: str) -> str:
         """The name torch.fx would give the node (``relu``, ``model_0``), made unique."""

@@ -42,7 +42,7 @@ def test_a_chain_needs_no_placeholder_output_names_or_ops() -> None:
         {"op": "call_module", "name": "fc", "target": "fc", "args": ["%x"]},
         {"op": "call_function", "name": "relu", "target": "torch.relu", "args": ["%fc"]},
         {"op": "call_module", "name": "seq_0", "target": "seq.0", "args": ["%relu"]},
-        {"op": "call_method", "name": "t", "target": "t", "args": ["%seq_0"]},
+        {"op": "call_method", "target": "t", "args": ["%seq_0"]},  # used by none: unnamed, as written
         {"op": "get_attr", "name": "gamma", "target": "gamma"},
         {"op": "output", "args": ["%gamma"], "type": "torch.Tensor"},
     ]
