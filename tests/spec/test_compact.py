@@ -120,11 +120,24 @@ def test_a_dict_spec_may_be_compact() -> None:
     assert [n.op for n in gm.graph.nodes] == ["placeholder", "call_module", "call_function", "output"]
 
 
-@pytest.mark.parametrize("example", ["mobilenet_v2.yaml", "yolov8.yaml"])
-def test_expand_prints_the_canonical_spec_which_loads_to_the_same_spec(
-    example: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def _is_compact(path: Path) -> bool:
+    doc = parse_text(path.read_bytes(), str(path))
+    return desugared(doc, RESERVED_NAMES) is not doc
+
+
+COMPACT_EXAMPLES = [p for p in [*sorted((ROOT / "model_specs").glob("*.yaml")), *sorted((ROOT / "tests" / "families").glob("*.yaml"))]
+                    if _is_compact(p)]  # fmt: skip
+
+
+def test_the_three_families_are_written_compactly() -> None:
+    assert {p.name for p in COMPACT_EXAMPLES} >= {"mobilenet_v2.yaml", "yolov8.yaml", "gpt2.yaml"}
+
+
+@pytest.mark.parametrize("path", COMPACT_EXAMPLES, ids=[p.name for p in COMPACT_EXAMPLES])
+def test_expand_prints_the_canonical_spec_which_loads_and_generates_the_same(
+    path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = ROOT / "model_specs" / example
+    example = path.name
     assert main(["expand", str(path)]) == 0
     text = capsys.readouterr().out
     assert main(["expand", str(path)]) == 0
@@ -132,6 +145,8 @@ def test_expand_prints_the_canonical_spec_which_loads_to_the_same_spec(
     canonical = tmp_path / example
     canonical.write_text(text)
     assert fxgen.load_spec(canonical) == fxgen.load_spec(path)
+    # the generated file is the same but for its header (which names the spec and hashes its bytes)
+    assert fxgen.generate(canonical).split("\n", 3)[3] == fxgen.generate(path).split("\n", 3)[3]
     data = parse_text(text).data
     assert all(isinstance(item, dict) and ("op" in item or "if" in item or "for" in item)
                for body in (data, *data.get("classes", {}).values()) for item in body["nodes"])  # fmt: skip
