@@ -1,4 +1,4 @@
-"""The ``fxgen`` command: validate | show | generate | transform | export.
+"""The ``fxgen`` command: validate | show | expand | generate | transform | export.
 
 Errors are printed as ``PATH:LINE:COL: error: message`` and the exit status is 1; a traceback
 is shown only with ``--debug``. Heavy imports (torch, black) happen inside the commands, so
@@ -219,7 +219,7 @@ def _parser() -> argparse.ArgumentParser:
     choice = _choice_options()
     help_format = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
-        prog="fxgen", description="Declarative torch.fx model specs: validate, show, generate, transform, export.",
+        prog="fxgen", description="Declarative torch.fx model specs: validate, show, expand, generate, transform, export.",
         parents=[_common(top=True)], epilog=_EXAMPLES[None], formatter_class=help_format,
     )  # fmt: skip
     parser.add_argument("--version", action="version", version=f"fxgen {__version__}")
