@@ -159,3 +159,18 @@ def test_expand_of_a_bad_compact_spec_is_a_located_error_without_a_traceback(tmp
                             timeout=60, cwd=tmp_path)  # fmt: skip
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.startswith(f"{spec}:10:5: error: ") and "Traceback" not in result.stderr
+
+
+def test_a_compact_class_imported_from_another_file_is_located_in_that_file(tmp_path: Path) -> None:
+    (tmp_path / ".fxgen-root").write_text("")
+    (tmp_path / "blocks.yaml").write_text("fxgen: 2\nname: Blocks\nclasses:\n  Double:\n    args: {c: int}\n    modules:\n"
+                                          "      fc: {class: torch.nn.Linear, args: [{arg: c}, {arg: c}]}\n"
+                                          "    nodes: [h: fc, y: [torch.nosuch, '%']]\nnodes: [torch.relu]\n")  # fmt: skip
+    net = tmp_path / "net.yaml"
+    net.write_text("fxgen: 2\nname: Net\nimports:\n  - {from: blocks.yaml, classes: [Double]}\n"
+                   "modules:\n  body: {class: Double, args: [8]}\nnodes: [body]\n")  # fmt: skip
+    with pytest.raises(fxgen.SpecError) as info:
+        fxgen.load_spec(net)
+    [found] = info.value.diagnostics
+    assert (found.location.path, found.location.line, found.location.column) == (str(tmp_path / "blocks.yaml"), 8, 24)
+    assert "cannot resolve 'torch.nosuch'" in found.message and "built at" in found.message
