@@ -66,7 +66,7 @@ _IMPLIED = "<input>"  # the previous value of a chain's first step: the implied 
 _REFUSED = "<refused>"  # the previous value after an item refused (reported once, at that item)
 
 
-ALLOWED = (
+_ALLOWED = (
     "a node list item is a node ({op: ..., ...}), a conditional {if: ...}, a repeat {for: ...}, or a compact "
     'step: TARGET, {NAME: TARGET}, {NAME: [TARGET, ARG, ...]} ("%" there is the previous value), '
     '{NAME: "%value"}, {"a, b": CALL} or {target: ..., args: [...], kwargs: {...}} without op'
@@ -287,10 +287,10 @@ class _Graph:
         self.here, self.previous = here, previous
         if isinstance(item, str):
             if item.startswith("%"):
-                return self.refuse(f"{item!r} names a value but does nothing with it; {ALLOWED}")
+                return self.refuse(f"{item!r} names a value but does nothing with it; {_ALLOWED}")
             return self.call(None, item, None, None)
         if not isinstance(item, dict) or not item:
-            return self.refuse(ALLOWED)
+            return self.refuse(_ALLOWED)
         if "target" in item:
             unknown = sorted(set(item) - {"name", "target", "args", "kwargs", "type"})
             if unknown:
@@ -301,7 +301,7 @@ class _Graph:
                 node[0]["type"] = item["type"]
             return node
         if len(item) != 1 or set(item) & _NODE_KEYS:
-            return self.refuse(f"{ALLOWED}; this mapping is none of them (a node needs `op`, or `target` for its op to "
+            return self.refuse(f"{_ALLOWED}; this mapping is none of them (a node needs `op`, or `target` for its op to "
                                "be implied; a named step has one key, its name)")  # fmt: skip
         key, call = next(iter(item.items()))
         names = [name.strip(" ") for name in key.split(",")]
