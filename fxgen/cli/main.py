@@ -445,13 +445,14 @@ def cmd_show(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
 def cmd_expand(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
     """The spec's canonical form: its compact items desugared (docs/spec-format.md, "The compact
     node form"), as YAML on stdout, loading and validating as the spec does. Only the file's own
-    text: its imports stay imports."""
+    text: its imports stay imports (resolved, so a missing one is reported)."""
     from fxgen.check.checker import RESERVED_NAMES
-    from fxgen.read.reader import read_document
+    from fxgen.read.imports import read_spec
     from fxgen.spec.compact import desugared
     from fxgen.spec.model import yaml_text
 
-    doc = desugared(read_document(args.path), RESERVED_NAMES)
+    read = read_spec(args.path)
+    doc = desugared(getattr(read, "own", None) or read, RESERVED_NAMES)
     if not isinstance(doc.data, dict):
         raise SpecError.at(Location(args.path, 1, 1), "a spec is a mapping with `fxgen`, `name` and `nodes`")
     sys.stdout.write(yaml_text(doc.data))

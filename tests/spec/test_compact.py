@@ -174,3 +174,18 @@ def test_a_compact_class_imported_from_another_file_is_located_in_that_file(tmp_
     [found] = info.value.diagnostics
     assert (found.location.path, found.location.line, found.location.column) == (str(tmp_path / "blocks.yaml"), 8, 24)
     assert "cannot resolve 'torch.nosuch'" in found.message and "built at" in found.message
+
+
+def test_expand_keeps_a_specs_imports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / ".fxgen-root").write_text("")
+    (tmp_path / "blocks.yaml").write_text("fxgen: 2\nname: Blocks\nclasses:\n  Double:\n    modules:\n"
+                                          "      fc: {class: torch.nn.Linear, args: [4, 4]}\n"
+                                          "    nodes: [h: fc, torch.relu]\nnodes: [torch.relu]\n")  # fmt: skip
+    net = tmp_path / "net.yaml"
+    net.write_text("fxgen: 2\nname: Net\nimports:\n  - {from: blocks.yaml, classes: [Double]}\n"
+                   "modules:\n  body: {class: Double}\nnodes: [body]\n")  # fmt: skip
+    assert main(["expand", str(net)]) == 0
+    canonical = tmp_path / "canonical.yaml"
+    canonical.write_text(capsys.readouterr().out)
+    assert "imports:" in canonical.read_text() and "classes:" not in canonical.read_text()
+    assert fxgen.load_spec(canonical) == fxgen.load_spec(net)
