@@ -161,31 +161,31 @@ def test_expand_of_a_bad_compact_spec_is_a_located_error_without_a_traceback(tmp
     assert result.stderr.startswith(f"{spec}:10:5: error: ") and "Traceback" not in result.stderr
 
 
-def test_a_compact_class_imported_from_another_file_is_located_in_that_file(tmp_path: Path) -> None:
-    (tmp_path / ".fxgen-root").write_text("")
-    (tmp_path / "blocks.yaml").write_text("fxgen: 2\nname: Blocks\nclasses:\n  Double:\n    args: {c: int}\n    modules:\n"
-                                          "      fc: {class: torch.nn.Linear, args: [{arg: c}, {arg: c}]}\n"
-                                          "    nodes: [h: fc, y: [torch.nosuch, '%']]\nnodes: [torch.relu]\n")  # fmt: skip
-    net = tmp_path / "net.yaml"
+def _importing(folder: Path, double_nodes: str) -> Path:
+    """A project in ``folder``: blocks.yaml declaring the compact class Double(c) with these nodes,
+    and net.yaml importing it; returns net.yaml's path."""
+    (folder / ".fxgen-root").write_text("")
+    (folder / "blocks.yaml").write_text("fxgen: 2\nname: Blocks\nclasses:\n  Double:\n    args: {c: int}\n    modules:\n"
+                                        "      fc: {class: torch.nn.Linear, args: [{arg: c}, {arg: c}]}\n"
+                                        f"    nodes: {double_nodes}\nnodes: [torch.relu]\n")  # fmt: skip
+    net = folder / "net.yaml"
     net.write_text("fxgen: 2\nname: Net\nimports:\n  - {from: blocks.yaml, classes: [Double]}\n"
                    "modules:\n  body: {class: Double, args: [8]}\nnodes: [body]\n")  # fmt: skip
+    return net
+
+
+def test_a_compact_class_imported_from_another_file_is_located_in_that_file(tmp_path: Path) -> None:
     with pytest.raises(fxgen.SpecError) as info:
-        fxgen.load_spec(net)
+        fxgen.load_spec(_importing(tmp_path, "[h: fc, y: [torch.nosuch, '%']]"))
     [found] = info.value.diagnostics
     assert (found.location.path, found.location.line, found.location.column) == (str(tmp_path / "blocks.yaml"), 8, 24)
     assert "cannot resolve 'torch.nosuch'" in found.message and "built at" in found.message
 
 
 def test_expand_keeps_a_specs_imports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / ".fxgen-root").write_text("")
-    (tmp_path / "blocks.yaml").write_text("fxgen: 2\nname: Blocks\nclasses:\n  Double:\n    modules:\n"
-                                          "      fc: {class: torch.nn.Linear, args: [4, 4]}\n"
-                                          "    nodes: [h: fc, torch.relu]\nnodes: [torch.relu]\n")  # fmt: skip
-    net = tmp_path / "net.yaml"
-    net.write_text("fxgen: 2\nname: Net\nimports:\n  - {from: blocks.yaml, classes: [Double]}\n"
-                   "modules:\n  body: {class: Double}\nnodes: [body]\n")  # fmt: skip
+    net = _importing(tmp_path, "[h: fc, torch.relu]")
     assert main(["expand", str(net)]) == 0
     canonical = tmp_path / "canonical.yaml"
     canonical.write_text(capsys.readouterr().out)
-    assert "imports:" in canonical.read_text() and "classes:" not in canonical.read_text()
+    assert "imports:" in canonical.read_text() and "\nclasses:" not in canonical.read_text()
     assert fxgen.load_spec(canonical) == fxgen.load_spec(net)
