@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from conftest import EXAMPLES
+from conftest import EXAMPLES, ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import construct_specs, expression_specs, mode_specs, spec_dicts
@@ -72,6 +72,8 @@ VOCABULARY = [
     "if", "not tie", "tie", "lm_head",
     # classes from other files
     "imports", "from", "blocks.yaml", "../blocks.yaml", "https://example.org/b.yaml",
+    # the compact node form
+    "%", ".view", ".chunk", "a, b", "q, k, v", "model.0", "m.{i}", "fc", "gamma",
 ]  # fmt: skip
 _text = st.text(st.characters(codec="utf-8"), max_size=8)
 _scalars = st.one_of(
@@ -197,7 +199,39 @@ WITH_DECLARATION_CONDITIONS = [{
 bases = st.one_of(spec_dicts(max_nodes=6, weights_digest=True), st.sampled_from(EXAMPLE_DICTS), st.sampled_from(WITH_PASSES),
                   st.sampled_from(WITH_VALUES).flatmap(expression_specs), st.sampled_from(WITH_CHECKS), mode_specs(),
                   st.sampled_from(WITH_DECLARATION_CONDITIONS))  # fmt: skip
+# the specs of tests/families/ (GPT-2, written in the compact form), as the examples
+FAMILY_DICTS = [parse_text(p.read_bytes(), str(p)).data for p in sorted((ROOT / "tests" / "families").glob("*.yaml"))]
+bases = bases | st.sampled_from(FAMILY_DICTS or EXAMPLE_DICTS)
 mutants = mutated(bases)
+
+
+@st.composite
+def compacted(draw: st.DrawFn, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a valid canonical spec) with some of its nodes written compactly: no `op` where the
+    target implies it, `.method` for a method, `"%"` for a reference to the named node before."""
+    out = copy.deepcopy(data)
+    modules, tensors = set(out.get("modules", {})), set(out.get("parameters", {})) | set(out.get("buffers", {}))
+    previous = None
+    for i, node in enumerate(out["nodes"]):
+        op, target = node.get("op"), node.get("target")
+        implied = ("call_module" if any(target == m or target.startswith(m + ".") for m in modules) else
+                   "get_attr" if target in tensors else "call_function") if isinstance(target, str) else None  # fmt: skip
+        if (op == "call_method" or op == implied) and draw(st.booleans()):
+            item = {k: v for k, v in node.items() if k != "op"}
+            item["target"] = "." + target if op == "call_method" else target
+            if previous is not None and draw(st.booleans()):
+                item["args"] = json.loads(json.dumps(item.get("args", [])).replace(json.dumps("%" + previous), '"%"'))
+            out["nodes"][i] = item
+        previous = node.get("name") if op != "output" else None
+    return out
+
+
+@settings(max_examples=BUDGET, suppress_health_check=[HealthCheck.too_slow])
+@given(spec_dicts(max_nodes=8).flatmap(lambda data: st.tuples(st.just(data), compacted(data))))
+def test_compact_nodes_desugar_to_exactly_the_canonical_ones(case: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """A spec and the same spec partly written compactly validate to the same Spec."""
+    canonical, compact = case
+    assert validate_data(compact) == validate_data(canonical)
 
 
 # -- text mutations of spec files ---------------------------------------------------------------------

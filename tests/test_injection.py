@@ -954,6 +954,48 @@ def test_every_nasty_string_in_every_construct_slot(slot: str) -> None:
     _grid(BASE_FLOW, SLOTS_FLOW, slot, [*NASTY_CORE, *EXPRESSIONS], run_case)
 
 
+# -- the compact node form: steps, named steps, list and unpacking forms, nodes without op ------------
+BASE_COMPACT: dict[str, Any] = {
+    "fxgen": 2,
+    "name": "Victim",
+    "modules": {"fc": {"class": "torch.nn.Linear", "args": [4, 4]}, "act": {"class": "torch.nn.ReLU"}},
+    "parameters": {"gain": {"shape": [4]}},
+    "nodes": [
+        "fc",
+        {"h": "act"},
+        {"y": ["torch.mul", "%", 2.0]},
+        [{"a, b": [".chunk", "%", 2]}, {"z": "%a"}],
+        {"g": "gain"},
+        {"name": "s", "target": "torch.sum", "args": [["%z", "%b"]], "kwargs": {"dim": 0}},
+        {"target": "torch.add", "args": ["%s", "%g"]},
+    ],
+}  # fmt: skip
+
+
+SLOTS_COMPACT: dict[str, Callable[[dict[str, Any], str], None]] = {
+    "step target": lambda d, s: d["nodes"].__setitem__(0, s),
+    "step name": lambda d, s: d["nodes"].__setitem__(1, {s: "act"}),
+    "step value": lambda d, s: d["nodes"].__setitem__(1, {"h": s}),
+    "list target": lambda d, s: d["nodes"][2]["y"].__setitem__(0, s),
+    "list argument": lambda d, s: d["nodes"][2]["y"].__setitem__(2, s),
+    "unpacked names": lambda d, s: d["nodes"][3].__setitem__(0, {s: [".chunk", "%", 2]}),
+    "method target": lambda d, s: d["nodes"][3][0]["a, b"].__setitem__(0, "." + s),
+    "alias value": lambda d, s: d["nodes"][3].__setitem__(1, {"z": s}),
+    "node without op name": lambda d, s: d["nodes"][5].__setitem__("name", s),
+    "node without op target": lambda d, s: d["nodes"][6].__setitem__("target", s),
+    "node without op kwarg": lambda d, s: d["nodes"][5].__setitem__("kwargs", {s: 0}),
+}
+
+
+def test_the_compact_base_spec_is_valid() -> None:
+    assert run_case(copy.deepcopy(BASE_COMPACT)) is not None
+
+
+@pytest.mark.parametrize("slot", sorted(SLOTS_COMPACT))
+def test_every_nasty_string_in_every_compact_slot(slot: str) -> None:
+    _grid(BASE_COMPACT, SLOTS_COMPACT, slot, NASTY_CORE, run_case)
+
+
 def _grid(base: dict[str, Any], slots: dict[str, Any], slot: str, texts: list[str], run: Callable[..., Any]) -> None:
     """Every text in one slot of ``base``: ``run`` refuses it or generates safely, never crashes."""
     failures = []

@@ -52,6 +52,7 @@ from fxgen.policy.policy import Policy, TargetError
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.choice import Choice
+from fxgen.spec.compact import desugared
 from fxgen.spec.expr import ExprError, names, parse
 from fxgen.spec.init import check_init
 from fxgen.spec.literals import literal_problem
@@ -102,6 +103,7 @@ def run_checks(
     against ``passes`` (the built-in passes' catalogue, handed down by ``fxgen._api``; None:
     where they run)."""
     check_version(doc)
+    doc = desugared(doc, RESERVED_NAMES)
     errors = check_schema(doc)
     if errors:
         raise SpecError(errors)

@@ -271,6 +271,9 @@ def _message(error: ValidationError, path: tuple[Any, ...]) -> str:
     hint = _hint(description)
     instance = error.instance
     if error.validator == "pattern":
+        if instance == "%" and (path[:1] == ("nodes",) or (path[:1] == ("classes",) and "nodes" in path)):
+            return ("'%' (the previous value) is for the compact node form only: drop the node's `op` (its "
+                    "target implies it), or write the value as '%name'; '%%' is the literal string '%'")  # fmt: skip
         if isinstance(instance, str) and instance.startswith("%"):
             return (f"{instance!r} is not a node reference ('%name'); write {'%' + instance!r} for the "
                     f"literal string {instance!r}")  # fmt: skip

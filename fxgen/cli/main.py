@@ -1,4 +1,4 @@
-"""The ``fxgen`` command: validate | show | generate | transform | export.
+"""The ``fxgen`` command: validate | show | expand | generate | transform | export.
 
 Errors are printed as ``PATH:LINE:COL: error: message`` and the exit status is 1; a traceback
 is shown only with ``--debug``. Heavy imports (torch, black) happen inside the commands, so
@@ -200,6 +200,8 @@ _EXAMPLES = {
     "generate": """examples:
   fxgen generate model_specs/                     write what is missing or stale
   fxgen generate --check --diff model_specs/      write nothing; show what would change, exit 1 if any""",
+    "expand": """example:
+  fxgen expand model_specs/mobilenet_v2.yaml      the canonical nodes its compact items stand for""",
     "transform": """examples:
   fxgen transform net.yaml --pass eliminate_dead_code --pass 'replace:{target: torch.add, by: torch.mul}' -o out.yaml
   fxgen transform net.yaml --pass fuse_conv_bn --weights net.safetensors -o fused.yaml --out-weights fused.safetensors
@@ -217,7 +219,7 @@ def _parser() -> argparse.ArgumentParser:
     choice = _choice_options()
     help_format = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
-        prog="fxgen", description="Declarative torch.fx model specs: validate, show, generate, transform, export.",
+        prog="fxgen", description="Declarative torch.fx model specs: validate, show, expand, generate, transform, export.",
         parents=[_common(top=True)], epilog=_EXAMPLES[None], formatter_class=help_format,
     )  # fmt: skip
     parser.add_argument("--version", action="version", version=f"fxgen {__version__}")
@@ -240,6 +242,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--variants", action="store_true",
                    help="a table of the spec's variants: their arguments, parameters and FLOPs (with `inputs:`)")  # fmt: skip
     p.set_defaults(command="show", run=cmd_show)
+
+    p = sub.add_parser("expand", parents=[common], epilog=_EXAMPLES["expand"], formatter_class=help_format, help="print a spec with its compact nodes written out: the canonical node list it stands for")
+    p.add_argument("path", metavar="PATH")
+    p.set_defaults(command="expand", run=cmd_expand)
 
     p = sub.add_parser("generate", parents=[common, choice], epilog=_EXAMPLES["generate"], formatter_class=help_format, help="write generated/<spec>.py for each spec")
     p.add_argument("paths", nargs="+", metavar="PATH", help="spec files or directories")
@@ -436,6 +442,23 @@ def cmd_show(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
 
 
 # -- generate ----------------------------------------------------------------------------------
+def cmd_expand(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
+    """The spec's canonical form: its compact items desugared (docs/spec-format.md, "The compact
+    node form"), as YAML on stdout, loading and validating as the spec does. Only the file's own
+    text: its imports stay imports (resolved, so a missing one is reported)."""
+    from fxgen.check.checker import RESERVED_NAMES
+    from fxgen.read.imports import read_spec
+    from fxgen.spec.compact import desugared
+    from fxgen.spec.model import yaml_text
+
+    read = read_spec(args.path)
+    doc = desugared(getattr(read, "own", None) or read, RESERVED_NAMES)
+    if not isinstance(doc.data, dict):
+        raise SpecError.at(Location(args.path, 1, 1), "a spec is a mapping with `fxgen`, `name` and `nodes`")
+    sys.stdout.write(yaml_text(doc.data))
+    return 0
+
+
 def cmd_generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
     """Write (or with --check, only compare) the generated file of every spec.
 

@@ -39,6 +39,7 @@ __all__ = [
     "walk_items",
     "walk_loops",
     "walk_nodes",
+    "yaml_text",
 ]
 
 
@@ -444,11 +445,7 @@ class Spec:
 
     def to_yaml(self, *, schema_ref: str | None = None) -> str:
         """Readable YAML: block style at the top, one flow mapping per entry where it fits."""
-        lines: list[str] = []
-        if schema_ref:
-            lines.append(f"# yaml-language-server: $schema={schema_ref}")
-        _yaml_body(self.to_dict(), "", lines)
-        return "\n".join(lines) + "\n"
+        return yaml_text(self.to_dict(), schema_ref=schema_ref)
 
     def to_file(self, path: str | Path) -> None:
         """Write as YAML or JSON (by suffix), atomically."""
@@ -457,6 +454,16 @@ class Spec:
         path = Path(path)
         text = self.to_json() if path.suffix == ".json" else self.to_yaml()
         write_atomic(path, text)
+
+
+def yaml_text(data: dict[str, Any], *, schema_ref: str | None = None) -> str:
+    """A spec's data as readable YAML: block style at the top, one flow mapping per entry where it
+    fits (``Spec.to_yaml``, and ``fxgen expand``'s canonical nodes of a compact spec)."""
+    lines: list[str] = []
+    if schema_ref:
+        lines.append(f"# yaml-language-server: $schema={schema_ref}")
+    _yaml_body(data, "", lines)
+    return "\n".join(lines) + "\n"
 
 
 def _yaml_body(data: dict[str, Any], indent: str, lines: list[str]) -> None:

@@ -1,0 +1,463 @@
+"""The compact node form, desugared to the canonical node list before any check sees the nodes.
+
+A spec's node list may hold, next to canonical nodes (``{op: ..., name: ..., target: ...}``),
+compact items, each standing for exactly the canonical nodes it desugars to:
+
+* ``TARGET``: one step of a chain: ``TARGET`` called on the previous item's value;
+* ``{NAME: TARGET}``: the same step, named;
+* ``{NAME: [TARGET, ARG, ...]}``: a call with these arguments, ``"%"`` among them (at any depth)
+  being the previous item's value;
+* ``{NAME: "%value"}``: a second name for a value (``op: alias``);
+* ``{"a, b": CALL}``: a call (or a ``"%value"``) whose result is unpacked by name (one
+  ``operator.getitem`` each);
+* ``{target: ..., args: ..., kwargs: ...}`` without ``op``: a canonical node whose op is implied;
+* ``[ITEM, ...]``: these items in its place (several steps on one line).
+
+The op is implied by what the target names: a declared module (or an item of one) is
+``call_module``, a declared parameter or buffer ``get_attr``, ``.name`` ``call_method``, anything
+else ``call_function``. A class whose nodes are compact needs no placeholder when the first step
+takes the previous value (the input ``x: torch.Tensor`` is implied) and no output node (the last
+value is returned, as a ``torch.Tensor``). A step nobody named gets the name torch.fx would give
+it. The canonical list stays the definition: ``fxgen expand`` prints it, everything below the read
+stage sees only it, and every desugared node keeps the location of the compact item it comes from,
+so every later error points into the compact text (:class:`CompactDocument`).
+
+A pure function of the data (no torch, no file), so the same spec always desugars to the same
+nodes; a spec without compact items is returned as it is.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fxgen._errors import Diagnostic, Location, SpecError
+from fxgen.read.reader import Document
+from fxgen.read.yaml_events import JsonPath
+
+__all__ = ["PREVIOUS", "CompactDocument", "desugar", "desugared", "is_compact"]
+
+
+PREVIOUS = "%"  # in a compact item's arguments: the previous item's value
+
+
+_NODE_KEYS = frozenset({"op", "name", "target", "args", "kwargs", "type", "default", "if", "for"})
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+_ILLEGAL = re.compile(r"[^0-9a-zA-Z_]+")
+
+
+_SNAKE = re.compile(r"(?<!^)(?<!_)(?=[A-Z][a-z])|(?<=[a-z0-9])(?=[A-Z])")
+
+
+_INPUT = {"op": "placeholder", "name": "x", "type": "torch.Tensor"}  # a chain's implied input
+
+
+_IMPLIED = "<input>"  # the previous value of a chain's first step: the implied input
+
+
+_REFUSED = "<refused>"  # the previous value after an item refused (reported once, at that item)
+
+
+_ALLOWED = (
+    "a node list item is a node ({op: ..., ...}), a conditional {if: ...}, a repeat {for: ...}, or a compact "
+    'step: TARGET, {NAME: TARGET}, {NAME: [TARGET, ARG, ...]} ("%" there is the previous value), '
+    '{NAME: "%value"}, {"a, b": CALL} or {target: ..., args: [...], kwargs: {...}} without op'
+)
+
+
+class CompactError(Exception):
+    """Problems of compact items, each at the path of the item (in the data as written)."""
+
+    def __init__(self, problems: list[tuple[JsonPath, str]]) -> None:
+        super().__init__(problems[0][1])
+        self.problems = problems
+
+
+# A canonical path's source: the item it comes from, and whether the paths below it are the
+# same below the item (a node written out) or all at the item (a node the item stands for).
+Source = tuple[JsonPath, bool]
+
+
+@dataclass
+class CompactDocument(Document):
+    """A Document whose node lists were desugared: ``data`` is canonical, and each path is located
+    where the item it comes from is written (``inner``: the document as read)."""
+
+    inner: Document | None = field(default=None, repr=False, compare=False)
+    sources: dict[JsonPath, Source] = field(default_factory=dict, repr=False, compare=False)
+
+    def source(self, path: JsonPath) -> JsonPath:
+        """Where ``path`` of the canonical data is in the data as written."""
+        for size in range(len(path), 0, -1):
+            found = self.sources.get(path[:size])
+            if found is not None:
+                where, same = found
+                return (*where, *path[size:]) if same else where
+        return path
+
+    def locate(self, path: JsonPath) -> Location:
+        assert self.inner is not None
+        return self.inner.locate(self.source(path))
+
+    def key_location(self, path: JsonPath) -> Location:
+        assert self.inner is not None
+        return self.inner.key_location(self.source(path))
+
+
+def desugared(doc: Document, reserved: Iterable[str] = ()) -> Document:
+    """``doc`` with its compact items desugared (``doc`` itself when it has none); a SpecError
+    names every compact item that is not well formed, at its line. ``reserved``: names a node may
+    not take (the generated module's globals), which a step's own name avoids."""
+    try:
+        data, sources = desugar(doc.data, reserved)
+    except CompactError as exc:
+        raise SpecError([Diagnostic(doc.locate(where), message) for where, message in exc.problems]) from None
+    if sources is None:
+        return doc
+    return CompactDocument(data=data, path=doc.path, raw=doc.raw, plain_json=doc.plain_json, inner=doc, sources=sources)
+
+
+def desugar(data: Any, reserved: Iterable[str] = ()) -> tuple[Any, dict[JsonPath, Source] | None]:
+    """The canonical data of ``data`` and, for each node-list item, the path it comes from; None
+    for the sources when nothing is compact (``data`` is then returned unchanged)."""
+    if not isinstance(data, dict):
+        return data, None
+    bodies: list[tuple[JsonPath, dict[str, Any]]] = [((), data)]
+    classes = data.get("classes")
+    if isinstance(classes, dict):
+        bodies += [(("classes", name), body) for name, body in classes.items() if isinstance(body, dict)]
+    bodies = [(where, body) for where, body in bodies if _has_compact(body.get("nodes"))]
+    if not bodies:
+        return data, None
+    out = dict(data)
+    if any(where for where, _ in bodies):
+        out["classes"] = dict(classes)  # type: ignore[arg-type]
+    sources: dict[JsonPath, Source] = {}
+    problems: list[tuple[JsonPath, str]] = []
+    for where, body in bodies:
+        graph = _Graph(body, where, frozenset(reserved))
+        nodes = graph.body()
+        problems += graph.problems
+        sources.update(graph.sources)
+        new_body = {**body, "nodes": nodes}
+        if where:
+            out["classes"][where[1]] = new_body
+        else:
+            out.update(new_body)
+    if problems:
+        raise CompactError(problems)
+    return out, sources
+
+
+def is_compact(item: Any) -> bool:
+    """Is ``item`` (of a node list) a compact one: not a node, a conditional or a repeat?"""
+    return not (isinstance(item, dict) and ("op" in item or "if" in item or "for" in item))
+
+
+def _has_compact(nodes: Any) -> bool:
+    if not isinstance(nodes, list):
+        return False
+    for item in nodes:
+        if is_compact(item):
+            return True
+        if isinstance(item, dict) and "op" not in item:
+            inner = [item.get(key) for key in ("then", "else", "nodes")]
+            if any(_has_compact(items) for items in inner):
+                return True
+    return False
+
+
+class _Graph:
+    """One class's node list desugared: the nodes, their sources, and the problems found."""
+
+    def __init__(self, body: dict[str, Any], where: JsonPath, reserved: frozenset[str]) -> None:
+        self.where = where
+        self.modules = _keys(body.get("modules"))
+        self.tensors = _keys(body.get("parameters")) | _keys(body.get("buffers"))
+        self.sources: dict[JsonPath, Source] = {}
+        self.problems: list[tuple[JsonPath, str]] = []
+        self.taken = set(_written_names(body.get("nodes"))) | set(reserved) | {"self", "output", _INPUT["name"]}
+        self.nodes: list[Any] = body["nodes"]
+        self.implied_input = False
+        self.here: JsonPath = (*where, "nodes")
+        self.previous: str | None = None
+        self.last: str | None = None
+        self.last_source: JsonPath | None = None
+        self.unnamed: dict[str, dict[str, Any]] = {}  # a step nobody named yet, by the name it gets when used
+
+    # -- lists -----------------------------------------------------------------------------
+    def body(self) -> list[Any]:
+        items, at = self.nodes, (*self.where, "nodes")
+        first_is_input = bool(items) and isinstance(items[0], dict) and items[0].get("op") == "placeholder"
+        out = self.items(items, at, at, None if first_is_input else _IMPLIED)
+        last = out[-1] if out else None
+        if not (isinstance(last, dict) and last.get("op") == "output"):
+            self.here, self.previous = (self.last_source or at), self.last
+            if self.last is None:
+                self.refuse("the nodes end without an output node, and their last item has no one value to return; "
+                            'end them with {op: output, args: ["%name"]}')  # fmt: skip
+            elif self.last != _REFUSED:
+                out.append({"op": "output", "args": [self.value(PREVIOUS)], "type": "torch.Tensor"})
+                self.sources[(*at, len(out) - 1)] = (self.here, False)
+        if self.implied_input:
+            out.insert(0, dict(_INPUT))
+            self.shift(at, at)
+        return out
+
+    def shift(self, at: JsonPath, first: JsonPath) -> None:
+        """The implied input went first (located at ``first``): every item of the top list moves
+        down one."""
+        size = len(at)
+        moved: dict[JsonPath, Source] = {}
+        for path, source in self.sources.items():
+            index = path[size] if path[:size] == at and len(path) > size else None
+            if isinstance(index, int):
+                path = (*at, index + 1, *path[size + 1 :])
+            moved[path] = source
+        moved[(*at, 0)] = (first, False)
+        self.sources = moved
+
+    def items(self, items: list[Any], at: JsonPath, source: JsonPath, previous: str | None) -> list[Any]:
+        """The canonical items of ``items`` (written at ``source``, going to ``at``); ``previous``:
+        the value before the first (None: there is none to take)."""
+        out: list[Any] = []
+        for here, item in _spliced(items, source):
+            start = len(out)
+            if isinstance(item, dict) and "op" in item:
+                out.append(item)
+                self.sources[(*at, start)] = (here, True)
+                op = item.get("op")
+                previous = item.get("name") if op in ("placeholder", "get_attr", "alias") or str(op).startswith("call_") else None
+                previous = previous if isinstance(previous, str) else None
+                if "name" not in item and isinstance(item.get("target"), str) and op != "output":
+                    self.name_for(str(op), item["target"])  # the name torch.fx gives it: no step may take it
+            elif isinstance(item, dict) and "if" in item:
+                out.append(self.conditional(item, (*at, start), here, previous))
+                self.sources[(*at, start)] = (here, True)
+                previous = self.last
+            elif isinstance(item, dict) and "for" in item:
+                out.append(self.repeat(item, (*at, start), here, previous))
+                self.sources[(*at, start)] = (here, True)
+                previous = None
+            else:
+                nodes = self.step(item, here, previous)
+                for k, node in enumerate(nodes):
+                    self.sources[(*at, start + k)] = (here, False)
+                    out.append(node)
+                if nodes and isinstance(item, dict) and "target" in item:  # written out: paths below are the same
+                    self.sources[(*at, start)] = (here, True)
+                elif nodes and isinstance(item, dict) and len(item) == 1:
+                    key, call = next(iter(item.items()))
+                    self.sources[(*at, start, "target")] = ((*here, key, 0) if isinstance(call, list) else (*here, key), True)
+                    if isinstance(call, list):
+                        for j in range(1, len(call)):
+                            self.sources[(*at, start, "args", j - 1)] = ((*here, key, j), True)
+                previous = self.name_of(nodes[-1]) if len(nodes) == 1 else _REFUSED if not nodes else None
+            self.last_source = here
+        self.last = previous
+        return out
+
+    def conditional(self, item: dict[str, Any], at: JsonPath, here: JsonPath, previous: str | None) -> dict[str, Any]:
+        out = dict(item)
+        ends: list[str | None] = []
+        for branch in ("then", "else"):
+            if isinstance(item.get(branch), list):
+                out[branch] = self.items(item[branch], (*at, branch), (*here, branch), previous)
+                ends.append(self.last)
+        self.last = ends[0] if len(ends) == 2 and ends[0] == ends[1] else None
+        return out
+
+    def repeat(self, item: dict[str, Any], at: JsonPath, here: JsonPath, previous: str | None) -> dict[str, Any]:
+        out = dict(item)
+        if isinstance(item.get("nodes"), list):
+            out["nodes"] = self.items(item["nodes"], (*at, "nodes"), (*here, "nodes"), previous)
+        self.last = None
+        return out
+
+    # -- one compact item --------------------------------------------------------------------
+    def step(self, item: Any, here: JsonPath, previous: str | None) -> list[dict[str, Any]]:
+        self.here, self.previous = here, previous
+        if isinstance(item, str):
+            if item.startswith("%"):
+                return self.refuse(f"{item!r} names a value but does nothing with it; {_ALLOWED}")
+            return self.call(None, item, None, None)
+        if not isinstance(item, dict) or not item:
+            return self.refuse(_ALLOWED)
+        if "target" in item:
+            unknown = sorted(set(item) - {"name", "target", "args", "kwargs", "type"})
+            if unknown:
+                return self.refuse(f"a node without op has name, target, args, kwargs and type; {unknown[0]!r} is not one of "
+                                   "them (write the op to use the others)")  # fmt: skip
+            node = self.call(item.get("name"), item["target"], item.get("args", []), item.get("kwargs"))
+            if node and "type" in item:
+                node[0]["type"] = item["type"]
+            return node
+        if len(item) != 1 or set(item) & _NODE_KEYS:
+            return self.refuse(f"{_ALLOWED}; this mapping is none of them (a node needs `op`, or `target` for its op to "
+                               "be implied; a named step has one key, its name)")  # fmt: skip
+        key, call = next(iter(item.items()))
+        names = [name.strip(" ") for name in key.split(",")]
+        bad = [name for name in names if not _IDENTIFIER.fullmatch(name)]
+        if bad:
+            return self.refuse(f"{key!r} is no name: a step's key is its name, an identifier, or several separated by "
+                               'commas to unpack its result ("q, k, v")')  # fmt: skip
+        if isinstance(call, str) and call.startswith("%") and len(names) > 1:
+            return _unpacked(names, self.value(call))
+        if isinstance(call, str) and call.startswith("%"):
+            return [{"op": "alias", "name": names[0], "args": [self.value(call)]}]
+        if isinstance(call, str):
+            nodes = self.call(names[0] if len(names) == 1 else None, call, None, None)
+        elif isinstance(call, list) and call and isinstance(call[0], str):
+            nodes = self.call(names[0] if len(names) == 1 else None, call[0], call[1:], None)
+        else:
+            return self.refuse(f"the value of step {key!r} is a TARGET, [TARGET, ARG, ...] or \"%value\"; "
+                               "for keyword arguments write {name: ..., target: ..., args: [...], kwargs: {...}}")  # fmt: skip
+        if len(names) == 1 or not nodes:
+            return nodes
+        return nodes + _unpacked(names, f"%{self.name_of(nodes[0], used=True)}")
+
+    def call(self, name: Any, target: Any, args: Any, kwargs: Any) -> list[dict[str, Any]]:
+        if not isinstance(target, str) or target in ("", "."):
+            return self.refuse(f"a target is a declared module's path, a function's qualified name or a .method; "
+                               f"got {target!r}")  # fmt: skip
+        op = self.op(target)
+        if op == "get_attr" and args:
+            return self.refuse(f"{target!r} is a declared parameter or buffer: it is read, not called; write it "
+                               "without arguments")  # fmt: skip
+        node: dict[str, Any] = {"op": op}
+        if args is None:
+            args = [] if op == "get_attr" else [PREVIOUS]
+        if name is not None:
+            node["name"] = name
+        node["target"] = target[1:] if op == "call_method" else target
+        if op != "get_attr" or args:
+            node["args"] = self.value(args)
+        if kwargs is not None:
+            node["kwargs"] = self.value(kwargs)
+        return [node]
+
+    def op(self, target: str) -> str:
+        if target.startswith("."):
+            return "call_method"
+        if any(target == path or target.startswith(path + ".") for path in self.modules):
+            return "call_module"
+        if target in self.tensors:
+            return "get_attr"
+        return "call_function"
+
+    def value(self, value: Any) -> Any:
+        """``value`` with each ``"%"`` the previous value's reference."""
+        if value == PREVIOUS:
+            if self.previous == _REFUSED:
+                return value
+            if self.previous is None:
+                self.refuse('this step takes the previous value ("%"), but the item before it has none to give (an '
+                            'unnamed node, an output, a repeat, or a conditional whose branches end with different '
+                            'names); write its input as "%name"')  # fmt: skip
+                return value
+            if self.previous == _IMPLIED:
+                self.implied_input = True
+                return f"%{_INPUT['name']}"
+            node = self.unnamed.pop(self.previous, None)
+            if node is not None:  # used: the step takes the name torch.fx would give it
+                named = {"op": node.pop("op"), "name": self.previous}
+                named.update(node)
+                node.clear()
+                node.update(named)
+            return f"%{self.previous}"
+        if isinstance(value, list):
+            return [self.value(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.value(v) for k, v in value.items()}
+        return value
+
+    def name_of(self, node: dict[str, Any], *, used: bool = False) -> str:
+        """``node``'s name; a step nobody named gets, when it is ``used``, the one torch.fx would
+        give it (and keeps it reserved until then: an unused step stays unnamed, as written)."""
+        if "name" in node:
+            return str(node["name"])
+        name = next((known for known, pending in self.unnamed.items() if pending is node), None)
+        if name is None:
+            name = self.name_for(node["op"], node["target"])
+            self.unnamed[name] = node
+        if used:
+            self.previous = name
+            self.value(PREVIOUS)
+        return name
+
+    def name_for(self, op: str, target: str) -> str:
+        """The name torch.fx would give the node (``relu``, ``model_0``), made unique."""
+        if op == "call_function":
+            base = target.rsplit(".", 1)[-1]
+        else:
+            base = ".".join(part for part in target.lstrip(".").split(".") if not part.startswith("{"))
+        base = _SNAKE.sub("_", base).lower()
+        base = _ILLEGAL.sub("_", base).strip("_") or "_unnamed"
+        if base[0].isdigit():
+            base = "_" + base
+        candidate, n = base, 0
+        while candidate in self.taken or _reserved(candidate):
+            n += 1
+            candidate = f"{base}_{n}"
+        self.taken.add(candidate)
+        return candidate
+
+    def refuse(self, message: str) -> list[dict[str, Any]]:
+        self.problems.append((self.here, message))
+        return []
+
+
+def _unpacked(names: list[str], value: Any) -> list[dict[str, Any]]:
+    """``names`` given to the items of ``value``: one ``operator.getitem`` node each."""
+    return [{"op": "call_function", "name": name, "target": "operator.getitem", "args": [value, k]}
+            for k, name in enumerate(names)]  # fmt: skip
+
+
+def _spliced(items: list[Any], source: JsonPath) -> Iterable[tuple[JsonPath, Any]]:
+    """Each item with its path; a list among the items is its own items in its place (several
+    steps written on one line)."""
+    for i, item in enumerate(items):
+        if isinstance(item, list):
+            yield from _spliced(item, (*source, i))
+        else:
+            yield (*source, i), item
+
+
+def _reserved(name: str) -> bool:
+    return keyword.iskeyword(name) or keyword.issoftkeyword(name) or hasattr(builtins, name)
+
+
+def _keys(table: Any) -> set[str]:
+    return {key for key in table if isinstance(key, str)} if isinstance(table, dict) else set()
+
+
+def _written_names(items: Any) -> Iterable[str]:
+    """Every name the items as written give a value (nodes, steps, loop indices, carries, collects)."""
+    if not isinstance(items, list):
+        return
+    for item in items:
+        if isinstance(item, list):
+            yield from _written_names(item)
+        elif isinstance(item, dict) and ("op" in item or "target" in item):
+            if isinstance(item.get("name"), str):
+                yield item["name"]
+        elif isinstance(item, dict) and ("if" in item or "for" in item):
+            for key in ("for", "collect"):
+                if isinstance(item.get(key), str):
+                    yield item[key]
+            if isinstance(item.get("carry"), dict):
+                yield from (k for k in item["carry"] if isinstance(k, str))
+            for key in ("then", "else", "nodes"):
+                yield from _written_names(item.get(key))
+        elif isinstance(item, dict) and len(item) == 1:
+            key = next(iter(item))
+            if isinstance(key, str):
+                yield from (name.strip(" ") for name in key.split(","))

@@ -1,0 +1,191 @@
+"""The compact node form (fxgen/spec/compact.py): each compact item desugars to exactly the
+canonical nodes it stands for, every later error points into the compact text, and `fxgen
+expand` prints the canonical spec, which loads to the same Spec."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT
+
+import fxgen
+from fxgen.check.checker import RESERVED_NAMES
+from fxgen.check.validate import validate_document
+from fxgen.cli.main import main
+from fxgen.read.reader import parse_text
+from fxgen.spec.compact import desugar, desugared
+
+_HEAD = """\
+fxgen: 2
+name: Net
+modules:
+  fc: {class: torch.nn.Linear, args: [4, 4]}
+  seq: {class: torch.nn.Sequential, args: [{module: {class: torch.nn.ReLU}}]}
+parameters:
+  gamma: {shape: [4]}
+"""
+
+
+def _nodes(text: str) -> list[dict[str, Any]]:
+    data, _ = desugar(parse_text(_HEAD + text).data, RESERVED_NAMES)
+    nodes: list[dict[str, Any]] = data["nodes"]
+    return nodes
+
+
+def test_a_chain_needs_no_placeholder_output_names_or_ops() -> None:
+    assert _nodes("nodes: [fc, torch.relu, seq.0, .t, gamma]") == [
+        {"op": "placeholder", "name": "x", "type": "torch.Tensor"},
+        {"op": "call_module", "name": "fc", "target": "fc", "args": ["%x"]},
+        {"op": "call_function", "name": "relu", "target": "torch.relu", "args": ["%fc"]},
+        {"op": "call_module", "name": "seq_0", "target": "seq.0", "args": ["%relu"]},
+        {"op": "call_method", "target": "t", "args": ["%seq_0"]},  # used by none: unnamed, as written
+        {"op": "get_attr", "name": "gamma", "target": "gamma"},
+        {"op": "output", "args": ["%gamma"], "type": "torch.Tensor"},
+    ]
+
+
+def test_named_steps_arguments_aliases_and_unpacking() -> None:
+    nodes = _nodes('nodes: [h: fc, y: [torch.add, "%", "%x"], z: "%y", "a, b": [.chunk, "%", 2], out: [torch.cat, ["%a", "%b"]]]')
+    assert nodes[1:] == [
+        {"op": "call_module", "name": "h", "target": "fc", "args": ["%x"]},
+        {"op": "call_function", "name": "y", "target": "torch.add", "args": ["%h", "%x"]},
+        {"op": "alias", "name": "z", "args": ["%y"]},
+        {"op": "call_method", "name": "chunk", "target": "chunk", "args": ["%z", 2]},
+        {"op": "call_function", "name": "a", "target": "operator.getitem", "args": ["%chunk", 0]},
+        {"op": "call_function", "name": "b", "target": "operator.getitem", "args": ["%chunk", 1]},
+        {"op": "call_function", "name": "out", "target": "torch.cat", "args": [["%a", "%b"]]},
+        {"op": "output", "args": ["%out"], "type": "torch.Tensor"},
+    ]
+
+
+def test_the_names_a_step_gets_avoid_builtins_reserved_and_written_names() -> None:
+    nodes = _nodes("nodes: [getattr, torch.relu, torch.relu, {name: relu_2, target: torch.relu, args: ['%']}, operator.add]")
+    assert [n.get("name") for n in nodes] == ["x", "getattr_1", "relu", "relu_1", "relu_2", "add", None]
+    assert _nodes("nodes: [fc, operator.__add__]")[2]["name"] == "add"  # as torch.fx's snake case, no dunders
+    assert "operator" in RESERVED_NAMES and _nodes("nodes: [torch.F]")[1]["name"] == "f"
+
+
+def test_nodes_without_op_compose_with_if_for_and_canonical_nodes() -> None:
+    text = """\
+args: {n: {type: int, default: 2}}
+nodes:
+  - {op: placeholder, name: inp, type: torch.Tensor}
+  - {target: fc, args: ["%"], kwargs: {}}
+  - if: n > 1
+    then: [y: torch.relu]
+    else: [y: torch.sigmoid]
+  - {for: i, in: n, nodes: [h: [seq, "%y"]], carry: {y: "%h"}}
+  - {op: output, args: ["%y"]}
+"""
+    nodes = _nodes(text)
+    assert nodes[1] == {"op": "call_module", "name": "fc", "target": "fc", "args": ["%inp"], "kwargs": {}}
+    assert nodes[2]["then"] == [{"op": "call_function", "name": "y", "target": "torch.relu", "args": ["%fc"]}]
+    assert nodes[3]["nodes"] == [{"op": "call_module", "name": "h", "target": "seq", "args": ["%y"]}]
+    assert nodes[4] == {"op": "output", "args": ["%y"]}
+
+
+def test_a_spec_without_compact_items_is_left_as_it_is() -> None:
+    doc = parse_text((ROOT / "model_specs" / "resnet_block.yaml").read_text())
+    assert desugared(doc, RESERVED_NAMES) is doc
+
+
+def test_a_group_of_steps_is_its_steps_in_its_place() -> None:
+    assert _nodes("nodes: [[fc, torch.relu], [seq]]") == _nodes("nodes: [fc, torch.relu, seq]")
+
+
+@pytest.mark.parametrize(
+    ("nodes", "line", "column", "message"),
+    [
+        # an error found after desugaring points at the compact item, or at its argument
+        ('  - h: fc\n  - y: [torch.add, "%", "%nope"]\n', 10, 25, "node 'nope' is not defined"),
+        ("  - h: fc\n  - y: [torch.nosuch, '%']\n", 10, 9, "cannot resolve 'torch.nosuch'"),
+        ("  - h: fc\n  - [torch.relu, torch.nosuch]\n", 10, 18, "cannot resolve 'torch.nosuch'"),
+        ("  - h: fc\n  - {target: torch.add, args: ['%', '%nope']}\n", 10, 37, "node 'nope' is not defined"),
+        ("  - h: fc\n  - {if: true, then: [y: [torch.nosuch, '%']], else: [y: torch.relu]}\n", 10, 27, "cannot resolve 'torch.nosuch'"),
+    ],
+)
+def test_errors_after_desugaring_point_into_the_compact_text(nodes: str, line: int, column: int, message: str) -> None:
+    with pytest.raises(fxgen.SpecError) as info:
+        validate_document(parse_text(_HEAD + "nodes:\n" + nodes))
+    found = [(d.location.line, d.location.column, d.message) for d in info.value.diagnostics]
+    assert len(found) == 1 and found[0][:2] == (line, column) and message in found[0][2], found
+
+
+def test_a_dict_spec_may_be_compact() -> None:
+    gm = fxgen.load(parse_text(_HEAD + "nodes: [fc, torch.relu]").data)
+    assert [n.op for n in gm.graph.nodes] == ["placeholder", "call_module", "call_function", "output"]
+
+
+def _is_compact(path: Path) -> bool:
+    doc = parse_text(path.read_bytes(), str(path))
+    return desugared(doc, RESERVED_NAMES) is not doc
+
+
+COMPACT_EXAMPLES = [p for p in [*sorted((ROOT / "model_specs").glob("*.yaml")), *sorted((ROOT / "tests" / "families").glob("*.yaml"))]
+                    if _is_compact(p)]  # fmt: skip
+
+
+def test_the_three_families_are_written_compactly() -> None:
+    assert {p.name for p in COMPACT_EXAMPLES} >= {"mobilenet_v2.yaml", "yolov8.yaml", "gpt2.yaml"}
+
+
+@pytest.mark.parametrize("path", COMPACT_EXAMPLES, ids=[p.name for p in COMPACT_EXAMPLES])
+def test_expand_prints_the_canonical_spec_which_loads_and_generates_the_same(
+    path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    example = path.name
+    assert main(["expand", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert main(["expand", str(path)]) == 0
+    assert capsys.readouterr().out == text, "deterministic"
+    canonical = tmp_path / example
+    canonical.write_text(text)
+    assert fxgen.load_spec(canonical) == fxgen.load_spec(path)
+    # the generated file is the same but for its header (which names the spec and hashes its bytes)
+    assert fxgen.generate(canonical).split("\n", 3)[3] == fxgen.generate(path).split("\n", 3)[3]
+    data = parse_text(text).data
+    assert all(isinstance(item, dict) and ("op" in item or "if" in item or "for" in item)
+               for body in (data, *data.get("classes", {}).values()) for item in body["nodes"])  # fmt: skip
+
+
+def test_expand_of_a_bad_compact_spec_is_a_located_error_without_a_traceback(tmp_path: Path) -> None:
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(_HEAD + "nodes:\n  - h: fc\n  - {a: 1, b: 2}\n")
+    result = subprocess.run([sys.executable, "-m", "fxgen", "expand", str(spec)], capture_output=True, text=True,
+                            timeout=60, cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith(f"{spec}:10:5: error: ") and "Traceback" not in result.stderr
+
+
+def _importing(folder: Path, double_nodes: str) -> Path:
+    """A project in ``folder``: blocks.yaml declaring the compact class Double(c) with these nodes,
+    and net.yaml importing it; returns net.yaml's path."""
+    (folder / ".fxgen-root").write_text("")
+    (folder / "blocks.yaml").write_text("fxgen: 2\nname: Blocks\nclasses:\n  Double:\n    args: {c: int}\n    modules:\n"
+                                        "      fc: {class: torch.nn.Linear, args: [{arg: c}, {arg: c}]}\n"
+                                        f"    nodes: {double_nodes}\nnodes: [torch.relu]\n")  # fmt: skip
+    net = folder / "net.yaml"
+    net.write_text("fxgen: 2\nname: Net\nimports:\n  - {from: blocks.yaml, classes: [Double]}\n"
+                   "modules:\n  body: {class: Double, args: [8]}\nnodes: [body]\n")  # fmt: skip
+    return net
+
+
+def test_a_compact_class_imported_from_another_file_is_located_in_that_file(tmp_path: Path) -> None:
+    with pytest.raises(fxgen.SpecError) as info:
+        fxgen.load_spec(_importing(tmp_path, "[h: fc, y: [torch.nosuch, '%']]"))
+    [found] = info.value.diagnostics
+    assert (found.location.path, found.location.line, found.location.column) == (str(tmp_path / "blocks.yaml"), 8, 24)
+    assert "cannot resolve 'torch.nosuch'" in found.message and "built at" in found.message
+
+
+def test_expand_keeps_a_specs_imports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    net = _importing(tmp_path, "[h: fc, torch.relu]")
+    assert main(["expand", str(net)]) == 0
+    canonical = tmp_path / "canonical.yaml"
+    canonical.write_text(capsys.readouterr().out)
+    assert "imports:" in canonical.read_text() and "\nclasses:" not in canonical.read_text()
+    assert fxgen.load_spec(canonical) == fxgen.load_spec(net)
