@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from conftest import EXAMPLES, ROOT
+from conftest import EXAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import construct_specs, expression_specs, mode_specs, spec_dicts
@@ -199,9 +199,6 @@ WITH_DECLARATION_CONDITIONS = [{
 bases = st.one_of(spec_dicts(max_nodes=6, weights_digest=True), st.sampled_from(EXAMPLE_DICTS), st.sampled_from(WITH_PASSES),
                   st.sampled_from(WITH_VALUES).flatmap(expression_specs), st.sampled_from(WITH_CHECKS), mode_specs(),
                   st.sampled_from(WITH_DECLARATION_CONDITIONS))  # fmt: skip
-# the specs of tests/families/ (GPT-2, written in the compact form), as the examples
-FAMILY_DICTS = [parse_text(p.read_bytes(), str(p)).data for p in sorted((ROOT / "tests" / "families").glob("*.yaml"))]
-bases = bases | st.sampled_from(FAMILY_DICTS or EXAMPLE_DICTS)
 mutants = mutated(bases)
 
 
