@@ -809,9 +809,14 @@ def _singular(attribute: str) -> str:
 
 def _same_count(declared: ModuleSpec, count: Any) -> bool:
     """Does a ModuleList or Sequential declaration hold exactly ``count`` items: one repeat of
-    that many (``[{repeat: n, ...}]``), ``count`` written as the loop writes it?"""
+    that many (``[{repeat: n, ...}]``), ``count`` written as the loop writes it, or as many
+    items written out as a constant ``count`` says (YOLOv8's three detection levels)?"""
     items = declared.args[0] if declared.cls.endswith("ModuleList") and len(declared.args) == 1 else declared.args
-    if declared.kwargs or not isinstance(items, list) or len(items) != 1:
+    if declared.kwargs or not isinstance(items, list):
+        return False
+    if not any(isinstance(item, dict) and "repeat" in item for item in items):
+        return not isinstance(count, bool) and count == len(items)
+    if len(items) != 1:
         return False
     repeat = items[0].get("repeat") if isinstance(items[0], dict) else None
     if isinstance(repeat, dict) and set(repeat) == {"arg"}:

@@ -215,3 +215,15 @@ def test_a_loop_over_two_containers_zips_them_and_scripts(tmp_path: Path) -> Non
     xs = [torch.randn(2, 4) for _ in range(3)]
     for got, expected in zip(torch.jit.script(made)(xs), loaded(xs), strict=True):
         assert torch.equal(got, expected)
+
+
+def test_a_loop_walks_containers_whose_items_are_written_out() -> None:
+    """As many items written out as a constant count says is the same walk as a repeat of them."""
+    spec = copy.deepcopy(HEADS)
+    spec["args"] = {"dim": {"type": "int", "default": 4}}
+    for name in ("box", "cls"):
+        spec["modules"][name]["args"] = [[{"module": LINEAR}] * 3]
+    spec["nodes"][1]["in"] = 3
+    assert "for i, (box, cls) in enumerate(zip(self.box, self.cls)):" in fxgen.generate(validate_data(spec))
+    spec["nodes"][1]["in"] = 2  # fewer steps than items: indexed
+    assert "b = self.box[i](x)" in fxgen.generate(validate_data(spec))
