@@ -35,6 +35,7 @@ from fxgen.capture.effects import (
     refuse_root_hooks,
 )
 from fxgen.capture.frozen import RandomDraws, readable, rebuild_strings, traced_strings
+from fxgen.capture.modes import MODE_FREE_KEY, ModeWatch
 from fxgen.capture.preserve import Snapshot
 from fxgen.construct.modules import set_attr_path
 from fxgen.describe.to_spec import Submodules
@@ -140,7 +141,7 @@ def trace(
     try:
         tracer = _Tracer(autowrap_functions=tuple(autowrap_functions)) if autowrap_functions else _Tracer()
         draws = RandomDraws()
-        with torch.enable_grad(), draws, traced_strings() as formatted:
+        with torch.enable_grad(), draws, traced_strings() as formatted, ModeWatch(module) as watch:
             graph = tracer.trace(module, concrete_args)
         _name_none_arguments(graph, concrete_args)
         _lint(graph)
@@ -153,6 +154,7 @@ def trace(
         declare_unread_state(gm, module)
         gm.meta[CALLS_KEY] = calls
         gm.meta[NOTES_KEY] = global_state_notes(module)
+        gm.meta[MODE_FREE_KEY] = watch.independent
         return gm
     except ExportError:
         raise
