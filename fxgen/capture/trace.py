@@ -361,13 +361,14 @@ def fix_buffers(gm: torch.fx.GraphModule, original: torch.nn.Module) -> None:
                 owner._non_persistent_buffers_set.add(name)
 
 
-def declare_unread_state(gm: torch.fx.GraphModule, original: torch.nn.Module) -> None:
+def declare_unread_state(gm: torch.fx.GraphModule, original: torch.nn.Module, keys: Iterable[str] | None = None) -> None:
     """Put on ``gm`` every entry of the original's ``state_dict()`` the graph does not reach
     (a head the forward skips, ``num_batches_tracked`` of a batch norm run as ``F.batch_norm``),
-    at its own path: the spec then declares it, and the original checkpoint loads strictly."""
+    at its own path: the spec then declares it, and the original checkpoint loads strictly.
+    ``keys`` are the original's state-dict keys in order where the caller has them already."""
     have = gm.state_dict(keep_vars=True)
     unread: dict[str, list[str]] = {}  # owner path -> names, in the state dict's order (an owner's are together)
-    for key in original.state_dict(keep_vars=True):
+    for key in original.state_dict(keep_vars=True) if keys is None else keys:
         if key not in have:
             owner_path, _, name = key.rpartition(".")
             unread.setdefault(owner_path, []).append(name)
