@@ -387,8 +387,12 @@ def _groups(keys: list[int], bodies: dict[int, dict[str, Any]]) -> list[list[int
     """Instances whose bodies differ only in numbers and strings where an argument may stand
     (module arguments, shapes): one group per class to write. Nodes hold no such place: each
     list of them is written once (instances with one graph share it)."""
+    if len(keys) == 1:  # (nothing to tell apart)
+        return [list(keys)]
     groups: dict[tuple[str, str], list[int]] = {}
     nodes: dict[int, str] = {}
+    if len({id(bodies[k].get("nodes")) for k in keys}) == 1:  # one list (one graph module): equal nodes
+        nodes[id(bodies[keys[0]].get("nodes"))] = ""
     for k in keys:
         body = bodies[k]
         listed = body.get("nodes")
@@ -459,6 +463,8 @@ def _at(body: Any, path: tuple[Any, ...]) -> Any:
 
 def _with_args(first: dict[str, Any], group: list[int], bodies: dict[int, dict[str, Any]],
                arg_of: dict[str, str]) -> dict[str, Any]:  # fmt: skip
+    if not arg_of:  # (no argument: the first body as it is, which nothing changes)
+        return first
     body = json.loads(json.dumps(first))
     for path, _ in _leaves(first):
         column = json.dumps([_at(bodies[k], path) for k in group])
