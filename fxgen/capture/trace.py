@@ -365,11 +365,18 @@ def declare_unread_state(gm: torch.fx.GraphModule, original: torch.nn.Module, ke
     """Put on ``gm`` every entry of the original's ``state_dict()`` the graph does not reach
     (a head the forward skips, ``num_batches_tracked`` of a batch norm run as ``F.batch_norm``),
     at its own path: the spec then declares it, and the original checkpoint loads strictly.
-    ``keys`` are the original's state-dict keys in order where the caller has them already."""
-    have = gm.state_dict(keep_vars=True)
+    ``keys`` are the original's state-dict keys in order where the caller has them already, and
+    vouches that no module of the original rewrites its state dict: whether ``gm`` holds each is
+    then looked up at its path (what its state dict would hold there: a parameter, or a buffer it
+    saves), instead of ``gm``'s whole state dict being built (a block's GraphModule holds the
+    modules of every block it calls: a state dict per level of a nested model)."""
+    if keys is None:
+        keys, held = original.state_dict(keep_vars=True), gm.state_dict(keep_vars=True).__contains__
+    else:
+        held = _Holds(gm)
     unread: dict[str, list[str]] = {}  # owner path -> names, in the state dict's order (an owner's are together)
-    for key in original.state_dict(keep_vars=True) if keys is None else keys:
-        if key not in have:
+    for key in keys:
+        if not held(key):
             owner_path, _, name = key.rpartition(".")
             unread.setdefault(owner_path, []).append(name)
     for owner_path, names in unread.items():  # each owner looked up once, on both sides
@@ -400,6 +407,29 @@ def _declare(root: torch.nn.Module, holder: torch.nn.Module | None, owner_path: 
         return
     persistent = name in source._buffers and name not in source._non_persistent_buffers_set
     set_attr_path(root, f"{owner_path}.{name}" if owner_path else name, getattr(source, name), persistent=persistent)
+
+
+class _Holds:
+    """Whether ``root.state_dict()`` would hold a key, for a root whose modules all write their
+    state dicts as nn.Module does: its parameter, or its buffer that is saved, at that path."""
+
+    def __init__(self, root: torch.nn.Module) -> None:
+        self.root = root
+        self.owners: dict[str, torch.nn.Module | None] = {}
+
+    def __call__(self, key: str) -> bool:
+        owner_path, _, name = key.rpartition(".")
+        owner = self.owners.get(owner_path, _NO_OWNER)
+        if owner is _NO_OWNER:
+            owner = self.owners[owner_path] = _submodule(self.root, owner_path)
+        if owner is None:
+            return False
+        if name in owner._parameters:
+            return owner._parameters[name] is not None
+        return owner._buffers.get(name) is not None and name not in owner._non_persistent_buffers_set
+
+
+_NO_OWNER: Any = object()
 
 
 def _submodule(root: torch.nn.Module, path: str) -> torch.nn.Module | None:
