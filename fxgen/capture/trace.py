@@ -370,6 +370,7 @@ def declare_unread_state(gm: torch.fx.GraphModule, original: torch.nn.Module, ke
     then looked up at its path (what its state dict would hold there: a parameter, or a buffer it
     saves), instead of ``gm``'s whole state dict being built (a block's GraphModule holds the
     modules of every block it calls: a state dict per level of a nested model)."""
+    held: Callable[[str], bool]
     if keys is None:
         keys, held = original.state_dict(keep_vars=True), gm.state_dict(keep_vars=True).__contains__
     else:
