@@ -65,7 +65,9 @@ class ModeWatch:
     (in any thread: a read elsewhere only costs the proof) and stores the flag where it always
     is, in the instance's ``__dict__``. Not provable, and so not independent: a module of
     ``module`` whose class defines ``training`` or ``train`` itself (``train()`` may change more
-    than the flag), or a read of a flag that is not in the instance's ``__dict__``."""
+    than the flag), or a read of a flag that is not in the instance's ``__dict__``. What it
+    cannot see is a forward reading the instance's ``__dict__`` itself (``vars(self)["training"]``),
+    which no attribute access goes through."""
 
     def __init__(self, module: torch.nn.Module) -> None:
         self.read = not all(_plain_mode(type(sub)) for sub in module.modules())
