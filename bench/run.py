@@ -47,7 +47,7 @@ sys.path.insert(1, str(ROOT))  # this checkout's fxgen first
 
 import heavy  # noqa: E402
 import weights_io  # noqa: E402
-from sections import CLI_STARTUP, DYNAMO_CAPTURE, keep_sections  # noqa: E402
+from sections import CLI_STARTUP, DYNAMO_CAPTURE, EXPORT_BLOCKS, keep_sections  # noqa: E402
 from workloads import SHAPES, write_spec  # noqa: E402
 
 QUICK_ZOO = ("rtdl.MLP",)
@@ -253,7 +253,7 @@ def _parse_importtime(stderr: str) -> dict[str, int]:
 def write_report(out: Path, text: str) -> None:
     """Write the report, keeping the sections ``bench/dynamo_capture.py`` and
     ``bench/cli_startup.py`` wrote into the old one (this suite does not measure them)."""
-    keep_sections(out, text, DYNAMO_CAPTURE, CLI_STARTUP)
+    keep_sections(out, text, DYNAMO_CAPTURE, CLI_STARTUP, EXPORT_BLOCKS)
 
 
 def main(argv: list[str] | None = None) -> int:

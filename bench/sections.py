@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = ["BEYOND", "BLOCKS", "BLOCKS_DYNAMO", "CLI_STARTUP", "COMPARED", "DYNAMO_CAPTURE", "ENVIRONMENTS",
-           "keep_sections", "write_section"]
+           "EXPORT_BLOCKS", "keep_sections", "write_section"]
 
 Markers = tuple[str, str]
 
@@ -20,6 +20,7 @@ COMPARED: Markers = ("<!-- bench/zoo_compare.py -->", "<!-- end bench/zoo_compar
 DYNAMO_CAPTURE: Markers = ("<!-- bench/dynamo_capture.py -->", "<!-- end bench/dynamo_capture.py -->")
 BEYOND: Markers = ("<!-- zoo_report: beyond the example -->", "<!-- /zoo_report: beyond the example -->")
 CLI_STARTUP: Markers = ("<!-- bench/cli_startup.py -->", "<!-- end bench/cli_startup.py -->")
+EXPORT_BLOCKS: Markers = ("<!-- bench/export_blocks.py -->", "<!-- end bench/export_blocks.py -->")
 # zoo_report.py --environment NAME: the figures per library and version in one environment
 ENVIRONMENTS: dict[str, Markers] = {
     name: (f"<!-- zoo_report --environment {name} -->", f"<!-- /zoo_report --environment {name} -->")

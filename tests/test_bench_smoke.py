@@ -102,3 +102,18 @@ def test_cli_startup_writes_its_section(tmp_path: Path) -> None:
     _bench("cli_startup.py", "--specs", "mlp", "--runs", "1", "--out", str(out))
     text = out.read_text(encoding="utf-8")
     assert "<!-- bench/cli_startup.py -->" in text and "| mlp | yes |" in text and "| mlp | no |" in text
+
+
+def test_export_blocks_writes_the_default_against_the_flat_export(tmp_path: Path) -> None:
+    """``bench/export_blocks.py`` (issue 30: the default export judged against the flat one)
+    puts its table between its markers, keeping what the file held, and says how often each
+    model was traced (UNet reads no mode: once)."""
+    out = tmp_path / "benchmarks.md"
+    out.write_text("# fxgen benchmarks\n\nkept\n", encoding="utf-8")
+    _bench("export_blocks.py", "--models", "monai.UNet", "--rounds", "1", "--out", str(out))
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# fxgen benchmarks\n\nkept\n") and "<!-- end bench/export_blocks.py -->" in text
+    assert "## Default export against the flat export (issue 30)" in text and "**Median " in text
+    row = next(line for line in text.splitlines() if line.startswith("| monai.UNet |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "1" and cells[4].split("x")[0].replace(".", "").isdigit(), row

@@ -39,6 +39,7 @@ from fxgen.check.checker import RESERVED_NAMES
 from fxgen.describe.rebuild import RebuildCache
 from fxgen.describe.recover import resolve_qualname
 from fxgen.describe.to_spec import (
+    Submodules,
     avoid_reserved_names,
     graph_module_to_spec,
     recover_declaration,
@@ -152,6 +153,7 @@ class _Writer:
         self.classes: dict[str, ClassSpec] = {}
         self.arg_names: dict[str, list[str]] = {}  # block class -> its arguments, in order
         self.order = _ModelOrder(module, hierarchy.paths)
+        self.submodules: dict[int, Submodules] = {}  # owner -> its paths' modules, looked up once
 
     def spec(self, name: str, doc: str | None) -> Spec:
         for key, gm in self.hierarchy.blocks.items():
@@ -183,7 +185,7 @@ class _Writer:
         body = dict(first)
         try:
             if "modules" in first:
-                body["modules"] = {path: (given.get(path) or recover_declaration(path, block.get_submodule(path), self.cache,
+                body["modules"] = {path: (given.get(path) or recover_declaration(path, self._submodule(block, path), self.cache,
                                                                                  self.names)).to_dict()
                                    for path in first["modules"]}  # fmt: skip
             for table in ("parameters", "buffers"):
@@ -205,17 +207,24 @@ class _Writer:
             path = str(node.target)
             kept = self._kept_owner(owner, path)
             if kept is not None and kept not in given:
-                given[kept] = self._sequential(owner.get_submodule(kept), kept, inside)
-            elif kept is None and id(owner.get_submodule(path)) in self.hierarchy.blocks:
-                given[path] = self._pending(owner.get_submodule(path), inside)
+                given[kept] = self._sequential(self._submodule(owner, kept), kept, inside)
+            elif kept is None and id(self._submodule(owner, path)) in self.hierarchy.blocks:
+                given[path] = self._pending(self._submodule(owner, path), inside)
         return given, inside
+
+    def _submodule(self, owner: torch.nn.Module, path: str) -> torch.nn.Module:
+        """``owner.get_submodule(path)``, each owner's paths looked up once (``Submodules``)."""
+        found = self.submodules.get(id(owner))
+        if found is None:
+            found = self.submodules[id(owner)] = Submodules(owner)
+        return found.get(path)
 
     def _kept_owner(self, owner: torch.nn.Module, path: str) -> str | None:
         """The shortest prefix of ``path`` (itself included) that is a kept Sequential."""
         parts = path.split(".")
         for end in range(1, len(parts) + 1):
             prefix = ".".join(parts[:end])
-            if id(owner.get_submodule(prefix)) in self.hierarchy.kept:
+            if id(self._submodule(owner, prefix)) in self.hierarchy.kept:
                 return prefix
         return None
 
@@ -378,8 +387,12 @@ def _groups(keys: list[int], bodies: dict[int, dict[str, Any]]) -> list[list[int
     """Instances whose bodies differ only in numbers and strings where an argument may stand
     (module arguments, shapes): one group per class to write. Nodes hold no such place: each
     list of them is written once (instances with one graph share it)."""
+    if len(keys) == 1:  # (nothing to tell apart)
+        return [list(keys)]
     groups: dict[tuple[str, str], list[int]] = {}
     nodes: dict[int, str] = {}
+    if len({id(bodies[k].get("nodes")) for k in keys}) == 1:  # one list (one graph module): equal nodes
+        nodes[id(bodies[keys[0]].get("nodes"))] = ""
     for k in keys:
         body = bodies[k]
         listed = body.get("nodes")
@@ -401,40 +414,45 @@ def _skeleton(body: dict[str, Any]) -> Any:
     return out
 
 
-def _leaves(body: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], Any]]:
+def _leaves(body: dict[str, Any]) -> list[tuple[tuple[Any, ...], Any]]:
     """Where an argument may stand, with the value there: scalars in module arguments (nested
-    module values included) and in parameter and buffer shapes."""
+    module values included) and in parameter and buffer shapes. (One list filled by plain
+    recursion: every instance's body is walked, a generator per level cost more than the walk.)"""
+    found: list[tuple[tuple[Any, ...], Any]] = []
     for table in ("modules", "parameters", "buffers"):
         for path, entry in body.get(table, {}).items():
             if table == "modules":
-                yield from _argument_leaves(entry, (table, path))
+                _argument_leaves(entry, (table, path), found)
             else:
                 for i, size in enumerate(entry.get("shape", [])):
                     if type(size) is int:
-                        yield (table, path, "shape", i), size
+                        found.append(((table, path, "shape", i), size))
+    return found
 
 
-def _argument_leaves(entry: dict[str, Any], at: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], Any]]:
+def _argument_leaves(entry: dict[str, Any], at: tuple[Any, ...], found: list[tuple[tuple[Any, ...], Any]]) -> None:
     for key in ("args", "kwargs"):
         values = entry.get(key)
         items = enumerate(values) if isinstance(values, list) else (values or {}).items()
         for position, value in items:
-            yield from _value_leaves(value, (*at, key, position))
+            _value_leaves(value, (*at, key, position), found)
 
 
-def _value_leaves(value: Any, at: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], Any]]:
+def _value_leaves(value: Any, at: tuple[Any, ...], found: list[tuple[tuple[Any, ...], Any]]) -> None:
     """Scalars of an encoded value, inside tuples and lists too (``kernel_size: (3, 3)``); a
     module value's own arguments."""
-    if isinstance(value, dict) and set(value) == {"module"}:
-        yield from _argument_leaves(value["module"], (*at, "module"))
-    elif isinstance(value, dict) and set(value) == {"tuple"} and isinstance(value["tuple"], list):
-        for i, item in enumerate(value["tuple"]):
-            yield from _value_leaves(item, (*at, "tuple", i))
+    kind = type(value)
+    if kind is int or kind is float or kind is bool or (isinstance(value, str) and not value.startswith("%")):
+        found.append((at, value))
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            yield from _value_leaves(item, (*at, i))
-    elif type(value) in (int, float, bool) or (isinstance(value, str) and not value.startswith("%")):
-        yield at, value
+            _value_leaves(item, (*at, i), found)
+    elif isinstance(value, dict) and len(value) == 1:
+        if "module" in value:
+            _argument_leaves(value["module"], (*at, "module"), found)
+        elif "tuple" in value and isinstance(value["tuple"], list):
+            for i, item in enumerate(value["tuple"]):
+                _value_leaves(item, (*at, "tuple", i), found)
 
 
 def _at(body: Any, path: tuple[Any, ...]) -> Any:
@@ -445,6 +463,8 @@ def _at(body: Any, path: tuple[Any, ...]) -> Any:
 
 def _with_args(first: dict[str, Any], group: list[int], bodies: dict[int, dict[str, Any]],
                arg_of: dict[str, str]) -> dict[str, Any]:  # fmt: skip
+    if not arg_of:  # (no argument: the first body as it is, which nothing changes)
+        return first
     body = json.loads(json.dumps(first))
     for path, _ in _leaves(first):
         column = json.dumps([_at(bodies[k], path) for k in group])
@@ -606,17 +626,25 @@ def _fresh(base: str, taken: set[str], *, start: int = 2, joiner: str = "") -> s
     return name
 
 
+@functools.lru_cache(maxsize=1024)
 def _doc(cls: type) -> str | None:
     """The class's own summary: its docstring's first paragraph, up to its last full sentence
-    (a paragraph that introduces a list, ``Supported modes are:``, is cut before it)."""
+    (a paragraph that introduces a list, ``Supported modes are:``, is cut before it). Once per
+    class (``inspect.getdoc`` cleans the whole docstring, nn.Module's long one for every class
+    that has none)."""
     doc = inspect.getdoc(cls)
-    if not doc or doc == inspect.getdoc(torch.nn.Module):
+    if not doc or doc == _module_doc():
         return None
     summary = doc.split("\n\n", 1)[0].strip()
     if summary.endswith(":"):
         ends = [m.end() for m in re.finditer(r"\.(?=\s)", summary)]
         summary = summary[: ends[-1]] if ends else ""
     return summary or None
+
+
+@functools.cache
+def _module_doc() -> str | None:
+    return inspect.getdoc(torch.nn.Module)
 
 
 def _fields(body: dict[str, Any]) -> dict[str, Any]:

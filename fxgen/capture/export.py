@@ -20,7 +20,15 @@ from fxgen.capture.blocks import keep_blocks
 from fxgen.capture.effects import NotRecorded
 from fxgen.capture.frozen import none_defaults
 from fxgen.capture.keywords import torch_keywords
-from fxgen.capture.modes import MODES, Captures, modes_kept, proven, refuse_unproven, same_graph
+from fxgen.capture.modes import (
+    MODE_FREE_KEY,
+    MODES,
+    Captures,
+    modes_kept,
+    proven,
+    refuse_unproven,
+    same_graph,
+)
 from fxgen.capture.options import CaptureKwargs, CaptureOptions
 from fxgen.capture.trace import HIDDEN_PARAMETERS, LeafSpec, forward_signature, trace
 from fxgen.describe.modes import ModesDiffer, merge_modes
@@ -83,7 +91,8 @@ def capture_modes(
 ) -> Captures:
     """``module``'s graph in eval mode and in train mode (``capture_graph`` in each), every
     submodule's mode put back afterwards; one mode only for a GraphModule (its graph is what it
-    is) or where the other cannot be captured (``notify``-ed).
+    is) or where the other cannot be captured (``notify``-ed). A symbolic trace that provably
+    read no module's mode stands for both (``fxgen.capture.modes.ModeWatch``): it is made once.
 
     ``"auto"`` captures both modes the same way: with example inputs, if tracing fails in one
     mode, or a traced graph computes something else than the model on them (``proven``, each
@@ -95,6 +104,9 @@ def capture_modes(
     failed: dict[bool, ExportError] = {}
     with modes_kept(module):
         for mode in (current, not current):  # the model's own mode first: its errors are the ones it always got
+            if mode != current and _mode_free(captures[current]):
+                captures[mode] = captures[current]  # (traced again, it would record the same graph)
+                break
             module.train(mode)
             try:
                 captures[mode] = capture_graph(module, options, notify=notify)
@@ -111,6 +123,13 @@ def capture_modes(
 
 
 _MODE = {False: "eval", True: "train"}
+
+
+def _mode_free(capture: tuple[torch.fx.GraphModule, str | None]) -> bool:
+    """Whether a symbolic trace provably read no module's mode (``fxgen.capture.modes.ModeWatch``):
+    traced in the other mode it would be the same graph."""
+    gm, doc = capture
+    return doc is None and bool(gm.meta.get(MODE_FREE_KEY))
 
 
 def _proven_captures(module: torch.nn.Module, captures: Captures, failed: dict[bool, ExportError],

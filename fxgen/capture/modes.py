@@ -13,11 +13,18 @@ each traced graph against the model on them, in its mode, the random state forke
 alike for both runs (``proven``): a traced graph that computes something else (a random draw or a
 flag tracing froze, an optional argument traced as a tensor, a ``__call__`` the trace skipped) is
 captured with TorchDynamo instead, or refused naming the mode and the output that differs.
+
+A trace that provably reads no mode is not made twice (``ModeWatch``): while torch.fx's tracer
+runs, every read of a module's ``training`` flag is recorded. If none was read and no module of
+the model changes anything but that flag in ``train()``, tracing in the other mode runs the same
+Python code on the same values and records the same graph, so the one graph stands for both
+(auto capture's proof still runs it against the model in each mode).
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -26,10 +33,13 @@ import torch.fx
 
 from fxgen._errors import ExportError
 
-__all__ = ["MODES", "Captures", "modes_kept", "proven", "refuse_unproven", "same_graph"]
+__all__ = ["MODES", "MODE_FREE_KEY", "Captures", "ModeWatch", "modes_kept", "proven", "refuse_unproven", "same_graph"]
 
 
 MODES = (False, True)  # eval, train: the order captures are made and specs merged in
+
+MODE_FREE_KEY = "fxgen_mode_free"
+"""``gm.meta`` key: True on a trace that provably read no module's mode (``ModeWatch``)."""
 
 Captures = dict[bool, tuple[torch.fx.GraphModule, str | None]]
 """Each mode's graph module and doc (``capture_graph``'s), by mode (``True``: train)."""
@@ -46,10 +56,75 @@ def modes_kept(module: torch.nn.Module) -> Iterator[None]:
             sub.training = flag
 
 
+class ModeWatch:
+    """Whether the code run inside ``with ModeWatch(module) as watch:`` provably read no
+    module's ``training`` flag (``watch.independent``), so that ``module`` run in the other mode
+    would run the same code.
+
+    While any watch is open, ``nn.Module.training`` is a data descriptor that records each read
+    (in any thread: a read elsewhere only costs the proof) and stores the flag where it always
+    is, in the instance's ``__dict__``. Not provable, and so not independent: a module of
+    ``module`` whose class defines ``training`` or ``train`` itself (``train()`` may change more
+    than the flag), or a read of a flag that is not in the instance's ``__dict__``. What it
+    cannot see is a forward reading the instance's ``__dict__`` itself (``vars(self)["training"]``),
+    which no attribute access goes through."""
+
+    def __init__(self, module: torch.nn.Module) -> None:
+        self.read = not all(_plain_mode(type(sub)) for sub in module.modules())
+
+    @property
+    def independent(self) -> bool:
+        return not self.read
+
+    def __enter__(self) -> ModeWatch:
+        with _LOCK:
+            if not _WATCHES:
+                torch.nn.Module.training = _Flag()  # type: ignore[assignment]
+            _WATCHES.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with _LOCK:
+            _WATCHES.remove(self)
+            if not _WATCHES:
+                del torch.nn.Module.training
+
+
+_LOCK = threading.Lock()
+_WATCHES: list[ModeWatch] = []  # the open watches: the descriptor is installed while there is one
+
+
+class _Flag:
+    """``nn.Module.training`` while watched: the instance's own flag, each read recorded."""
+
+    def __get__(self, instance: torch.nn.Module | None, owner: type | None = None) -> bool:
+        for watch in _WATCHES:
+            watch.read = True
+        if instance is None:  # (the class has no ``training``, as before)
+            raise AttributeError("training")
+        try:
+            return instance.__dict__["training"]
+        except KeyError:
+            return type(instance).__getattr__(instance, "training")  # type: ignore[return-value]
+
+    def __set__(self, instance: torch.nn.Module, value: bool) -> None:
+        instance.__dict__["training"] = value
+
+
+def _plain_mode(cls: type) -> bool:
+    """Whether ``cls`` keeps its mode as ``nn.Module`` does: ``train`` is Module's own, and no
+    class of its bases defines ``training`` (which would hide the watch's descriptor)."""
+    if getattr(cls, "train", None) is not torch.nn.Module.train:
+        return False
+    return not any("training" in vars(base) for base in cls.__mro__ if base is not torch.nn.Module)
+
+
 def same_graph(a: torch.fx.GraphModule, b: torch.fx.GraphModule) -> bool:
     """Are two captures' graphs the same node for node (names, targets, arguments, and the
     values of the constants they read)? False where it cannot tell (the caller then describes
     both, which costs time and nothing else)."""
+    if a is b:  # (one trace standing for both modes)
+        return True
     nodes_a, nodes_b = list(a.graph.nodes), list(b.graph.nodes)
     if len(nodes_a) != len(nodes_b):
         return False

@@ -138,6 +138,7 @@ class _Partition:
         self.shapes: dict[tuple[Any, ...], int] = {}  # what makes two instances' graph modules the same -> the first
         self.shape_of: dict[int, tuple[Any, ...]] = {}  # block -> the shape of its first call
         self.done: dict[int, tuple[list[torch.fx.Node], Returned]] = {}  # region (id) -> what _block gave
+        self._found: dict[str, Any] = {}  # stack key -> (its entry, the (path, module) it names or None)
 
     def hierarchy(self) -> Hierarchy:
         prepared, chains = self._prepared()
@@ -161,9 +162,14 @@ class _Partition:
     def _chain(self, node: torch.fx.Node) -> Chain:
         keys = []
         for key, entry in (node.meta.get("nn_module_stack") or {}).items():
-            found = stack_module(key, entry, self.submodules) if self.traced is None else self._at_path(key, entry)
-            if found is not None and (id(found[1]) in self.blocks or id(found[1]) in self.kept):
-                self.called[key] = found[1]
+            found = self._found.get(key, _MISSING)  # (a call's entry is the same on each of its nodes)
+            if found is _MISSING or found[0] != entry:
+                found = (entry, stack_module(key, entry, self.submodules) if self.traced is None
+                         else self._at_path(key, entry))  # fmt: skip
+                self._found[key] = found
+            called = found[1]
+            if called is not None and (id(called[1]) in self.blocks or id(called[1]) in self.kept):
+                self.called[key] = called[1]
                 keys.append(key)
         return tuple(keys)
 
@@ -511,14 +517,22 @@ class _Partition:
             gm.recompile()
 
     @functools.cached_property
+    def _model_keys(self) -> list[str] | None:
+        """The model's state-dict keys; None when anything rewrites a state dict (then a
+        submodule's own may differ from its part of the model's)."""
+        if any(rewrites_state(m) for m in self.module.modules()):
+            return None
+        return list(self.module.state_dict(keep_vars=True))
+
+    @functools.cached_property
     def _state_keys(self) -> dict[str, tuple[str, ...]] | None:
         """Each block instance's state-dict keys, by its path, from one state dict of the model;
         None when anything rewrites a state dict (then an instance's own may differ)."""
-        if any(rewrites_state(m) for m in self.module.modules()):
+        if self._model_keys is None:
             return None
         wanted = {self.submodules[key][0] for key in self.blocks if key in self.submodules}
         found: dict[str, list[str]] = {}
-        for key in self.module.state_dict(keep_vars=True):
+        for key in self._model_keys:
             end = key.find(".")
             while end > 0:
                 if key[:end] in wanted:
@@ -528,7 +542,17 @@ class _Partition:
 
     # -- paths and modules ---------------------------------------------------------------------
     def _module_path(self, region: _Region, sub: torch.nn.Module) -> str:
-        """``sub``'s path inside the region's module (the block calls only what it owns)."""
+        """``sub``'s path inside the region's module (the block calls only what it owns). Where
+        ``sub``'s first path in the model lies inside the module's, it is that path's rest: the
+        module's own walk finds it there first too (found earlier, it would be found earlier in
+        the model's walk). Else the module's own walk says, as ``named_modules`` would."""
+        at = self.submodules.get(id(sub))
+        if at is not None:
+            if region.module is self.module:
+                return at[0]
+            owner = self.submodules.get(id(region.module))
+            if owner is not None and at[0].startswith(owner[0] + "."):
+                return at[0][len(owner[0]) + 1:]
         paths = self._modules.get(id(region.module))
         if paths is None:
             paths = self._modules[id(region.module)] = {}
@@ -567,10 +591,17 @@ class _Partition:
             root = shallow_root(owner, constants)
         gm = TracedGraphModule(root, graph, class_name=type(owner).__name__)
         fix_buffers(gm, owner)
-        declare_unread_state(gm, owner)
+        declare_unread_state(gm, owner, self._owned_keys(owner))
         return gm
 
+    def _owned_keys(self, owner: torch.nn.Module) -> list[str] | tuple[str, ...] | None:
+        """``owner.state_dict()``'s keys, from the model's one state dict (None: ask ``owner``)."""
+        if owner is self.module or self._state_keys is None:
+            return self._model_keys
+        return self._state_keys.get(self.submodules[id(owner)][0], ())
 
+
+_MISSING = object()
 _PLAIN = (int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout, torch.memory_format)
 
 

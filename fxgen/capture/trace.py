@@ -35,6 +35,7 @@ from fxgen.capture.effects import (
     refuse_root_hooks,
 )
 from fxgen.capture.frozen import RandomDraws, readable, rebuild_strings, traced_strings
+from fxgen.capture.modes import MODE_FREE_KEY, ModeWatch
 from fxgen.capture.preserve import Snapshot
 from fxgen.construct.modules import set_attr_path
 from fxgen.describe.to_spec import Submodules
@@ -140,7 +141,7 @@ def trace(
     try:
         tracer = _Tracer(autowrap_functions=tuple(autowrap_functions)) if autowrap_functions else _Tracer()
         draws = RandomDraws()
-        with torch.enable_grad(), draws, traced_strings() as formatted:
+        with torch.enable_grad(), draws, traced_strings() as formatted, ModeWatch(module) as watch:
             graph = tracer.trace(module, concrete_args)
         _name_none_arguments(graph, concrete_args)
         _lint(graph)
@@ -153,6 +154,7 @@ def trace(
         declare_unread_state(gm, module)
         gm.meta[CALLS_KEY] = calls
         gm.meta[NOTES_KEY] = global_state_notes(module)
+        gm.meta[MODE_FREE_KEY] = watch.independent
         return gm
     except ExportError:
         raise
@@ -359,14 +361,23 @@ def fix_buffers(gm: torch.fx.GraphModule, original: torch.nn.Module) -> None:
                 owner._non_persistent_buffers_set.add(name)
 
 
-def declare_unread_state(gm: torch.fx.GraphModule, original: torch.nn.Module) -> None:
+def declare_unread_state(gm: torch.fx.GraphModule, original: torch.nn.Module, keys: Iterable[str] | None = None) -> None:
     """Put on ``gm`` every entry of the original's ``state_dict()`` the graph does not reach
     (a head the forward skips, ``num_batches_tracked`` of a batch norm run as ``F.batch_norm``),
-    at its own path: the spec then declares it, and the original checkpoint loads strictly."""
-    have = gm.state_dict(keep_vars=True)
+    at its own path: the spec then declares it, and the original checkpoint loads strictly.
+    ``keys`` are the original's state-dict keys in order where the caller has them already, and
+    vouches that no module of the original rewrites its state dict: whether ``gm`` holds each is
+    then looked up at its path (what its state dict would hold there: a parameter, or a buffer it
+    saves), instead of ``gm``'s whole state dict being built (a block's GraphModule holds the
+    modules of every block it calls: a state dict per level of a nested model)."""
+    held: Callable[[str], bool]
+    if keys is None:
+        keys, held = original.state_dict(keep_vars=True), gm.state_dict(keep_vars=True).__contains__
+    else:
+        held = _Holds(gm)
     unread: dict[str, list[str]] = {}  # owner path -> names, in the state dict's order (an owner's are together)
-    for key in original.state_dict(keep_vars=True):
-        if key not in have:
+    for key in keys:
+        if not held(key):
             owner_path, _, name = key.rpartition(".")
             unread.setdefault(owner_path, []).append(name)
     for owner_path, names in unread.items():  # each owner looked up once, on both sides
@@ -397,6 +408,29 @@ def _declare(root: torch.nn.Module, holder: torch.nn.Module | None, owner_path: 
         return
     persistent = name in source._buffers and name not in source._non_persistent_buffers_set
     set_attr_path(root, f"{owner_path}.{name}" if owner_path else name, getattr(source, name), persistent=persistent)
+
+
+class _Holds:
+    """Whether ``root.state_dict()`` would hold a key, for a root whose modules all write their
+    state dicts as nn.Module does: its parameter, or its buffer that is saved, at that path."""
+
+    def __init__(self, root: torch.nn.Module) -> None:
+        self.root = root
+        self.owners: dict[str, torch.nn.Module | None] = {}
+
+    def __call__(self, key: str) -> bool:
+        owner_path, _, name = key.rpartition(".")
+        owner = self.owners.get(owner_path, _NO_OWNER)
+        if owner is _NO_OWNER:
+            owner = self.owners[owner_path] = _submodule(self.root, owner_path)
+        if owner is None:
+            return False
+        if name in owner._parameters:
+            return owner._parameters[name] is not None
+        return owner._buffers.get(name) is not None and name not in owner._non_persistent_buffers_set
+
+
+_NO_OWNER: Any = object()
 
 
 def _submodule(root: torch.nn.Module, path: str) -> torch.nn.Module | None:

@@ -172,6 +172,56 @@ def test_a_graph_that_does_not_read_the_mode_is_one_graph_as_before(tmp_path: Pa
     assert "training" not in fxgen.generate(spec)
 
 
+class OwnTrain(Normed):  # a train() of its own may change more than the flag
+    def train(self, mode: bool = True) -> OwnTrain:
+        return super().train(mode)
+
+
+def _traces(model: nn.Module, **options: Any) -> int:
+    """How many times export traces ``model`` (``fxgen.capture.trace.trace``)."""
+    import fxgen.capture.export as export
+
+    calls = 0
+    real = export.trace
+
+    def counted(*args: Any, **kwargs: Any) -> torch.fx.GraphModule:
+        nonlocal calls
+        calls += 1
+        return real(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        patch.setattr(export, "trace", counted)
+        fxgen.export(model, **options)
+    return calls
+
+
+def test_a_trace_that_reads_no_mode_is_made_once() -> None:
+    """Traced in the other mode, a forward that reads no ``training`` flag runs the same code:
+    one trace stands for both modes (``fxgen.capture.modes.ModeWatch``). A forward that reads
+    the flag, or a class with a ``train()`` of its own, is traced in each mode."""
+    assert _traces(_model(Normed)) == 1
+    assert _traces(_model(Normed), capture="auto", example_inputs=torch.randn(4, 8)) == 1  # (proven in each mode)
+    assert _traces(_model(Classifier)) == 2
+    assert _traces(_model(Head)) == 2
+    assert _traces(_model(OwnTrain)) == 2
+    assert "training" not in vars(nn.Module)  # the watch's descriptor is gone
+
+
+def test_the_mode_watch_keeps_the_flag_where_it_is() -> None:
+    from fxgen.capture.modes import ModeWatch
+
+    model = _model(Classifier)
+    with ModeWatch(model) as watch:
+        assert watch.independent
+        model.eval()  # (setting the flag is no read)
+        assert vars(model.head)["training"] is False and watch.independent
+        assert not model.head.training and not watch.independent
+        assert not hasattr(nn.Module, "training")
+    assert "training" not in vars(nn.Module) and not model.training
+    assert not ModeWatch(_model(OwnTrain)).independent
+
+
 def test_each_submodules_mode_is_put_back() -> None:
     model = _model(Classifier).train()
     model.blocks[1].eval()

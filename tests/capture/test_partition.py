@@ -370,8 +370,8 @@ def test_a_trace_is_split_once_with_names_returns_and_annotations_of_the_source(
 
 @pytest.mark.parametrize("tracer_class", [None, efx.RunsModulesItself])
 def test_a_trace_is_not_traced_again(monkeypatch: pytest.MonkeyPatch, tracer_class: type | None) -> None:
-    """Any tracer's trace is split by the calls it recorded: the model is traced once per mode
-    (fxgen.capture.modes), no block again."""
+    """Any tracer's trace is split by the calls it recorded: the model is traced once (it reads
+    no mode, so one trace stands for both: fxgen.capture.modes.ModeWatch), no block again."""
     traced: list[type] = []
     real = torch.fx.Tracer.trace
 
@@ -381,7 +381,7 @@ def test_a_trace_is_not_traced_again(monkeypatch: pytest.MonkeyPatch, tracer_cla
 
     monkeypatch.setattr(torch.fx.Tracer, "trace", counted)
     spec = fxgen.export(Tree().eval(), tracer_class=tracer_class)
-    assert spec.fxgen == 2 and traced == [Tree, Tree]
+    assert spec.fxgen == 2 and traced == [Tree]
     assert spec == fxgen.export(Tree().eval())  # the same classes as torch.fx's own tracer gives
 
 
@@ -516,3 +516,45 @@ def test_instances_with_equal_graphs_share_one_graph_module(tmp_path: Path, dyna
     assert [spec.modules[name].cls for name in "abcd"] == ["Scaled", "Scaled", "Scaled2", "Scaled3"]
     assert spec.classes["Scaled2"].buffers["k"].value == [2.0, 2.0, 2.0, 2.0]
     assert list(spec.classes["Scaled3"].parameters) == ["unused.weight", "unused.bias"]  # (state it never reads)
+
+
+class _Unread(nn.Module):  # a block holding state its forward does not read
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.head = nn.Linear(4, 2)  # never called
+        self.register_buffer("table", torch.arange(3.0))  # never read
+        self.register_buffer("scratch", torch.zeros(2), persistent=False)
+        self.gone = nn.Linear(4, 4)
+        self.gone.bias = None  # (a None parameter is no state-dict entry)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x)
+
+
+class _Outer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = _Unread()
+        self.unused = nn.BatchNorm1d(4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x).relu()
+
+
+def test_a_blocks_unread_state_from_the_models_keys_is_its_own_state_dicts() -> None:
+    """A block GraphModule declares the state its forward does not read from the model's one
+    state dict (``declare_unread_state(keys=)``): the same entries as from the instance's own
+    state dict, and its state dict has every key the instance's has."""
+    from fxgen.capture.trace import declare_unread_state, trace
+
+    model = nn.Sequential(_Outer(), _Outer())
+    gm = trace(model)
+    hierarchy = partition_blocks(model, gm, [_Outer, _Unread], CaptureOptions())
+    for key, block_gm in hierarchy.blocks.items():
+        instance = next(m for m in model.modules() if id(m) == key)
+        assert set(instance.state_dict()) <= set(block_gm.state_dict()), type(instance).__name__
+        for keys in (None, list(instance.state_dict(keep_vars=True))):
+            again = torch.fx.GraphModule(instance, torch.fx.Graph())
+            declare_unread_state(again, instance, keys)
+            assert list(again.state_dict(keep_vars=True)) == list(instance.state_dict(keep_vars=True))
