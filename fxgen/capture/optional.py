@@ -29,7 +29,7 @@ import torch.fx
 from torch.fx._symbolic_trace import _assert_is_none
 
 from fxgen._errors import ExportError
-from fxgen.capture.modes import Captures
+from fxgen.capture.modes import MODES, Captures, same_graph
 from fxgen.capture.options import CaptureOptions
 from fxgen.capture.trace import forward_signature
 from fxgen.describe.modes import ModesDiffer, merge_modes, merge_presence, renamed
@@ -58,15 +58,18 @@ def given_optional(module: torch.nn.Module, captures: Captures, options: Capture
             if p.default is None and p.kind in kinds and p.name in placeholders and p.name not in fixed | asserted]  # fmt: skip
 
 
-def left_out(module: torch.nn.Module, captures: Captures, options: CaptureOptions, name: str) -> CaptureOptions:
-    """How to capture ``module`` as the captures were made, with ``name`` left out: bound to None
+def left_out(module: torch.nn.Module, captures: Captures, options: CaptureOptions, names: frozenset[str]) -> CaptureOptions:
+    """How to capture ``module`` as the captures were made, with ``names`` left out: bound to None
     for a trace, not among a Dynamo capture's example inputs."""
     from fxgen.capture.dynamo import example_arguments
 
     if any(doc is not None for _, doc in captures.values()):  # (a Dynamo capture has a doc)
         inputs, _ = example_arguments(module, options.example_inputs, options.example_kwargs)
-        return options.replace(capture="dynamo", example_inputs={k: v for k, v in inputs.items() if k != name})
-    return options.replace(capture="trace", concrete_args={**(options.concrete_args or {}), name: None})
+        return options.replace(capture="dynamo", example_inputs={k: v for k, v in inputs.items() if k not in names})
+    return options.replace(capture="trace", concrete_args={**(options.concrete_args or {}), **dict.fromkeys(names)})
+
+
+MAX_LEFT_OUT = 3  # optional arguments captured left out: every subset of them is a capture of its own
 
 
 def with_optional(
@@ -85,48 +88,75 @@ def with_optional(
     gives, what the model computes when a call leaves it out too (module docstring); ``capture``
     captures both modes with other options, ``describe_modes`` gives each mode's spec."""
     names = given_optional(module, captures, options)
+    if not names:
+        return spec
     refused: dict[str, str] = {}
+    calls: dict[frozenset[str], Captures] = {frozenset(): captures}  # the arguments left out -> captures
     for name in names:
-        if refused.keys() != set(names[: names.index(name)]):  # one is written as a conditional already
-            refused[name] = f"only {_written(names, refused)} is captured left out"
+        if len(calls) == 2**MAX_LEFT_OUT:
+            refused[name] = f"at most {MAX_LEFT_OUT} optional arguments are captured left out"
             continue
-        try:
-            absent = capture(left_out(module, captures, options, name))
+        try:  # with it left out, and with each set of those left out before it
+            more = {left | {name}: _captured(capture, module, captures, options, left | {name}) for left in calls}
         except ExportError as exc:
             refused[name] = f"the model cannot be captured without it ({_short(exc.message)})"
             continue
-        for gm, _ in absent.values():
-            _without_none_checks(gm, name)
+        calls.update(more)
+    tested = [name for name in names if name not in refused]
+    while tested:
         try:
-            spec = _both(spec, captures, absent, name, flat, describe, describe_modes)
+            spec = _calls_spec(spec, calls, tested, flat, describe, describe_modes)
+            break
         except ModesDiffer as exc:
-            if flat:
-                refused[name] = str(exc)
-                continue
-            try:  # the model's classes differ between the calls: one graph, as for the modes
-                spec = _both(describe(captures, True), captures, absent, name, True, describe, describe_modes)
-            except ModesDiffer as again:
-                refused[name] = str(again)
-                continue
-            notify(f"{exc}: the model is written as one graph (its classes are not kept)")
+            problem = str(exc)
+        if not flat:  # the model's classes differ between the calls: one graph, as for the modes
+            try:
+                spec = _calls_spec(describe(captures, True), calls, tested, True, describe, describe_modes)
+                notify(f"{problem}: the model is written as one graph (its classes are not kept)")
+                break
+            except ModesDiffer as exc:
+                problem = str(exc)
+        refused[tested[-1]] = problem
+        tested = tested[:-1]
+        calls = {left: c for left, c in calls.items() if left <= set(tested)}
     for name, why in refused.items():
         notify(f"{type(module).__name__}.forward's optional argument {name!r} is given by the example, and a call "
                f"leaving it out raises an error naming it: {why}")  # fmt: skip
     return _refusing(spec, refused) if refused else spec
 
 
-def _both(spec: Spec, captures: Captures, absent: Captures, name: str, flat: bool, describe: Describe,
-          describe_modes: Callable[[Captures, bool], dict[bool, Spec]]) -> Spec:  # fmt: skip
-    """``spec`` (``captures``') and the spec of ``absent`` as one: merged as they are, or where the
-    mode makes conditionals of its own, the two calls merged in each mode, then the modes."""
-    try:
-        return _merged(spec, describe(absent, flat), name)
-    except ModesDiffer:
-        given_modes, absent_modes = describe_modes(captures, flat), describe_modes(absent, flat)
-        if given_modes.keys() != absent_modes.keys() or len(given_modes) != 2:
-            raise
-        merged = {mode: _merged(given_modes[mode], absent_modes[mode], name) for mode in given_modes}
-        return merge_modes(merged[False], merged[True])
+def _captured(capture: Callable[[CaptureOptions], Captures], module: torch.nn.Module, captures: Captures,
+              options: CaptureOptions, names: frozenset[str]) -> Captures:  # fmt: skip
+    """The captures of the call leaving out ``names``, without the trace's checks that they are None."""
+    absent = capture(left_out(module, captures, options, names))
+    for gm, _ in absent.values():
+        for name in names:
+            _without_none_checks(gm, name)
+    return absent
+
+
+def _calls_spec(spec: Spec, calls: dict[frozenset[str], Captures], names: list[str], flat: bool, describe: Describe,
+                describe_modes: Callable[[Captures, bool], dict[bool, Spec]]) -> Spec:  # fmt: skip
+    """One spec of every call's captures (``calls``: by the arguments it leaves out, ``spec`` the
+    one leaving out none): where no capture depends on the mode, their specs merged as they are;
+    else each mode's specs merged, then the modes."""
+    if all(len(c) == 1 or same_graph(c[False][0], c[True][0]) for c in calls.values()):
+        specs = {left: spec if not left else describe(c, flat) for left, c in calls.items()}
+        return _tree(specs, names, frozenset())
+    by_mode = {left: describe_modes(c, flat) for left, c in calls.items()}
+    if any(len(specs) != 2 for specs in by_mode.values()):
+        raise ModesDiffer("a call is captured in one mode only")
+    merged = {mode: _tree({left: specs[mode] for left, specs in by_mode.items()}, names, frozenset()) for mode in MODES}
+    return merge_modes(merged[False], merged[True])
+
+
+def _tree(specs: dict[frozenset[str], Spec], names: list[str], left: frozenset[str]) -> Spec:
+    """The spec of the calls leaving out ``left`` and any of ``names``: ``if: NAME is None`` on the
+    first, around the specs of the rest with it given and left out."""
+    if not names:
+        return specs[left]
+    first, rest = names[0], names[1:]
+    return _merged(_tree(specs, rest, left), _tree(specs, rest, left | {first}), first)
 
 
 def _merged(given: Spec, absent: Spec, name: str) -> Spec:
@@ -172,10 +202,6 @@ def _refusing(spec: Spec, refused: dict[str, str]) -> Spec:
         guards.append(IfNodes(f"{name} is None", [Node("call_function", None, "torch._assert", [False, message])]))
     first = next(k for k, n in enumerate(spec.nodes) if not (isinstance(n, Node) and n.op == "placeholder"))
     return dataclasses.replace(spec, fxgen=2, nodes=[*spec.nodes[:first], *guards, *spec.nodes[first:]])
-
-
-def _written(names: list[str], refused: dict[str, str]) -> str:
-    return next(repr(n) for n in names if n not in refused)
 
 
 def _short(message: str) -> str:

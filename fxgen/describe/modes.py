@@ -27,7 +27,7 @@ import dataclasses
 from typing import Any, TypeVar
 
 from fxgen.describe.align import Aligned, Differing, Unaligned, align
-from fxgen.spec.model import ClassSpec, ForNodes, IfNodes, Item, Node, Spec
+from fxgen.spec.model import ClassSpec, ForNodes, IfNodes, Item, Node, Spec, walk_nodes
 
 __all__ = ["ModesDiffer", "merge_modes", "merge_presence", "renamed"]
 
@@ -84,15 +84,12 @@ def merge_presence(given: Spec, absent: Spec, argument: str) -> Spec:
     for name in _union(given.classes, absent.classes):
         if given.classes.get(name) != absent.classes.get(name):
             raise ModesDiffer(f"class {name!r} runs another graph when {argument} is left out")
-    nodes: list[list[Node]] = []
-    for items in (given.nodes, absent.nodes):
-        plain = [n for n in items if isinstance(n, Node)]
-        if len(plain) != len(items):
-            raise ModesDiffer(f"class {given.name!r} has conditionals or repeats of its own with and without {argument}")
-        nodes.append(plain)
-    if [n for n in nodes[0] if n.op == "placeholder"] != [n for n in nodes[1] if n.op == "placeholder"]:
+    nodes = [given.nodes, absent.nodes]  # (conditionals on other optional inputs: common when the same)
+    if any(isinstance(n, ForNodes) for n in (*nodes[0], *nodes[1])):
+        raise ModesDiffer(f"class {given.name!r} has repeats of its own with and without {argument}")
+    if _inputs(nodes[0]) != _inputs(nodes[1]):
         raise ModesDiffer(f"class {given.name!r} takes other inputs when {argument} is left out")
-    given_nodes, value = _read_through_alias(nodes[0], argument, {str(n.name) for n in [*nodes[0], *nodes[1]]})
+    given_nodes, value = _read_through_alias(nodes[0], argument, {str(n.name) for n in walk_nodes([*nodes[0], *nodes[1]])})
     try:  # the shorter differing runs of the two ways to align them
         aligned = min((align(n, nodes[1], mode=False) for n in (nodes[0], given_nodes)), key=_differing)
     except Unaligned as exc:
@@ -105,14 +102,17 @@ def _differing(aligned: Aligned) -> int:
     return sum(len(i.eval) + len(i.train) for i in aligned.items if isinstance(i, Differing))
 
 
-def _read_through_alias(nodes: list[Node], argument: str, taken: set[str]) -> tuple[list[Node], str]:
+def _inputs(items: list[Item]) -> list[Node]:
+    return [n for n in items if isinstance(n, Node) and n.op == "placeholder"]
+
+
+def _read_through_alias(nodes: list[Item], argument: str, taken: set[str]) -> tuple[list[Item], str]:
     """``nodes`` reading ``argument`` through an alias after the inputs: where a call leaves it
     out, the model computes a value in its place (Hugging Face's mask of ones), which the
     alignment then pairs with the alias (both branches define it)."""
     value = _fresh_name(f"{argument}_value", taken)
-    first = next(k for k, n in enumerate(nodes) if n.op != "placeholder")
-    rest = [_renamed_ref(n, argument, value) for n in nodes[first:]]
-    return [*nodes[:first], Node("alias", value, args=[f"%{argument}"]), *rest], value
+    first = next(k for k, n in enumerate(nodes) if not (isinstance(n, Node) and n.op == "placeholder"))
+    return [*nodes[:first], Node("alias", value, args=[f"%{argument}"]), *renamed(nodes[first:], argument, value)], value
 
 
 def _alias_unless_paired(items: list[Item], value: str, argument: str) -> list[Item]:

@@ -46,6 +46,13 @@ class Masked(nn.Module):  # as Hugging Face encoders: a mask of ones in place of
         return x
 
 
+class Both(Masked):  # two optional arguments: a graph for each of the four calls
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                scale: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+        y = super().forward(x, mask)
+        return y if scale is None else y * scale
+
+
 class Required(nn.Module):  # the capture without it fails: a call leaving it out is refused
     def __init__(self) -> None:
         super().__init__()
@@ -90,3 +97,13 @@ def test_a_model_that_cannot_be_captured_without_it_refuses_the_call_naming_it(t
     for copy in proved.copies().values():
         with pytest.raises(AssertionError, match=r"Required.forward was exported from a call giving 'y' .* pass y"):
             copy(X)
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=["trace", "dynamo"])
+def test_two_optional_arguments_each_call_is_exact(options: dict[str, Any], tmp_path: Path) -> None:
+    mask, scale = torch.tensor([[1.0, 1, 0], [1, 0, 0]]), torch.full((4,), 2.0)
+    inputs = (X, mask, scale)
+    proved = parity.export_checked(_factory(Both), inputs, tmp_path, export_options={**options, "example_inputs": inputs})
+    parity.check_train(_factory(Both), inputs, proved)
+    for call in ((X,), (X, mask), (X, None, scale)):
+        parity.check_inputs(_factory(Both), call, proved, "optional arguments left out")
