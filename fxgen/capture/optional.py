@@ -176,11 +176,15 @@ def _merged(given: Spec, absent: Spec, name: str) -> Spec:
 
 
 def _optional_input(spec: Spec, name: str) -> Spec:
-    """``spec`` whose input ``name`` has its default, None, as ``forward`` has (a Dynamo capture
-    writes none)."""
-    nodes = [dataclasses.replace(n, default=None) if isinstance(n, Node) and n.op == "placeholder" and n.name == name
-             else n for n in spec.nodes]  # fmt: skip
+    """``spec`` whose input ``name`` has its default, None, as ``forward`` has, and a type that
+    holds it (a Dynamo capture writes ``torch.Tensor`` and no default)."""
+    nodes = [_optional(n) if isinstance(n, Node) and n.op == "placeholder" and n.name == name else n for n in spec.nodes]
     return dataclasses.replace(spec, nodes=nodes)
+
+
+def _optional(node: Node) -> Node:
+    plain = node.type is not None and "Optional" not in node.type and "None" not in node.type
+    return dataclasses.replace(node, default=None, type=f"typing.Optional[{node.type}]" if plain else node.type)
 
 
 def _without_none_checks(gm: torch.fx.GraphModule, name: str) -> None:
