@@ -142,12 +142,23 @@ def _calls_spec(spec: Spec, calls: dict[frozenset[str], Captures], names: list[s
     else each mode's specs merged, then the modes."""
     if all(len(c) == 1 or same_graph(c[False][0], c[True][0]) for c in calls.values()):
         specs = {left: spec if not left else describe(c, flat) for left, c in calls.items()}
-        return _tree(specs, names, frozenset())
+        return _either_order(specs, names)
     by_mode = {left: describe_modes(c, flat) for left, c in calls.items()}
     if any(len(specs) != 2 for specs in by_mode.values()):
         raise ModesDiffer("a call is captured in one mode only")
-    merged = {mode: _tree({left: specs[mode] for left, specs in by_mode.items()}, names, frozenset()) for mode in MODES}
+    merged = {mode: _either_order({left: specs[mode] for left, specs in by_mode.items()}, names) for mode in MODES}
     return merge_modes(merged[False], merged[True])
+
+
+def _either_order(specs: dict[frozenset[str], Spec], names: list[str]) -> Spec:
+    """``_tree`` with the first argument's conditional outermost, or where the graphs inside it
+    differ otherwise (the names torch.fx gives shift with the nodes before them), the last's."""
+    try:
+        return _tree(specs, names, frozenset())
+    except ModesDiffer:
+        if len(names) < 2:
+            raise
+        return _tree(specs, names[::-1], frozenset())
 
 
 def _tree(specs: dict[frozenset[str], Spec], names: list[str], left: frozenset[str]) -> Spec:

@@ -264,16 +264,42 @@ def align(eval_nodes: list[Any], train_nodes: list[Any], *, mode: bool = True) -
 
 
 def _common_group(walk: _Walk, e: Any, t: Any) -> bool:
-    """Are ``e`` and ``t`` the same conditional, reading names that stand for themselves? Then
-    the names it defines do too."""
-    if not isinstance(e, IfNodes) or e != t:
+    """Are ``e`` and ``t`` the same conditional, node for node, once the names ``t`` reads are
+    those they stand for (torch.fx's names shift with the nodes before them)? Then the names it
+    defines stand for ``e``'s."""
+    if not isinstance(e, IfNodes) or not isinstance(t, IfNodes):
         return False
-    inside = walk_nodes([e])
-    defined = {str(n.name) for n in inside if n.name is not None}
-    read = {name for n in inside for name in _node_refs(n)} - defined
-    if any(walk.same.get(name) != name for name in read):
+    inside: dict[str, str] = {}  # a name t's group defines -> e's
+    if not _same_items(walk, e.then, t.then, inside) or not _same_items(walk, e.orelse, t.orelse, inside):
         return False
-    walk.same.update((name, name) for name in defined)
+    if e.cond != t.cond:
+        return False
+    walk.same.update(inside)
+    return True
+
+
+def _same_items(walk: _Walk, a: list[Item], b: list[Item], inside: dict[str, str]) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if isinstance(x, IfNodes) and isinstance(y, IfNodes):
+            if x.cond != y.cond or not _same_items(walk, x.then, y.then, inside) \
+                    or not _same_items(walk, x.orelse, y.orelse, inside):  # fmt: skip
+                return False
+            continue
+        if not isinstance(x, Node) or not isinstance(y, Node):
+            return False
+
+        def seen(name: str) -> str:
+            return inside.get(name) or walk.same.get(name) or "\0"  # (a name standing for nothing matches none)
+
+        mapped = _map_refs_node(replace(y, name=None), seen)
+        if replace(x, name=None) != mapped:
+            return False
+        if y.name is not None and x.name is not None:
+            if inside.get(str(y.name), x.name) != x.name:
+                return False
+            inside[str(y.name)] = str(x.name)
     return True
 
 
