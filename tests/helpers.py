@@ -108,3 +108,18 @@ def generated_class(spec: Any, module: str = "fxgen_generated_test") -> tuple[st
     namespace: dict[str, Any] = {"__name__": module}
     exec(compile(source, "<generated>", "exec"), namespace)
     return source, namespace[spec.name]
+
+
+def loaded_and_generated(data: dict[str, Any], prefix: str) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """``fxgen.load(data)`` and an instance of the class ``fxgen.generate(data)`` writes, holding
+    the same state (loaded strictly)."""
+    import tempfile
+
+    import fxgen
+
+    gm = fxgen.load(data)
+    with tempfile.TemporaryDirectory() as folder:
+        module = import_source(fxgen.generate(data), f"{prefix}_{abs(hash(str(data)))}", Path(folder))
+    generated = getattr(module, data["name"])()
+    generated.load_state_dict(gm.state_dict(), strict=True)
+    return gm, generated

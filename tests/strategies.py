@@ -432,3 +432,20 @@ def mode_specs(draw: st.DrawFn) -> dict[str, Any]:
                                   "args": [f"%{first}"], "kwargs": {"p": 0.5, "training": {"arg": "training"}}})
         out["args"] = [{"tuple": [out["args"][0], f"%{name}"]}]
     return data
+
+
+# -- optional inputs (format 2's `if: NAME is None`) ---------------------------------------------
+@st.composite
+def presence_specs(draw: st.DrawFn) -> dict[str, Any]:
+    """A ``mode_specs`` spec whose group asks whether an optional input was given: an input with
+    default None after the others, and the group's condition that input's presence (or the mode
+    and its presence: one graph per mode and per input left out)."""
+    data = draw(mode_specs())
+    nodes = data["nodes"]
+    last = max(k for k, n in enumerate(nodes) if n.get("op") == "placeholder")
+    name = "opt_" + nodes[0]["name"]
+    nodes.insert(last + 1, {"op": "placeholder", "name": name, "default": None})
+    group = next(n for n in nodes if "if" in n)
+    test = f"{name} is None" if group["if"] == "training" else f"{name} is not None"
+    group["if"] = draw(st.sampled_from([test, f"{group['if']} and {test}", f"{test} or {group['if']}"]))
+    return data

@@ -32,7 +32,7 @@ import yaml
 from conftest import EXAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import construct_specs, expression_specs, mode_specs, spec_dicts
+from strategies import construct_specs, expression_specs, mode_specs, presence_specs, spec_dicts
 
 import fxgen
 from fxgen._errors import FxgenError, SpecError
@@ -198,7 +198,7 @@ WITH_DECLARATION_CONDITIONS = [{
 }]  # fmt: skip
 bases = st.one_of(spec_dicts(max_nodes=6, weights_digest=True), st.sampled_from(EXAMPLE_DICTS), st.sampled_from(WITH_PASSES),
                   st.sampled_from(WITH_VALUES).flatmap(expression_specs), st.sampled_from(WITH_CHECKS), mode_specs(),
-                  st.sampled_from(WITH_DECLARATION_CONDITIONS))  # fmt: skip
+                  st.sampled_from(WITH_DECLARATION_CONDITIONS), presence_specs())  # fmt: skip
 mutants = mutated(bases)
 
 

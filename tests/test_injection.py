@@ -619,12 +619,13 @@ def _check_constructs(forward: ast.FunctionDef, body: fxgen.Spec, aliases: dict[
         if node.op == "call_function":
             allowed |= _qualified_forms(node.target or "", aliases)
     methods = {n.target for n in nodes if n.op == "call_method"}
+    optional = {str(n.name) for n in nodes if n.op == "placeholder" and n.default is None}
     for stmt in ast.walk(forward):
         if not isinstance(stmt, ast.stmt) or stmt is forward:
             continue
         assert isinstance(stmt, (ast.Assign, ast.Expr, ast.Return, ast.If, ast.For, ast.Pass)), ast.unparse(stmt)
         if isinstance(stmt, ast.If):
-            _check_expression(_unself(stmt.test), {*body.args, *body.values, *indices, "training"})
+            _check_expression(_unpresence(_unself(stmt.test), optional), {*body.args, *body.values, *indices, "training"})
         elif isinstance(stmt, ast.For):
             names = [stmt.target] if isinstance(stmt.target, ast.Name) else getattr(stmt.target, "elts", [])
             assert all(isinstance(n, ast.Name) for n in names), ast.unparse(stmt.target)
@@ -638,6 +639,22 @@ def _check_constructs(forward: ast.FunctionDef, body: fxgen.Spec, aliases: dict[
         is_method = isinstance(call.func, ast.Attribute) and call.func.attr in methods
         local = isinstance(call.func, ast.Name) and call.func.id in bound  # a loop's item: `m(prev)`
         assert callee in allowed or _on_self(_uncast(call.func), {"self"} | bound) or is_method or local, callee
+
+
+def _unpresence(expr: ast.expr, optional: set[str]) -> ast.expr:
+    """``mask is None`` -> ``True``, for an input ``mask`` whose default is None: the one form in
+    which a condition reads an input (whether the call gave it)."""
+
+    class Strip(ast.NodeTransformer):
+        def visit_Compare(self, node: ast.Compare) -> ast.AST:
+            if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+                assert isinstance(node.left, ast.Name) and node.left.id in optional, ast.unparse(node)
+                (right,) = node.comparators
+                assert isinstance(right, ast.Constant) and right.value is None, ast.unparse(node)
+                return ast.Constant(value=True)
+            return self.generic_visit(node)
+
+    return Strip().visit(copy.deepcopy(expr))  # type: ignore[no-any-return]
 
 
 def _unself(expr: ast.expr) -> ast.expr:
@@ -947,6 +964,45 @@ def _set_body_name(d: dict[str, Any], s: str) -> None:
 
 def test_the_constructs_base_spec_is_valid() -> None:
     assert run_case(copy.deepcopy(BASE_FLOW)) is not None
+
+
+# An `if:` asking whether an optional input was given (`mask is None`).
+BASE_PRESENCE: dict[str, Any] = {
+    "fxgen": 2,
+    "name": "Victim",
+    "modules": {"fc": {"class": "torch.nn.Linear", "args": [4, 4]}},
+    "nodes": [
+        {"op": "placeholder", "name": "x", "type": "torch.Tensor"},
+        {"op": "placeholder", "name": "mask", "default": None},
+        {"op": "call_module", "name": "y", "target": "fc", "args": ["%x"]},
+        {"if": "mask is None", "then": [{"op": "alias", "name": "out", "args": ["%y"]}],
+         "else": [{"op": "call_function", "name": "out", "target": "operator.mul", "args": ["%y", "%mask"]}]},
+        {"op": "output", "args": ["%out"]},
+    ],
+}  # fmt: skip
+
+
+def _rename_optional(d: dict[str, Any], s: str) -> None:
+    d["nodes"][1]["name"] = s
+    d["nodes"][3]["if"] = f"{s} is None"
+    d["nodes"][3]["else"][0]["args"][1] = "%" + s
+
+
+SLOTS_PRESENCE: dict[str, Callable[[dict[str, Any], str], None]] = {
+    "presence condition": lambda d, s: d["nodes"][3].__setitem__("if", s),
+    "presence test": lambda d, s: d["nodes"][3].__setitem__("if", f"{s} is not None"),
+    "optional input name": _rename_optional,
+}
+
+
+def test_the_presence_base_spec_is_valid() -> None:
+    assert run_case(copy.deepcopy(BASE_PRESENCE)) is not None
+
+
+@pytest.mark.parametrize("slot", sorted(SLOTS_PRESENCE))
+def test_every_nasty_string_in_every_presence_slot(slot: str) -> None:
+    _grid(BASE_PRESENCE, SLOTS_PRESENCE, slot, [*NASTY_CORE, *EXPRESSIONS, "mask is None or x is None",
+                                                  "not mask is not None", "mask is None is None"], run_case)
 
 
 @pytest.mark.parametrize("slot", sorted(SLOTS_FLOW))

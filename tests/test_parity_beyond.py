@@ -61,8 +61,6 @@ def test_train_mode_and_other_inputs_are_exact_on_both_copies(tmp_path: Path) ->
     check_inputs(_net, resized(X, ("batch",)), proved, "second shape")
 
 
-@pytest.mark.xfail(strict=True, raises=ParityError, reason="an optional argument the example gives a value is traced "
-                   "as a tensor: the generated forward keeps its default None and multiplies by it (issue 33 item 4)")
 def test_an_optional_argument_the_example_gives_can_be_left_out(tmp_path: Path) -> None:
     proved = _exported(tmp_path, inputs=SCALED)
     fewer = parity.required_inputs(_net(), SCALED)

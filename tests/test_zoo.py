@@ -32,13 +32,9 @@ from zoo_report import BEYOND_COLUMNS, LIMITATIONS, Result, kind, round_trip
 FAST = [z for z in ZOO if z.fast]
 
 # The checks beyond the example that fail today on the subset, by mechanism (strict: a fix shows up;
-# train mode and the Llama's second shape showed up with issue 33's items 1 and 2).
-_MASK_REQUIRED = ("an optional argument the example passes is required: the generated forward has no default for "
-                  "attention_mask (issue 33 item 4)")  # fmt: skip
-EXPECTED_FAILURES: dict[tuple[str, str], str] = {
-    ("transformers.DistilBertModel", "optional"): _MASK_REQUIRED,
-    ("transformers.DebertaV2Model", "optional"): _MASK_REQUIRED,
-}
+# train mode and the Llama's second shape showed up with issue 33's items 1 and 2, the optional arguments
+# of DistilBERT and DeBERTa-v2 left out with item 4).
+EXPECTED_FAILURES: dict[tuple[str, str], str] = {}
 
 _RESULTS: dict[str, Result] = {}
 

@@ -27,7 +27,7 @@ from fxgen.spec.model import (
     Spec,
     walk_nodes,
 )
-from fxgen.spec.resolve import TRAINING, bind, resolve_nodes, uses_training, with_values
+from fxgen.spec.resolve import bind, cases, resolve_nodes, with_values
 from fxgen.spec.values import parse_ref
 
 __all__ = ["expand_blocks"]
@@ -167,7 +167,7 @@ class _Opened:
 def _instance(items: list[Item], values: Mapping[str, Any]) -> list[Node]:
     """A body's plain graph for one instance: its conditionals taken and loops unrolled (in
     eval mode where the graph depends on the mode: what a model is shown as)."""
-    return resolve_nodes(items, {**values, TRAINING: False} if uses_training(items) else values)
+    return resolve_nodes(items, {**values, **cases(items)[0]})  # eval mode, every input given
 
 
 def _chain(node: Node, entry: ModuleSpec) -> list[ModuleSpec] | None:

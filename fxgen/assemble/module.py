@@ -33,16 +33,16 @@ from torch.fx.experimental import _config as fx_config
 from torch.fx.graph import PythonCode
 
 from fxgen._errors import SpecError
-from fxgen.assemble.modes import ModeGraphModule, mode_graph_module
+from fxgen.assemble.modes import Case, ModeGraphModule, case_envs, mode_graph_module
 from fxgen.construct.graph import build_graph
 from fxgen.construct.modules import construct_call, initialise, set_attr_path
 from fxgen.construct.tensors import make_tensor
 from fxgen.policy.policy import DEFAULT_POLICY, Policy
 from fxgen.spec.model import BufferSpec, Item, ModuleSpec, Node, ParameterSpec, Spec, plain_nodes
 from fxgen.spec.resolve import (
-    TRAINING,
     NodesError,
     bind,
+    cases,
     declared,
     expand_nodes,
     has_arguments,
@@ -50,7 +50,7 @@ from fxgen.spec.resolve import (
     substitute,
     substitute_declaration,
     substitute_init,
-    uses_training,
+    tested_inputs,
     with_values,
 )
 from fxgen.spec.tree import construction_plan, declaration_order
@@ -151,16 +151,17 @@ def build_module(
     if values is None:
         values = bind(spec.args, [], {})
     concrete = source = spec
-    graphs: dict[bool, torch.fx.Graph] | None = None
+    graphs: dict[Case, torch.fx.Graph] | None = None
     if spec.fxgen >= 2:
         with _located(spec, "values" if spec.values else "args", None, "cannot compute the class's values"):
             env = with_values(values, spec.values)
             concrete = concrete_declarations(spec, env)
         written = spec.nodes
-        if uses_training(spec.nodes):  # one graph per mode (fxgen.assemble.modes)
-            modes = {mode: _resolved(spec, {**env, TRAINING: mode}) for mode in (False, True)}
-            graphs = {mode: build_graph(body, policy) for mode, (body, _) in modes.items()}
-            spec, wheres = modes[True]
+        envs = case_envs(spec.nodes)
+        if envs:  # one graph per mode and per optional inputs left out (fxgen.assemble.modes)
+            modes = {case: _resolved(spec, {**env, **extra}) for case, extra in envs.items()}
+            graphs = {case: build_graph(body, policy) for case, (body, _) in modes.items()}
+            spec, wheres = modes[(True, frozenset())]
         else:
             spec, wheres = _resolved(spec, env)
     if graphs is None:
@@ -193,13 +194,13 @@ def build_module(
         set_attr_path(root, path, made[path], persistent=buffer.persistent)
     if spec.fxgen >= 2 and spec.nodes is not written:
         for body, where, mode_env in (
-            [(spec, wheres, env)] if graphs is None else [(*modes[m], {**env, TRAINING: m}) for m in modes]
+            [(spec, wheres, env)] if graphs is None else [(*modes[c], {**env, **envs[c]}) for c in modes]
         ):
             _check_targets(body, where, root, mode_env)
     if graphs is None:
         gm = _graph_module(spec, root, graph, policy, builder if policy is builder.policy else None)
     else:
-        gm = _mode_graph_module(spec, root, graphs)
+        gm = _mode_graph_module(spec, root, graphs, _optional(spec.nodes, tested_inputs(written)))
     if spec.doc is not None:
         type(gm).__doc__ = spec.doc
     gm.meta[META_KEY] = Declarations(spec, dict(values), source)
@@ -247,17 +248,31 @@ def _graph_module(
     return gm
 
 
-def _mode_graph_module(spec: Spec, root: torch.nn.Module, graphs: dict[bool, torch.fx.Graph]) -> ModeGraphModule:
-    """``_graph_module`` for a class whose graph depends on the mode: a ``ModeGraphModule``
-    with each mode's graph compiled once, in train mode (a new module's)."""
-    gm = mode_graph_module(graphs, spec.name)
-    for mode, graph in graphs.items():
-        with _located(spec, "nodes", None, f"torch.fx cannot compile the graph of {'train' if mode else 'eval'} mode"):
+def _mode_graph_module(
+    spec: Spec, root: torch.nn.Module, graphs: dict[Case, torch.fx.Graph], optional: tuple[tuple[str, int | None], ...]
+) -> ModeGraphModule:
+    """``_graph_module`` for a class whose graph depends on the mode or on the optional inputs a
+    call gives: a ``ModeGraphModule`` with each case's graph compiled once, in train mode (a new
+    module's)."""
+    gm = mode_graph_module({mode: g for (mode, absent), g in graphs.items() if not absent}, spec.name, optional)
+    for (mode, absent), graph in graphs.items():
+        which = f"{'train' if mode else 'eval'} mode" + (f" without {', '.join(sorted(absent))}" if absent else "")
+        with _located(spec, "nodes", None, f"torch.fx cannot compile the graph of {which}"):
             set_graph(gm, graph, swap=True)
-        gm.compiled(mode)
+        gm.compiled(mode, absent)
     vars(gm).update({name: vars(root)[name] for name in _STATE})
     gm.use_mode(gm.training)
     return gm
+
+
+def _optional(nodes: list[Item], tested: list[str]) -> tuple[tuple[str, int | None], ...]:
+    """Each tested input with its position among ``forward``'s (None after a ``*args``)."""
+    positions: dict[str, int | None] = {}
+    variadic = False
+    for k, node in enumerate(n for n in nodes if isinstance(n, Node) and n.op == "placeholder"):
+        variadic = variadic or str(node.target or node.name).startswith("*")
+        positions[str(node.name)] = None if variadic else k
+    return tuple((name, positions.get(name)) for name in tested)
 
 
 def _nodes_key(spec: Spec, policy: Policy) -> tuple[Any, ...] | None:
@@ -452,8 +467,7 @@ def default_instance(spec: Spec) -> tuple[Spec, list[int | None]]:
         return spec, list(range(len(spec.nodes)))
     with _located(spec, "values" if spec.values else "args", None, "cannot compute the class's values"):
         env = with_values(bind(spec.args, [], {}), spec.values)
-    if uses_training(spec.nodes):
-        env[TRAINING] = False  # a graph that depends on the mode: the eval one, what a model is shown as
+    env.update(cases(spec.nodes)[0])  # a graph that depends on the mode or the call: eval, every input given
     instance, wheres = _resolved(spec, env)
     return instance, [int(where[1]) if len(where) == 2 else None for where in wheres]
 

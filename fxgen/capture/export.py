@@ -204,7 +204,30 @@ def modes_spec(
     """The spec of ``capture_modes``'s graphs (``captured_spec``), and the graph module whose
     state the weights are: where both modes' graphs are the same, the spec of one; else both
     described and written as one (``fxgen.describe.modes``), in one graph per mode if the
-    model's classes differ between the modes (``notify``-ed)."""
+    model's classes differ between the modes (``notify``-ed). An optional argument the example
+    gives is captured left out too, and the spec computes that call as well
+    (``fxgen.capture.optional``)."""
+    from fxgen.capture.optional import with_optional
+
+    spec, gm = _modes_spec(module, captures, name, flat=flat, options=options, notify=notify, progress=progress)
+
+    def capture(other: CaptureOptions) -> Captures:
+        return capture_modes(module, other, notify=notify)
+
+    def describe(other: Captures, flat: bool) -> Spec:
+        return _modes_spec(module, other, name, flat=flat, options=options, notify=notify, progress=progress)[0]
+
+    def describe_modes(other: Captures, flat: bool) -> dict[bool, Spec]:
+        return _mode_specs(module, other, name, flat=flat, options=options, notify=notify, progress=progress)
+
+    return with_optional(module, captures, spec, options, flat=flat, capture=capture, describe=describe,
+                         describe_modes=describe_modes, notify=notify), gm  # fmt: skip
+
+
+def _modes_spec(module: torch.nn.Module, captures: Captures, name: str, *, flat: bool, options: CaptureOptions,
+                notify: Callable[[str], None], progress: Callable[[int, int, str], None] | None,
+                ) -> tuple[Spec, torch.fx.GraphModule]:  # fmt: skip
+    """``modes_spec`` for the call the captures were made on."""
     for gm, _ in captures.values():
         avoid_reserved_names(gm.graph)
     primary = module.training if module.training in captures else next(iter(captures))
@@ -222,14 +245,23 @@ def modes_spec(
 
 def _merged(module: torch.nn.Module, captures: Captures, name: str, *, flat: bool, options: CaptureOptions,
             notify: Callable[[str], None], progress: Callable[[int, int, str], None] | None) -> Spec:  # fmt: skip
+    specs = _mode_specs(module, captures, name, flat=flat, options=options, notify=notify, progress=progress)
+    return merge_modes(specs[False], specs[True])
+
+
+def _mode_specs(module: torch.nn.Module, captures: Captures, name: str, *, flat: bool, options: CaptureOptions,
+                notify: Callable[[str], None], progress: Callable[[int, int, str], None] | None) -> dict[bool, Spec]:  # fmt: skip
+    """Each captured mode's spec (``captured_spec``), the model in that mode."""
     specs: dict[bool, Spec] = {}
     with modes_kept(module):
         for mode in MODES:
+            if mode not in captures:
+                continue
             module.train(mode)
             gm, doc = captures[mode]
             specs[mode] = captured_spec(module, gm, doc, name, flat=flat, options=options, notify=notify,
                                         progress=progress)  # fmt: skip
-    return merge_modes(specs[False], specs[True])
+    return specs
 
 
 def captured_spec(

@@ -22,7 +22,7 @@ from typing import Any
 from fxgen._errors import Suggestions
 from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES
 from fxgen.read.yaml_events import JsonPath
-from fxgen.spec.expr import ExprError, names, parse
+from fxgen.spec.expr import ExprError, names, parse, tested
 from fxgen.spec.resolve import TRAINING, arg_expressions, is_construct, node_expressions
 from fxgen.spec.values import DECLARATION_TAGS
 
@@ -230,7 +230,13 @@ def _unknown(text: str, arguments: list[str], values: list[str], scope: str) -> 
         tree = parse(text)
     except ExprError as exc:
         return [str(exc)]
+    if tested(tree):
+        return [PRESENCE_ONLY_IN_CONDITIONS]
     return unknown_names(names(tree), arguments, values, scope)
+
+
+PRESENCE_ONLY_IN_CONDITIONS = ("`NAME is None` asks whether an optional input of forward was given, which is known "
+                               "only when forward is called: write it only as the `if:` of a node-list conditional")
 
 
 def unknown_names(used: list[str], arguments: list[str], values: list[str], scope: str) -> list[str]:

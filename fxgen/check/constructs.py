@@ -7,7 +7,9 @@ the items themselves, because the generated ``forward`` is written from them (an
 ``for`` in Python): a name used after an ``if`` is defined by both branches (SSA, as torch.fx
 graphs are); the names a loop's nodes define are new each step and visible after the loop only
 through its ``carry`` and ``collect``; inputs and the output stay at the top; the expressions
-use the class's arguments and named values, the enclosing loops' indices and ``training``.
+use the class's arguments and named values, the enclosing loops' indices and ``training``; an
+``if:`` may also ask whether an optional input was given (``mask is None``, ``mask is not None``:
+an input whose default is None, tested in no other way).
 """
 
 from __future__ import annotations
@@ -16,11 +18,18 @@ import builtins
 import keyword
 from typing import Any
 
-from fxgen.check.blocks import unknown_names
+from fxgen.check.blocks import PRESENCE_ONLY_IN_CONDITIONS, unknown_names
 from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES
 from fxgen.read.yaml_events import JsonPath
-from fxgen.spec.expr import ExprError, names, parse
-from fxgen.spec.resolve import MAX_NESTING, TEMPLATE, TRAINING, arg_expressions, last_name
+from fxgen.spec.expr import ExprError, parse, tested, untested
+from fxgen.spec.resolve import (
+    MAX_NESTING,
+    MAX_TESTED,
+    TEMPLATE,
+    TRAINING,
+    arg_expressions,
+    last_name,
+)
 from fxgen.spec.values import iter_refs
 
 __all__ = ["construct_problems", "shown_path"]
@@ -40,7 +49,13 @@ def construct_problems(items: list[dict[str, Any]], arguments: list[str], values
     """What is wrong with the conditionals, repeats and aliases of a node list (as data), and
     with the expressions its items hold; ``label`` names the class in messages."""
     walker = _Walker(arguments, values, label)
+    walker.inputs = {item["name"]: "default" in item and item["default"] is None
+                     for item in items if item.get("op") == "placeholder" and isinstance(item.get("name"), str)}  # fmt: skip
     walker.items(items, ("nodes",), {}, [], 0)
+    if len(walker.tested) > MAX_TESTED:
+        walker.problems.append((("nodes",), f"the conditions of {label} test {len(walker.tested)} optional inputs "
+                                            f"({', '.join(walker.tested)}); at most {MAX_TESTED}, as each one doubles "
+                                            "the graphs a load builds: move the rest into a block of its own"))  # fmt: skip
     if walker.uses_training:
         for name in (TRAINING,) if TRAINING in arguments or TRAINING in values else ():
             kind = "args" if name in arguments else "values"
@@ -57,6 +72,8 @@ class _Walker:
         self.problems: list[Problem] = []
         self.hidden: dict[str, str] = {}  # a name not visible here -> why (for the message at its use)
         self.uses_training = False
+        self.inputs: dict[str, bool] = {}  # the inputs of forward -> is its default None?
+        self.tested: list[str] = []  # the optional inputs the conditions test
 
     def items(self, items: list[dict[str, Any]], prefix: JsonPath, visible: dict[str, JsonPath],
               loops: list[str], depth: int) -> None:  # fmt: skip
@@ -81,7 +98,7 @@ class _Walker:
                     depth: int) -> None:  # fmt: skip
         if not self.nested(where, depth):
             return
-        self.expression(item["if"], (*where, "if"), loops, "the condition")
+        self.expression(item["if"], (*where, "if"), loops, "the condition", condition=True)
         branches = []
         for key in ("then", "else"):
             inner = dict(visible)
@@ -203,15 +220,45 @@ class _Walker:
                                                  f"(`m.{found.group(0)}`, `m.{found.group(0)}.conv`)"))  # fmt: skip
                     return
 
-    def expression(self, value: Any, where: JsonPath, loops: list[str], what: str) -> None:
+    def expression(self, value: Any, where: JsonPath, loops: list[str], what: str, *, condition: bool = False) -> None:
         if not isinstance(value, str):
             return
         try:
-            used = names(parse(value))
+            tree = parse(value)
         except ExprError as exc:
             self.problems.append((where, f"{what} `{value}`: {exc}"))
             return
+        used = untested(tree)
         if TRAINING in used:
             self.uses_training = True
-        for message in unknown_names(used, self.arguments, [*self.values, *loops, TRAINING], self.label):
+        for name in tested(tree):
+            problem = self.presence_problem(name, condition)
+            if problem:
+                self.problems.append((where, f"{what} `{value}`: {problem}"))
+            elif name not in self.tested:
+                self.tested.append(name)
+        known = [*self.values, *loops, TRAINING]
+        inputs = [n for n in used if n in self.inputs and n not in self.arguments and n not in known]
+        for name in inputs:
+            self.problems.append((where, f"{what} `{value}`: {name!r} is an input of forward, a value the graph "
+                                         f"computes with; an `if:` asks only whether it was given (`{name} is None`, "
+                                         f"`{name} is not None`)"))  # fmt: skip
+        for message in unknown_names([n for n in used if n not in inputs], self.arguments, known, self.label):
             self.problems.append((where, f"{what} `{value}`: {message}"))
+
+    def presence_problem(self, name: str, condition: bool) -> str | None:
+        """Why ``NAME is None`` cannot be asked of ``name`` here, or None."""
+        if not condition:
+            return PRESENCE_ONLY_IN_CONDITIONS
+        optional = [n for n, default_none in self.inputs.items() if default_none]
+        which = f" (here: {', '.join(optional)})" if optional else " (this forward has none)"
+        if name in self.arguments or name in self.values or name == TRAINING:
+            return f"{name!r} is an argument or value of {self.label}, set when it is built: `{name} is None` asks " \
+                   f"only whether an input of forward whose default is None was given{which}"  # fmt: skip
+        if name not in self.inputs:
+            return f"{name!r} is not an input of forward: `NAME is None` asks whether an input whose default is " \
+                   f"None was given{which}"  # fmt: skip
+        if not self.inputs[name]:
+            return f"the input {name!r} has no default None, so it is always given: declare it with " \
+                   f"`default: null` to make it optional, or remove the test"  # fmt: skip
+        return None

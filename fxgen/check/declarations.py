@@ -25,6 +25,7 @@ import torch.fx
 from fxgen._errors import Diagnostic, SpecError, Suggestions
 from fxgen.check.arguments import SIMPLE_TYPES, choose_data, is_a, variant_problems
 from fxgen.check.blocks import (
+    PRESENCE_ONLY_IN_CONDITIONS,
     bind_written,
     block_names,
     class_cycles,
@@ -53,7 +54,7 @@ from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.choice import Choice
 from fxgen.spec.compact import desugared
-from fxgen.spec.expr import ExprError, names, parse
+from fxgen.spec.expr import ExprError, names, parse, tested
 from fxgen.spec.init import check_init
 from fxgen.spec.literals import literal_problem
 from fxgen.spec.model import (
@@ -294,6 +295,9 @@ class Checker(NodeChecks):
                 tree = parse(text)
             except ExprError as exc:
                 self.error(("checks", i), f"check {text!r}: {exc}")
+                continue
+            if tested(tree):
+                self.error(("checks", i), f"check {text!r}: {PRESENCE_ONLY_IN_CONDITIONS}")
                 continue
             unknown = [name for name in names(tree) if name not in dims]
             if unknown:

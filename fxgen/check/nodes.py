@@ -20,13 +20,12 @@ from fxgen.check.checker import DECODE_ERRORS, IDENTIFIER, RESERVED_NAMES, Check
 from fxgen.check.constructs import construct_problems, shown_path
 from fxgen.policy.policy import TargetError
 from fxgen.read.yaml_events import JsonPath
-from fxgen.spec.expr import names, parse
 from fxgen.spec.resolve import (
     TRAINING,
     NodesError,
+    data_cases,
     data_needs_resolution,
     expand_nodes,
-    node_expressions,
     walk_data,
 )
 from fxgen.spec.values import decode, decode_kwargs, iter_refs, parse_ref, plain_refs
@@ -67,9 +66,8 @@ class NodeChecks(CheckerBase):
         if problems or self.env is None:
             return  # without argument values (a block nothing uses), the items as written are all there is
         # A graph that depends on the mode is checked in both (each mode's graph is a plain one).
-        modes: list[dict[str, Any]] = [{}]
-        if any(TRAINING in names(parse(text)) for text in node_expressions(nodes)):
-            modes = [{TRAINING: True}, {TRAINING: False}]
+        # and one that depends on the optional inputs a call gives, with each of them left out
+        modes = sorted(data_cases(nodes), key=lambda case: case.get(TRAINING) is False)  # train mode first
         for mode in modes:
             env = {**self.env, **mode}
             try:

@@ -853,25 +853,31 @@ def check_statements(spec: Spec, imports: Imports) -> list[str]:
     def size(place: tuple[str, int]) -> str:
         return f"{place[0]}.size({place[1]})"
 
-    def statement(condition: str, message: str) -> str:
+    optional = {n.name for n in spec.nodes if isinstance(n, Node) and n.op == "placeholder" and n.default is None}
+
+    def statement(condition: str, message: str, inputs: Iterable[str] = ()) -> str:
         assert '"' not in message and "\\" not in message  # validated names, numbers and operators only
-        return f'if {condition}:\n{"    " * (FORWARD_DEPTH + 1)}raise ValueError(f"{message}")'
+        # an optional input the call leaves out: what concerns it holds when it is given
+        given = "".join(f"{name} is not None and " for name in dict.fromkeys(inputs) if name in optional)
+        if given and (" or " in condition or " if " in condition):
+            condition = f"({condition})"
+        return f'if {given}{condition}:\n{"    " * (FORWARD_DEPTH + 1)}raise ValueError(f"{message}")'
 
     for kind, name, dim, what in rules.shape_checks(shapes):
         if kind == "rank":
             shape = rules.shape_text(what)
             message = rules.RANK.format(input=name, actual=f"{{{name}.dim()}}", rank=dim, shape=shape)
-            out.append(statement(f"{name}.dim() != {dim}", message))
+            out.append(statement(f"{name}.dim() != {dim}", message, [name]))
         elif kind == "static":
             here = size((name, dim))
             message = rules.STATIC.format(input=name, dim=dim, actual=f"{{{here}}}", size=what)
-            out.append(statement(f"{here} != {what}", message))
+            out.append(statement(f"{here} != {what}", message, [name]))
         else:
             dim_name, other, other_dim = what
             here, there = size((name, dim)), size((other, other_dim))
             message = rules.SAME.format(input=name, dim=dim, name=dim_name, actual=f"{{{here}}}",
                                         first=f"{{{there}}}", other=other, other_dim=other_dim)  # fmt: skip
-            out.append(statement(f"{here} != {there}", message))
+            out.append(statement(f"{here} != {there}", message, [name, other]))
     for text in spec.checks:
         tree = expr.parse(text)
         if expr.functions(tree) & {"ceil", "floor"}:
@@ -881,7 +887,7 @@ def check_statements(spec: Spec, imports: Imports) -> list[str]:
         told = ", ".join(rules.VALUE.format(input=places[n][0], dim=places[n][1], name=n,
                                             actual=f"{{{size(places[n])}}}") for n in used)  # fmt: skip
         message = rules.CONDITION.format(values=told, condition=text)
-        out.append(statement(expr.source(expr.negated(spelled)), message))
+        out.append(statement(expr.source(expr.negated(spelled)), message, [places[n][0] for n in used]))
     return out
 
 

@@ -43,6 +43,8 @@ def check_inputs(inputs: tuple[Any, ...], shapes: tuple[tuple[str, tuple[int | s
     values = dict(zip((name for name, _ in shapes), inputs, strict=True))
     for kind, input_name, dim, what in shape_checks(shapes):
         tensor = values[input_name]
+        if tensor is None or (kind == "same" and values[what[1]] is None):
+            continue  # an optional input the call leaves out: what concerns it holds when it is given
         if not isinstance(tensor, torch.Tensor):
             raise ValueError(f"input {input_name!r} is a {type(tensor).__name__}, not a tensor")
         if kind == "rank" and tensor.dim() != dim:
@@ -56,12 +58,12 @@ def check_inputs(inputs: tuple[Any, ...], shapes: tuple[tuple[str, tuple[int | s
                 raise ValueError(SAME.format(input=input_name, dim=dim, name=name, actual=tensor.size(dim), first=first,
                                              other=other, other_dim=other_dim))  # fmt: skip
     places = first_places(shapes)
-    sizes = {name: values[i].size(d) for name, (i, d) in places.items()}
+    sizes = {name: values[i].size(d) for name, (i, d) in places.items() if values[i] is not None}
     if not all(type(size) is int for size in sizes.values()):
         return  # symbolic sizes (shape analysis): nothing to decide
     for text in texts:
         tree, used = _parsed(text)
-        if not evaluate(tree, sizes):
+        if all(name in sizes for name in used) and not evaluate(tree, sizes):
             told = ", ".join(VALUE.format(input=places[name][0], dim=places[name][1], name=name, actual=sizes[name])
                              for name in used)  # fmt: skip
             raise ValueError(CONDITION.format(values=told, condition=text))

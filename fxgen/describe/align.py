@@ -17,6 +17,11 @@ theirs. A node of one branch used by a later differing run's branch (no common n
 stands for it) joins the runs up to it into one, with the common nodes between them in both
 branches: a value is never defined in one branch and read in another.
 
+A node list may also hold conditionals already (the two modes' specs of a model whose graph
+depends on an optional input: ``if: mask is None`` groups): a group is common when both lists hold
+the same one and the names it reads stand for themselves; a group in a differing run is
+``Unaligned``.
+
 Any alignment is exact: each mode's nodes, in order, are its run's branch and the common runs.
 The one chosen makes the differing runs short: at a difference, the walk resumes at the nearest
 pair of nodes that agree once the references into the differing runs are paired.
@@ -30,41 +35,47 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fxgen.spec.model import IfNodes, Item, Node
+from fxgen.spec.model import IfNodes, Item, Node, walk_nodes
 from fxgen.spec.resolve import TRAINING
 
-__all__ = ["MODE_ARGUMENT", "Aligned", "Differing", "align"]
+__all__ = ["MODE_ARGUMENT", "Aligned", "Differing", "Unaligned", "align"]
 
 
 MODE_ARGUMENT = {"arg": TRAINING}  # a boolean that is the mode, as a node argument
+
+
+class Unaligned(ValueError):
+    """The lists differ inside or around a conditional they hold: the message says where."""
 
 
 @dataclass
 class Differing:
     """A run where the two captures differ: the eval capture's nodes and the train capture's."""
 
-    eval: list[Node]
-    train: list[Node]
+    eval: list[Any]  # Node (a conditional only in a run ``align`` refuses)
+    train: list[Any]
 
 
 @dataclass
 class Aligned:
     """The two node lists as one sequence of common nodes and differing runs."""
 
-    items: list[Node | Differing] = field(default_factory=list)
+    items: list[Any] = field(default_factory=list)  # Node, IfNodes (common conditionals), Differing
 
-    def spec_items(self) -> list[Item]:
+    def spec_items(self, condition: str = TRAINING, negated: str = f"not {TRAINING}") -> list[Item]:
         """As a spec's node list: each differing run an ``if: training`` group (the train nodes
-        ``then``, the eval nodes ``else``; ``if: not training`` where only eval mode has nodes)."""
+        ``then``, the eval nodes ``else``; ``if: not training`` where only eval mode has nodes),
+        or an ``if:`` on ``condition``, whose negation is ``negated``, where the second node list
+        is what holds when the condition does (``mask is None``: the capture without it)."""
         out: list[Item] = []
         items, output = _output_after(self.items)
         for item in items:
             if not isinstance(item, Differing):
                 out.append(item)
             elif item.train:
-                out.append(IfNodes(TRAINING, list(item.train), list(item.eval)))
+                out.append(IfNodes(condition, list(item.train), list(item.eval)))
             elif item.eval:
-                out.append(IfNodes(f"not {TRAINING}", list(item.eval)))
+                out.append(IfNodes(negated, list(item.eval)))
         return out if output is None else [*out, output]
 
     @property
@@ -83,7 +94,8 @@ def _output_after(items: list[Node | Differing]) -> tuple[list[Node | Differing]
     ends = last.eval[-1], last.train[-1]
     if any(node.op != "output" for node in ends):
         return items, None
-    taken = {str(n.name) for item in items for n in ([item] if isinstance(item, Node) else [*item.eval, *item.train])}
+    taken = {str(n.name) for item in items
+             for n in (walk_nodes([item]) if not isinstance(item, Differing) else [*item.eval, *item.train])}  # fmt: skip
     name = "out" if "out" not in taken else _fresh("out", taken)
     branches = [[*nodes[:-1], Node("alias", name, args=[nodes[-1].args[0]])] for nodes in (last.eval, last.train)]
     output = Node("output", args=[f"%{name}"], type=ends[0].type if ends[0].type == ends[1].type else None)
@@ -133,13 +145,13 @@ class _Mismatch(Exception):
     pass
 
 
-def _merge_values(e: Any, t: Any, pair: Callable[[str, str], None]) -> Any:
-    """``e`` (eval) and ``t`` (train) as one value: equal, booleans that are the mode, or
-    references ``pair`` accepts (raising _Mismatch otherwise)."""
+def _merge_values(e: Any, t: Any, pair: Callable[[str, str], None], mode: bool = True) -> Any:
+    """``e`` (eval) and ``t`` (train) as one value: equal, booleans that are the mode (when the
+    lists are the two modes'), or references ``pair`` accepts (raising _Mismatch otherwise)."""
     if type(e) is bool and type(t) is bool:
         if e == t:
             return e
-        if not e and t:
+        if not e and t and mode:
             return dict(MODE_ARGUMENT)
         raise _Mismatch
     if isinstance(e, str) and isinstance(t, str):
@@ -153,11 +165,11 @@ def _merge_values(e: Any, t: Any, pair: Callable[[str, str], None]) -> Any:
     if isinstance(e, list) and isinstance(t, list):
         if len(e) != len(t):
             raise _Mismatch
-        return [_merge_values(a, b, pair) for a, b in zip(e, t, strict=True)]
+        return [_merge_values(a, b, pair, mode) for a, b in zip(e, t, strict=True)]
     if isinstance(e, dict) and isinstance(t, dict):
         if list(e) != list(t):
             raise _Mismatch
-        return {key: _merge_values(e[key], t[key], pair) for key in e}
+        return {key: _merge_values(e[key], t[key], pair, mode) for key in e}
     if type(e) is not type(t) or e != t:
         raise _Mismatch
     return e
@@ -166,8 +178,9 @@ def _merge_values(e: Any, t: Any, pair: Callable[[str, str], None]) -> Any:
 class _Walk:
     """The state of the alignment: which train name stands for which eval name."""
 
-    def __init__(self, eval_nodes: list[Node], train_nodes: list[Node]) -> None:
+    def __init__(self, eval_nodes: list[Any], train_nodes: list[Any], mode: bool = True) -> None:
         self.eval_nodes, self.train_nodes = eval_nodes, train_nodes
+        self.mode = mode  # the two lists are the modes' (a boolean that differs may be the mode)
         self.same: dict[str, str] = {}  # train name -> the eval name it stands for (common or paired)
         self.eval_run: dict[str, int] = {}  # names defined in differing runs -> run index
         self.train_run: dict[str, int] = {}
@@ -175,6 +188,8 @@ class _Walk:
 
     def merged(self, e: Node, t: Node) -> tuple[Node, list[tuple[str, str]]] | None:
         """``e`` and ``t`` as one common node, and the run nodes it pairs (None: they differ)."""
+        if not isinstance(e, Node) or not isinstance(t, Node):
+            return None  # (a conditional: common only when both hold the same one, ``_common_group``)
         if (e.op, e.target, e.type) != (t.op, t.target, t.type) or (e.op == "placeholder" and e.name != t.name):
             return None
         pairs: list[tuple[str, str]] = []
@@ -193,28 +208,36 @@ class _Walk:
             pairs.append((a, b))
 
         try:
-            args = _merge_values(e.args, t.args, pair)
-            kwargs = _merge_values(e.kwargs, t.kwargs, pair)
-            default = _merge_values(e.default, t.default, pair)
+            args = _merge_values(e.args, t.args, pair, self.mode)
+            kwargs = _merge_values(e.kwargs, t.kwargs, pair, self.mode)
+            default = _merge_values(e.default, t.default, pair, self.mode)
         except _Mismatch:
             return None
         return replace(e, args=args, kwargs=kwargs, default=default), pairs
 
 
-def align(eval_nodes: list[Node], train_nodes: list[Node]) -> Aligned:
-    """The two captures' nodes (each a plain node list, SSA) as common nodes and differing runs."""
-    walk = _Walk(eval_nodes, train_nodes)
+def align(eval_nodes: list[Any], train_nodes: list[Any], *, mode: bool = True) -> Aligned:
+    """The two captures' nodes (each a plain node list, SSA) as common nodes and differing runs;
+    ``mode``: they are the two modes' (else two calls', with an optional input and without it,
+    where no boolean stands for the mode)."""
+    walk = _Walk(eval_nodes, train_nodes, mode)
     by_key: dict[tuple[Any, ...], list[int]] = defaultdict(list)
     for b, node in enumerate(train_nodes):
-        by_key[(node.op, node.target)].append(b)
-    items: list[Node | Differing] = []
+        by_key[(node.op, node.target) if isinstance(node, Node) else ("if", None)].append(b)
+    items: list[Any] = []
     runs: list[Differing] = []
     i = j = 0
     while i < len(eval_nodes) or j < len(train_nodes):
+        if i < len(eval_nodes) and j < len(train_nodes) and _common_group(walk, eval_nodes[i], train_nodes[j]):
+            items.append(eval_nodes[i])
+            i, j = i + 1, j + 1
+            continue
         done = walk.merged(eval_nodes[i], train_nodes[j]) if i < len(eval_nodes) and j < len(train_nodes) else None
         if done is None:
             a, b = _resume(walk, by_key, i, j)
             run = Differing(eval_nodes[i:a], train_nodes[j:b])
+            if not all(isinstance(n, Node) for n in (*run.eval, *run.train)):
+                raise Unaligned("the two node lists differ around a conditional they hold")
             for node in run.eval:
                 walk.eval_run[str(node.name)] = len(runs)
             for node in run.train:
@@ -222,7 +245,7 @@ def align(eval_nodes: list[Node], train_nodes: list[Node]) -> Aligned:
             runs.append(run)
             items.append(run)
             i, j = a, b
-            if i == len(eval_nodes) or j == len(train_nodes):
+            if i == len(eval_nodes) or j == len(train_nodes) or _common_group(walk, eval_nodes[i], train_nodes[j]):
                 continue
             done = walk.merged(eval_nodes[i], train_nodes[j])
             assert done is not None
@@ -234,7 +257,50 @@ def align(eval_nodes: list[Node], train_nodes: list[Node]) -> Aligned:
             walk.same[str(train_nodes[j].name)] = node.name
         items.append(node)
         i, j = i + 1, j + 1
+    for item in items:
+        if isinstance(item, Differing) and not all(isinstance(n, Node) for n in (*item.eval, *item.train)):
+            raise Unaligned("the two node lists differ around a conditional they hold")
     return _named(_joined(items, walk), walk)
+
+
+def _common_group(walk: _Walk, e: Any, t: Any) -> bool:
+    """Are ``e`` and ``t`` the same conditional, node for node, once the names ``t`` reads are
+    those they stand for (torch.fx's names shift with the nodes before them)? Then the names it
+    defines stand for ``e``'s."""
+    if not isinstance(e, IfNodes) or not isinstance(t, IfNodes):
+        return False
+    inside: dict[str, str] = {}  # a name t's group defines -> e's
+    if not _same_items(walk, e.then, t.then, inside) or not _same_items(walk, e.orelse, t.orelse, inside):
+        return False
+    if e.cond != t.cond:
+        return False
+    walk.same.update(inside)
+    return True
+
+
+def _same_items(walk: _Walk, a: list[Item], b: list[Item], inside: dict[str, str]) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if isinstance(x, IfNodes) and isinstance(y, IfNodes):
+            if x.cond != y.cond or not _same_items(walk, x.then, y.then, inside) \
+                    or not _same_items(walk, x.orelse, y.orelse, inside):  # fmt: skip
+                return False
+            continue
+        if not isinstance(x, Node) or not isinstance(y, Node):
+            return False
+
+        def seen(name: str) -> str:
+            return inside.get(name) or walk.same.get(name) or "\0"  # (a name standing for nothing matches none)
+
+        mapped = _map_refs_node(replace(y, name=None), seen)
+        if replace(x, name=None) != mapped:
+            return False
+        if y.name is not None and x.name is not None:
+            if inside.get(str(y.name), x.name) != x.name:
+                return False
+            inside[str(y.name)] = str(x.name)
+    return True
 
 
 def _resume(walk: _Walk, by_key: dict[tuple[Any, ...], list[int]], i: int, j: int) -> tuple[int, int]:
@@ -247,11 +313,18 @@ def _resume(walk: _Walk, by_key: dict[tuple[Any, ...], list[int]], i: int, j: in
         if a - i >= best_cost:
             break
         node = eval_nodes[a]
-        for b in by_key.get((node.op, node.target), ()):
+        for b in by_key.get((node.op, node.target) if isinstance(node, Node) else ("if", None), ()):
             if b < j:
                 continue
             if a - i + b - j >= best_cost:
                 break
+            if not isinstance(node, Node):
+                if node == train_nodes[b]:
+                    best, best_cost = (a, b), a - i + b - j
+                    break
+                continue
+            if not all(isinstance(n, Node) for n in (*eval_nodes[i:a], *train_nodes[j:b])):
+                break  # (a conditional inside a differing run: never aligned)
             # as if [i, a) and [j, b) were the run: their names may be paired
             eval_names = {str(n.name): -1 for n in eval_nodes[i:a]}
             train_names = {str(n.name): -1 for n in train_nodes[j:b]}
@@ -305,6 +378,8 @@ def _joined(items: list[Node | Differing], walk: _Walk) -> list[Node | Differing
             if isinstance(item, Differing):
                 merged.eval += item.eval
                 merged.train += item.train
+            elif not isinstance(item, Node):
+                raise Unaligned("the two node lists differ before and after a conditional they hold")
             else:
                 merged.eval.append(item)
                 merged.train.append(_map_refs_node(item, _inverse(walk)))
@@ -325,8 +400,8 @@ def _map_refs_node(node: Node, rename: Callable[[str], str]) -> Node:
 def _named(items: list[Node | Differing], walk: _Walk) -> Aligned:
     """The train branches' nodes renamed: a node standing for an eval node takes its name, one
     whose name the eval capture (or a renamed node) uses takes a fresh one; references follow."""
-    taken = {str(n.name) for n in walk.eval_nodes} | {str(n.name) for n in walk.train_nodes}
-    used = {str(n.name) for n in walk.eval_nodes}
+    taken = {str(n.name) for n in walk_nodes(walk.eval_nodes)} | {str(n.name) for n in walk_nodes(walk.train_nodes)}
+    used = {str(n.name) for n in walk_nodes(walk.eval_nodes)}
     names: dict[str, str] = dict(walk.same)
     for item in items:
         if not isinstance(item, Differing):

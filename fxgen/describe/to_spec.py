@@ -23,7 +23,7 @@ import torch.fx
 import torch.nn.functional
 
 from fxgen._errors import ExportError
-from fxgen.assemble.modes import ModeGraphModule
+from fxgen.assemble.modes import ModeGraphModule, case_envs
 from fxgen.assemble.module import META_KEY
 from fxgen.check.checker import RESERVED_NAMES
 from fxgen.construct.checks import is_check
@@ -46,7 +46,7 @@ from fxgen.spec.model import (
     walk_nodes,
 )
 from fxgen.spec.packed import pack, unpack
-from fxgen.spec.resolve import TRAINING, has_arguments, resolve_nodes, with_values
+from fxgen.spec.resolve import has_arguments, resolve_nodes, with_values
 from fxgen.spec.values import UnencodableValue, dtype_name, encode
 
 __all__ = ["Submodules", "avoid_reserved_names", "graph_module_to_spec", "input_checks", "loadable_class_name",
@@ -211,14 +211,18 @@ def _graph_nodes(gm: torch.fx.GraphModule, body: Spec | ClassSpec) -> list[Item]
     two graphs aligned (``fxgen.describe.align``)."""
     if not isinstance(gm, ModeGraphModule):
         return list(_plain_nodes(gm.graph, body))
-    nodes = {mode: _plain_nodes(graph, body) for mode, graph in gm.mode_graphs().items()}
+    nodes = {case: _plain_nodes(graph, body) for case, graph in gm.case_graphs().items()}
     declared = gm.meta.get(META_KEY)
     if declared is not None:
         written = declared.written if declared.written is not None else body.nodes
         env = with_values(declared.values, body.values)
-        if all(resolve_nodes(written, {**env, TRAINING: mode}) == nodes[mode] for mode in nodes):
+        envs = case_envs(written)
+        if set(envs) == set(nodes) and all(resolve_nodes(written, {**env, **envs[c]}) == nodes[c] for c in nodes):
             return list(written)
-    return align(nodes[False], nodes[True]).spec_items()
+    if any(absent for _, absent in nodes):
+        raise ExportError("the graph depends on which optional inputs a call gives, and it changed after loading; "
+                          "export the model with fxgen.export instead")  # fmt: skip
+    return align(nodes[(False, frozenset())], nodes[(True, frozenset())]).spec_items()
 
 
 def _plain_nodes(graph: torch.fx.Graph, body: Spec | ClassSpec) -> list[Node]:

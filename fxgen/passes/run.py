@@ -26,7 +26,7 @@ from fxgen.policy.policy import Policy
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.model import Spec
-from fxgen.spec.resolve import uses_training
+from fxgen.spec.resolve import cases
 
 __all__ = ["Transformed", "apply_passes", "check_pass_list", "pass_names"]
 
@@ -98,10 +98,11 @@ def apply_passes(
     """Run ``passes`` (checked already) over ``spec``'s model, with ``state``'s tensors if given
     (else as ``fxgen.load`` initialises it, leaving the random generator as it was). ``locate(i)``
     is where the i-th pass was named."""
-    if uses_training(spec.nodes) or any(uses_training(body.nodes) for body in spec.classes.values()):
+    if cases(spec.nodes) != [{}] or any(cases(body.nodes) != [{}] for body in spec.classes.values()):
         raise SpecError.at(locate(0) if locate is not None else spec.locate(("passes", 0)),
-                           "passes run on one graph, and this spec's graph depends on the mode (`training`): "
-                           "transform a spec whose nodes do not mention training")  # fmt: skip
+                           "passes run on one graph, and this spec's graph depends on the mode (`training`) or on "
+                           "the optional inputs a call gives (`mask is None`): transform a spec whose conditions "
+                           "test neither")  # fmt: skip
     base = dataclasses.replace(spec, passes=[])
     base.document = spec.document
     with same_random_state():

@@ -9,6 +9,7 @@ model's width, depth and channel rules need (torchvision's ``_make_divisible``, 
     conjunction := inversion ("and" inversion)*
     inversion   := "not" inversion | comparison
     comparison  := sum [("<" | "<=" | ">" | ">=" | "==" | "!=") sum]   (no chains: a < b < c)
+                 | NAME "is" ["not"] "None"
     sum         := term (("+" | "-") term)*
     term        := factor (("*" | "/" | "//" | "%") factor)*
     factor      := "-" factor | power
@@ -18,6 +19,9 @@ model's width, depth and channel rules need (torchvision's ``_make_divisible``, 
 
 NAME is an argument or a named value of the enclosing class; NUMBER an integer (``8``) or a
 float (``0.9``, ``1e-3``); FUNCTION one of ``min max round int ceil floor abs sqrt``.
+``NAME is None`` / ``NAME is not None`` asks whether an optional input of ``forward`` was given
+(the NAME a placeholder whose default is None): it parses anywhere, and the check stage allows it
+only in a node list's ``if:`` (``fxgen.check.constructs``); ``None`` is written nowhere else.
 
 The parsed form is a tree of tuples, each ``(kind, ...)``:
 
@@ -27,6 +31,7 @@ The parsed form is a tree of tuples, each ``(kind, ...)``:
 - ``("neg", x)``, ``("not", x)``: ``-x``, ``not x``;
 - ``(op, left, right)`` for ``op`` in ``+ - * / // % ** < <= > >= == != and or``;
 - ``("if", body, condition, orelse)``: ``body if condition else orelse``;
+- ``("is", ("name", x))``, ``("is not", ("name", x))``: ``x is None``, ``x is not None``;
 - ``("call", function, arg, ...)``: ``min(a, b)`` (``function`` is the name, a string).
 
 ``evaluate`` computes a tree with Python's own arithmetic, operation by operation in Python's
@@ -84,11 +89,12 @@ _TOKEN = re.compile(
     r"|(?P<op>\*\*|//|<=|>=|==|!=|[-+*/%()<>,]))"
 )
 _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
-_WORDS = {"and", "or", "not", "if", "else", "True", "False"}
+_WORDS = {"and", "or", "not", "if", "else", "True", "False", "is", "None"}
+_PRESENCE = ("is", "is not")  # NAME is None, NAME is not None: was an optional input given?
 
 # Binding strength of each kind (higher binds tighter), and the least strength each operand
 # needs to go without parentheses: left-associative operators need more on the right.
-_LEVEL = {"if": 0, "or": 1, "and": 2, "not": 3, **dict.fromkeys(_COMPARISONS, 4), "+": 5, "-": 5, "*": 6, "/": 6,
+_LEVEL = {"if": 0, "or": 1, "and": 2, "not": 3, **dict.fromkeys((*_COMPARISONS, *_PRESENCE), 4), "+": 5, "-": 5, "*": 6, "/": 6,
           "//": 6, "%": 6, "neg": 7, "**": 8}  # fmt: skip
 _ATOM = 9
 
@@ -202,12 +208,29 @@ class _Parser:
 
     def comparison(self) -> Expr:
         left = self.sum()
+        if self.peek() == "is":
+            return self.presence(left)
         if self.peek() in _COMPARISONS:
             op = self.take()[1]
             left = (op, left, self.sum())
             if self.peek() in _COMPARISONS:
                 raise ExprError(f"chained comparisons are not allowed in {self.text!r}: write `a < b and b < c`")
         return left
+
+    def presence(self, left: Expr) -> Expr:
+        """``NAME is None`` or ``NAME is not None`` (the ``is`` next)."""
+        self.pos += 1
+        kind = "is"
+        if self.peek() == "not":
+            self.pos += 1
+            kind = "is not"
+        if left[0] != "name" or self.peek() != "None":
+            raise ExprError(f"`is` is written only as `NAME is None` or `NAME is not None` (whether an optional "
+                            f"input was given), not as in {self.text!r}")  # fmt: skip
+        self.pos += 1
+        if self.peek() in (*_COMPARISONS, "is"):
+            raise ExprError(f"chained comparisons are not allowed in {self.text!r}: write `a is None and b < c`")
+        return (kind, left)
 
     def sum(self) -> Expr:
         left = self.term()
@@ -307,6 +330,24 @@ def names(tree: Expr) -> list[str]:
     return list(out)
 
 
+def tested(tree: Expr) -> list[str]:
+    """The names ``tree`` tests with ``is None`` or ``is not None`` (optional inputs), in order."""
+    return list(dict.fromkeys(node[1][1] for node in _walk(tree) if node[0] in _PRESENCE))
+
+
+def untested(tree: Expr) -> list[str]:
+    """The names ``tree`` uses other than in ``NAME is None`` / ``NAME is not None``."""
+    out: dict[str, None] = {}
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if node[0] == "name":
+            out[node[1]] = None
+        elif node[0] not in ("num", "bool", *_PRESENCE):
+            stack.extend(reversed(node[2:] if node[0] == "call" else node[1:]))
+    return list(out)
+
+
 def functions(tree: Expr) -> set[str]:
     """The functions ``tree`` calls."""
     return {node[1] for node in _walk(tree) if node[0] == "call"}
@@ -344,6 +385,12 @@ def evaluate(tree: Expr, values: Mapping[str, Any]) -> Any:
         return right
     if kind == "not":
         return not _truth(evaluate(tree[1], values), "not")
+    if kind in _PRESENCE:
+        name = tree[1][1]
+        if name not in values:
+            raise ExprError(f"`{render(tree)}` asks whether the input {name!r} was given, known only when forward "
+                            "is called")  # fmt: skip
+        return (values[name] is None) == (kind == "is")
     if kind == "call":
         args = [evaluate(arg, values) for arg in tree[2:]]
         return _checked(_call(tree[1], args), tree)
@@ -468,6 +515,8 @@ def negated(tree: Expr) -> Expr:
         return (_INVERSE[tree[0]], tree[1], tree[2])
     if tree[0] == "not":
         return tree[1]
+    if tree[0] in _PRESENCE:
+        return ("is not" if tree[0] == "is" else "is", tree[1])
     return ("not", tree)
 
 
@@ -524,6 +573,8 @@ def _emit(tree: Expr, spelled: Mapping[str, str], least: int = 0) -> list[tuple[
         out = [("-", "-"), *_emit(tree[1], spelled, _ATOM if power else _LEVEL["neg"])]
     elif kind == "not":
         out = [("NAME", "not"), *_emit(tree[1], spelled, _LEVEL["not"])]
+    elif kind in _PRESENCE:
+        out = [*_emit(tree[1], spelled), *[("NAME", word) for word in kind.split()], ("NAME", "None")]
     elif kind == "if":
         out = [*_emit(tree[1], spelled, 1), ("NAME", "if"), *_emit(tree[2], spelled, 1), ("NAME", "else"),
                *_emit(tree[3], spelled, 0)]  # fmt: skip

@@ -18,19 +18,23 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from fxgen.spec.expr import ExprError, evaluate, names, parse
+from fxgen.spec.expr import ExprError, evaluate, names, parse, tested
 from fxgen.spec.model import NO_DEFAULT, ArgSpec, Item, Node
 
 __all__ = [
+    "GIVEN",
     "MAX_NESTING",
     "MAX_NODES",
     "MAX_REPEAT",
+    "MAX_TESTED",
     "TEMPLATE",
     "TRAINING",
     "BindError",
     "NodesError",
     "arg_expressions",
     "bind",
+    "cases",
+    "data_cases",
     "data_needs_resolution",
     "declared",
     "expand_nodes",
@@ -44,6 +48,7 @@ __all__ = [
     "substitute_declaration",
     "substitute_init",
     "substitute_kwargs",
+    "tested_inputs",
     "uses_training",
     "walk_data",
     "with_values",
@@ -223,6 +228,40 @@ def uses_training(items: list[Item]) -> bool:
     """Does a node list's graph depend on the module's mode (``training`` in a condition, a
     count or a node argument)?"""
     return any(TRAINING in names(parse(text)) for text in node_expressions([i.to_dict() for i in items]))
+
+
+GIVEN = "given"  # an optional input's value in an environment where the call gives it (``mask is None`` is False)
+MAX_TESTED = 4  # optional inputs one class's conditions test: a graph per mode and per subset of them
+
+
+def tested_inputs(items: list[Item]) -> list[str]:
+    """The optional inputs a node list's conditions ask about (``mask is None``), in order: its
+    graph depends on which of them a call gives."""
+    return _tested([i.to_dict() for i in items])
+
+
+def _tested(data: list[dict[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(n for text in node_expressions(data) for n in tested(parse(text))))
+
+
+def cases(items: list[Item]) -> list[dict[str, Any]]:
+    """The environments a node list's graph depends on beyond its arguments: each mode where it
+    reads ``training`` and each subset of the optional inputs it tests left out (None), every
+    input given first; ``[{}]`` for a graph that depends on neither."""
+    return data_cases([i.to_dict() for i in items])
+
+
+def data_cases(data: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``cases`` for a node list as (schema-valid) data."""
+    texts = list(node_expressions(data))
+    uses = any(TRAINING in names(parse(text)) for text in texts)
+    modes: list[dict[str, Any]] = [{TRAINING: False}, {TRAINING: True}] if uses else [{}]
+    optional = _tested(data)
+    out = []
+    for mode in modes:
+        for k in range(2 ** len(optional)):
+            out.append({**mode, **{name: None if k >> i & 1 else GIVEN for i, name in enumerate(optional)}})
+    return out
 
 
 def node_expressions(items: list[dict[str, Any]]) -> Iterator[str]:

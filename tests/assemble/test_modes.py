@@ -8,15 +8,13 @@ from __future__ import annotations
 import copy
 import io
 import operator
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 import torch.fx
 import torch.nn.functional as F
-from helpers import assert_same, import_source
+from helpers import assert_same, loaded_and_generated
 from hypothesis import HealthCheck, given, settings
 from strategies import inputs_for, mode_specs
 
@@ -177,12 +175,8 @@ def test_drawn_mode_specs_compute_each_modes_own_graph(data: dict[str, Any]) -> 
     """A drawn spec whose graph depends on the mode: ``fxgen.load``'s GraphModule and the
     generated class, switched back and forth, compute in each mode what that mode's plain graph
     (the items resolved for it) computes, seeded alike."""
-    gm = fxgen.load(data)
+    gm, generated = loaded_and_generated(data, "gen_modes")
     assert isinstance(gm, ModeGraphModule)
-    with tempfile.TemporaryDirectory() as folder:
-        generated = getattr(import_source(fxgen.generate(data), f"gen_modes_{abs(hash(str(data)))}", Path(folder)),
-                            data["name"])()  # fmt: skip
-    generated.load_state_dict(gm.state_dict(), strict=True)
     inputs = inputs_for(data)
     for mode in (False, True, False, True):
         plain = {**data, "nodes": [node for node, _ in expand_nodes(data["nodes"], {"training": mode})]}

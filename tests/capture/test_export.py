@@ -30,6 +30,7 @@ import fxgen
 from fxgen.check.validate import as_spec, validate_document
 from fxgen.policy.policy import policy_for
 from fxgen.read.reader import parse_text
+from fxgen.spec.model import IfNodes, walk_nodes
 
 ROOT = Path(__file__).resolve().parents[2]
 ALLOW = ["export_fixtures"]
@@ -148,12 +149,15 @@ def test_concrete_args_ahead_of_other_inputs(tmp_path: Path) -> None:
     x, bias = torch.randn(2, 3), torch.randn(3)
     concrete = {"flag": True, "mask": None}
     spec = _round_trip(OptionalInputs(), (x, True, None, bias), tmp_path, concrete_args=concrete)
-    ops = [n.op for n in spec.nodes]
+    ops = [n.op for n in walk_nodes(spec.nodes)]
     assert ops[:4] == ["placeholder"] * 4 and "placeholder" not in ops[4:]
-    assert {"torch._assert", "torch.fx._symbolic_trace._assert_is_none"} <= {n.target for n in spec.nodes}
+    assert {"torch._assert", "torch.fx._symbolic_trace._assert_is_none"} <= {n.target for n in walk_nodes(spec.nodes)}
     assert as_spec(spec.to_dict(), policy_for(None)) == spec  # the default policy accepts it
     loaded = fxgen.load(spec)
     assert_same(loaded(x, True, None, bias), OptionalInputs()(x, True, None, bias))
+    # bias, left free by the concrete args, is an optional input the spec tests (issue 33 item 4)
+    assert [item.cond for item in spec.nodes if isinstance(item, IfNodes)] == ["bias is None"]
+    assert_same(loaded(x, True), OptionalInputs()(x, True))
     with pytest.raises(AssertionError, match="mask has been specialized"):
         loaded(x, True, torch.ones(3), bias)
 
