@@ -28,7 +28,7 @@ import torch.fx
 
 from fxgen._errors import ExportError, Location
 from fxgen.capture.dims import DimFacts
-from fxgen.capture.dynamo import Captured
+from fxgen.capture.dynamo import Captured, no_parameter_requires_grad
 from fxgen.capture.effects import (
     NOTES_KEY,
     disabled_regions,
@@ -295,9 +295,12 @@ def _restructure_output(graph: torch.fx.Graph, captured: Captured, inputs: dict[
 
 
 def _check_same(lifted: torch.fx.GraphModule, captured: Captured) -> None:
-    """The lifted graph gives what Dynamo's graph gave on the example inputs, bit for bit."""
+    """The lifted graph gives what Dynamo's graph gave on the example inputs, bit for bit, run as
+    the capture ran that graph: no parameter requires a gradient (``capture_dynamo``). Some kernels
+    choose how to compute from ``requires_grad`` even without gradients (``F.linear`` on a sliced
+    3-D input differs in the last bit), so the two graphs are compared under the same conditions."""
     try:
-        with torch.no_grad(), torch.random.fork_rng():
+        with torch.no_grad(), torch.random.fork_rng(), no_parameter_requires_grad(lifted):
             torch.manual_seed(0)
             got = lifted(**{name: tensor.clone() for name, tensor in captured.inputs.items()})
     except Exception as exc:
