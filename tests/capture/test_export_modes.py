@@ -133,10 +133,6 @@ def test_functional_dropout_is_the_mode(tmp_path: Path) -> None:
     assert "F.dropout(x, p=0.5, training=self.training, inplace=False)" in fxgen.generate(spec)
 
 
-@pytest.mark.xfail(strict=True, reason="with dynamic sizes (a TorchDynamo capture's default since the merge of issue 33's "
-                   "item 2), DropPath's torch.rand(x.shape[0], 1) reads the model input's size symbol inside the "
-                   "block, so the blocks are not kept and the if: training group lands in the top class (exact, "
-                   "but flat); see the issue 33 note")  # fmt: skip
 def test_stochastic_depth_is_an_if_training_group_in_its_block(tmp_path: Path) -> None:
     """issue 33's DropPath, in a model: the branch is in the block class, not in the model."""
     model = _model(Stochastic).eval()
