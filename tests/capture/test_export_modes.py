@@ -19,7 +19,7 @@ from torch import nn
 import fxgen
 from fxgen._errors import ExportError
 from fxgen.assemble.modes import ModeGraphModule
-from fxgen.spec.model import IfNodes, walk_nodes
+from fxgen.spec.model import IfNodes, Node, walk_nodes
 
 
 class Head(nn.Module):  # functional dropout, as many classifier heads write it (issue 33)
@@ -348,9 +348,47 @@ class CallsWithTwo(nn.Module):  # its block reads its second input in train mode
         return self.inner(x, x.sin())
 
 
-def test_a_block_taking_other_inputs_in_each_mode_is_written_as_one_graph_per_mode(tmp_path: Path) -> None:
+def test_a_block_taking_other_inputs_in_each_mode_takes_them_all(tmp_path: Path) -> None:
+    """The block keeps its class, taking the inputs of both modes; its call passes sin in both
+    (eval mode has it too, and the block does not read it there)."""
     model = _model(CallsWithTwo).eval()
-    with pytest.warns(UserWarning, match="takes other inputs in each mode: the model is written as one graph per mode"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "one graph per mode"
         spec = fxgen.export(model)
-    assert not spec.classes and all(n.op == "placeholder" for n in spec.nodes[:1])
+    assert [n.name for n in spec.classes["UsesTwo"].nodes if isinstance(n, Node) and n.op == "placeholder"] == ["x", "y"]
+    assert "inner = self.inner(x, sin)" in fxgen.generate(spec)
+    _both(model, spec, tmp_path)
+
+
+class MaskedLayer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, h: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        s = self.fc(h)
+        return h + (s if mask is None else s + mask)
+
+
+class Decoder(nn.Module):  # as transformers' sdpa attention leaves the causal mask out when training
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(MaskedLayer() for _ in range(2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mask = None if self.training else torch.zeros_like(x)
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x
+
+
+@pytest.mark.parametrize("capture", ["trace", "dynamo"])
+def test_a_block_given_an_input_in_eval_mode_only_keeps_its_class(capture: str, tmp_path: Path) -> None:
+    model = _model(Decoder).eval()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        spec = fxgen.export(model, capture=capture, example_inputs=X)
+    assert not [w for w in caught if "one graph per mode" in str(w.message)]
+    assert list(spec.classes) == ["MaskedLayer"]
+    assert "(x, None)" in fxgen.generate(spec)  # (train mode has no mask to pass)
     _both(model, spec, tmp_path)
