@@ -22,7 +22,8 @@ import dataclasses
 from typing import Any, TypeGuard, TypeVar
 
 from fxgen.describe.align import align
-from fxgen.spec.model import ClassSpec, Item, Node, Spec
+from fxgen.spec.expr import Expr, evaluate, names, parse, render
+from fxgen.spec.model import ClassSpec, InputSpec, Item, Node, Spec
 
 __all__ = ["ModesDiffer", "merge_modes"]
 
@@ -36,9 +37,10 @@ def merge_modes(eval_spec: Spec, train_spec: Spec) -> Spec:
     if eval_spec == train_spec:
         return eval_spec
     eval_spec, train_spec = _union_inputs(eval_spec, train_spec)
-    for field in ("name", "inputs", "shapes", "passes"):
+    for field in ("name", "shapes", "passes"):
         if getattr(eval_spec, field) != getattr(train_spec, field):
             raise ModesDiffer(f"the spec's {field} differs between the modes")
+    inputs, checks = _inputs_of_both(eval_spec, train_spec)
     taken: dict[str, str] = {}  # class -> the mode its arguments come from ("eval", "train")
     classes: dict[str, ClassSpec] = {}
     for name in _union(eval_spec.classes, train_spec.classes):
@@ -63,9 +65,52 @@ def merge_modes(eval_spec: Spec, train_spec: Spec) -> Spec:
         fxgen=2,
         classes=classes,
         nodes=_nodes(eval_spec.nodes, train_spec.nodes, eval_spec.name),
+        inputs=inputs,
+        checks=checks,
         **_declarations(eval_spec, train_spec, taken, eval_spec.name),
     )
     return merged
+
+
+def _inputs_of_both(eval_spec: Spec, train_spec: Spec) -> tuple[dict[str, InputSpec], list[str] | None]:
+    """The ``inputs:`` and ``checks:`` of the merged spec: what both captures assumed. A dimension
+    one mode's capture kept symbolic and the other's fixed is fixed (at the example's size, the
+    same in both; a train-mode capture may need sizes eval's does not, kornia's KeyNet all of
+    them); each mode's checks are kept, those sizes put in, and one that then holds whatever the
+    inputs is left out."""
+    a, b = eval_spec.inputs, train_spec.inputs
+    if a == b and eval_spec.checks == train_spec.checks:
+        return a, eval_spec.checks
+    if list(a) != list(b) or any(a[k].dtype != b[k].dtype or len(a[k].shape) != len(b[k].shape) for k in a):
+        raise ModesDiffer("the spec's inputs differs between the modes")
+    fixed: dict[str, int] = {}
+    for name in a:
+        for p, q in zip(a[name].shape, b[name].shape, strict=True):
+            if p != q and isinstance(p, int) != isinstance(q, int):
+                fixed[str(q if isinstance(p, int) else p)] = p if isinstance(p, int) else int(q)
+            elif p != q:
+                raise ModesDiffer(f"input {name!r} has other sizes in each mode ({p} and {q})")
+    inputs = {name: dataclasses.replace(spec, shape=[fixed.get(d, d) if isinstance(d, str) else d for d in spec.shape])
+              for name, spec in a.items()}  # fmt: skip
+    checks: list[str] = []
+    for text in [*(eval_spec.checks or ()), *(train_spec.checks or ())]:
+        tree = _substituted(parse(text), fixed)
+        if not names(tree) and evaluate(tree, {}):
+            continue
+        if render(tree) not in checks:
+            checks.append(render(tree))
+    return inputs, checks if eval_spec.checks is not None or train_spec.checks is not None else None
+
+
+def _substituted(tree: Expr, values: dict[str, int]) -> Expr:
+    """``tree`` with each name in ``values`` replaced by its number."""
+    if tree[0] == "name":
+        return ("num", values[tree[1]]) if tree[1] in values else tree
+    if tree[0] in ("num", "bool"):
+        return tree
+    if tree[0] == "call":
+        return ("call", tree[1], *(_substituted(arg, values) for arg in tree[2:]))
+    return (tree[0], *(_substituted(arg, values) for arg in tree[1:]))
 
 
 _Body = TypeVar("_Body", Spec, ClassSpec)

@@ -392,3 +392,23 @@ def test_a_block_given_an_input_in_eval_mode_only_keeps_its_class(capture: str, 
     assert list(spec.classes) == ["MaskedLayer"]
     assert "(x, None)" in fxgen.generate(spec)  # (train mode has no mask to pass)
     _both(model, spec, tmp_path)
+
+
+class PinsInTrain(nn.Module):  # train mode needs the batch size eval mode does not (kornia's KeyNet)
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[0] > 2:
+            x = x * 2
+        return self.fc(x.view(4, 8)) if self.training else self.fc(x)
+
+
+def test_inputs_are_what_both_modes_captures_assumed(tmp_path: Path) -> None:
+    model = _model(PinsInTrain).eval()
+    spec = _export(model, capture="dynamo", example_inputs=X)
+    assert spec.inputs["x"].shape == [4, 8] and spec.checks == []  # (x_dim0 > 2 holds at 4)
+    _both(model, spec, tmp_path)
+    with pytest.raises(ValueError, match="dimension 0 is 5; the model was exported for 4"):
+        fxgen.load(spec)(torch.randn(5, 8))
