@@ -112,6 +112,7 @@ BEYOND_LIMITATIONS: dict[str, tuple[str, str]] = {
                             "times channels, to conv2d, which takes a number"),
     "kornia.KeyNet": ("shape", f"{_SIZE_FIXED}: its train-mode capture fixes every size, and the spec takes what "
                       "both modes assumed"),
+    "monai.Quicknat": ("shape", f"{_SIZE_FIXED}: the batch, at its InstanceNorm's `F.instance_norm` call"),
 }
 
 
