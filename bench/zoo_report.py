@@ -101,6 +101,7 @@ _LAYERDROP = ("LayerDrop: in train mode its decoder skips a layer on `if torch.r
               "transformers 5 tests `self.layerdrop > 0.0` first, and the same model is exact there")  # fmt: skip
 _SIZE_FIXED = ("the capture fixed the size at the example's (the export's warning names the line), so the exported "
                "model refuses another with a ValueError naming the input and the dimension, never a wrong result")  # fmt: skip
+_REFUSED = "the model was exported for"  # the message of a spec's input checks (fxgen.spec.checks)
 BEYOND_LIMITATIONS: dict[str, tuple[str, str]] = {
     "hf_decoders.OPTForCausalLM": ("train", _LAYERDROP),
     "hf_decoders.XGLMForCausalLM": ("train", _LAYERDROP),
@@ -361,9 +362,13 @@ def beyond(results: list[Result], command: str) -> str:
         models.append(f"| {r.name} | {r.capture or 'neither'} | " + " | ".join(cells) + " |")
     known = [(r, BEYOND_LIMITATIONS[r.name]) for r in results if r.name in BEYOND_LIMITATIONS
              and kind(r.beyond()[BEYOND_LIMITATIONS[r.name][0]]) in ("differs", "error")]  # fmt: skip
+    refused = [(r, column) for r in results for column, text in r.beyond().items()
+               if r.name not in BEYOND_LIMITATIONS and kind(text) == "error" and _REFUSED in text]  # fmt: skip
     explained = ("Explained limitations (`BEYOND_LIMITATIONS` in `bench/zoo_report.py`):\n\n"
-                 + "".join(f"- {r.name}, {BEYOND_COLUMNS[column]}: {why}.\n" for r, (column, why) in known) + "\n"
-                 if known else "")  # fmt: skip
+                 + "".join(f"- {r.name}, {BEYOND_COLUMNS[column]}: {why}.\n" for r, (column, why) in known)
+                 + "".join(f"- {r.name}, {BEYOND_COLUMNS[column]}: {_SIZE_FIXED} (the checks at the top of its "
+                           "forward refused the input).\n" for r, column in refused) + "\n"
+                 if known or refused else "")  # fmt: skip
     return (
         "## Beyond the example: train mode, a second input shape, optional arguments left out\n\n"
         "Each model that round-trips exactly on its example is checked three more ways, on both copies "

@@ -221,3 +221,7 @@ def test_the_report_writes_its_section_beyond_the_example_and_keeps_the_rest(tmp
     assert "Explained limitations" not in text  # (none of these is known)
     opt = Result("hf_decoders.OPTForCausalLM", "hf_decoders", exported=True, capture="dynamo", **{**found, **wrong})
     assert "- hf_decoders.OPTForCausalLM, train mode: LayerDrop: " in zoo_report.beyond([opt], "its command")
+    refused = {"shape": "error (batch): second shape: the generated class: ValueError: input 'x': dimension 0 is 2; "
+                        "the model was exported for 1 there"}  # fmt: skip
+    fixed = Result("monai.UNet", "monai", exported=True, capture="dynamo", **{**found, **refused})
+    assert "- monai.UNet, second shape: the capture fixed the size" in zoo_report.beyond([fixed], "its command")
