@@ -96,7 +96,7 @@ DYNAMO_LIMITATIONS: dict[str, str] = {
 
 
 # Failures beyond the example whose cause is known, by model: the column and why (see docs/zoo.md).
-_LAYERDROP = ("LayerDrop: in train mode its decoder skips a layer on `if torch.rand([]) < self.layerdrop:`, a branch "
+_LAYERDROP = ("LayerDrop: in train mode it skips a layer on `if torch.rand([]) < self.layerdrop:`, a branch "
               "on a random draw that neither capture can record, so export writes eval mode only and says so; "
               "transformers 5 tests `self.layerdrop > 0.0` first, and the same model is exact there")  # fmt: skip
 _SIZE_FIXED = ("the capture fixed the size at the example's (the export's warning names the line), so the exported "
@@ -105,6 +105,12 @@ _REFUSED = "the model was exported for"  # the message of a spec's input checks 
 BEYOND_LIMITATIONS: dict[str, tuple[str, str]] = {
     "hf_decoders.OPTForCausalLM": ("train", _LAYERDROP),
     "hf_decoders.XGLMForCausalLM": ("train", _LAYERDROP),
+    "transformers.MBartForConditionalGeneration": ("train", _LAYERDROP),
+    "vit_pytorch.ViT[patch-dropout]": ("train", "PatchDropout computes `int(n * (1 - self.prob))` from a traced size "
+                                       "in train mode only, which symbolic tracing cannot; exported without example "
+                                       "inputs (as the zoo exports a model torch.fx traces), the spec computes eval "
+                                       "mode only and export says so. With example inputs auto captures both modes "
+                                       "with TorchDynamo: train mode is then exact, and einops fixes the batch"),
     "performer_pytorch.Performer": ("train", "its projection redraw counter branches on a buffer in train mode "
                                     "(`if self.calls_since_last_redraw >= self.feature_redraw_interval:`), which "
                                     "TorchDynamo cannot capture; export writes eval mode only and says so, and the "
