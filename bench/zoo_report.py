@@ -98,7 +98,7 @@ DYNAMO_LIMITATIONS: dict[str, str] = {
 # Failures beyond the example whose cause is known, by model: the column and why (see docs/zoo.md).
 _LAYERDROP = ("LayerDrop: in train mode it skips a layer on `if torch.rand([]) < self.layerdrop:`, a branch "
               "on a random draw that neither capture can record, so export writes eval mode only and says so; "
-              "transformers 5's OPT tests `self.layerdrop > 0.0` first, and is exact there in train mode")  # fmt: skip
+              "transformers 5's OPT and XGLM test `self.layerdrop > 0.0` first, and are exact there in train mode")  # fmt: skip
 _SIZE_FIXED = ("the capture fixed the size at the example's (the export's warning names the line), so the exported "
                "model refuses another with a ValueError naming the input and the dimension, never a wrong result")  # fmt: skip
 _REFUSED = "the model was exported for"  # the message of a spec's input checks (fxgen.spec.checks)
