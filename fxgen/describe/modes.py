@@ -76,8 +76,10 @@ def _inputs_of_both(eval_spec: Spec, train_spec: Spec) -> tuple[dict[str, InputS
     """The ``inputs:`` and ``checks:`` of the merged spec: what both captures assumed. A dimension
     one mode's capture kept symbolic and the other's fixed is fixed (at the example's size, the
     same in both; a train-mode capture may need sizes eval's does not, kornia's KeyNet all of
-    them); each mode's checks are kept, those sizes put in, and one that then holds whatever the
-    inputs is left out."""
+    them); eval mode's checks are kept, those sizes put in, and one that then holds whatever the
+    inputs is left out. Train mode's own checks are not: the spec has one list for both modes,
+    and what train mode alone assumed (BatchNorm's more than one value per channel) would refuse
+    inputs eval mode takes."""
     a, b = eval_spec.inputs, train_spec.inputs
     if a == b and eval_spec.checks == train_spec.checks:
         return a, eval_spec.checks
@@ -93,7 +95,7 @@ def _inputs_of_both(eval_spec: Spec, train_spec: Spec) -> tuple[dict[str, InputS
     inputs = {name: dataclasses.replace(spec, shape=[fixed.get(d, d) if isinstance(d, str) else d for d in spec.shape])
               for name, spec in a.items()}  # fmt: skip
     checks: list[str] = []
-    for text in [*(eval_spec.checks or ()), *(train_spec.checks or ())]:
+    for text in eval_spec.checks or ():
         tree = _substituted(parse(text), fixed)
         if not names(tree) and evaluate(tree, {}):
             continue
