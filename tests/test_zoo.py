@@ -164,13 +164,15 @@ def test_an_environment_section_gives_each_library_its_version_and_counts_what_i
     from zoo_report import Result, environment_section
 
     unmet = "needs transformers<=4.46.3 (installed: 5.24.0)"
-    results = [Result("mlp_mixer_pytorch.MLPMixer", "mlp_mixer_pytorch", capture="trace", exported=True),
+    results = [Result("mlp_mixer_pytorch.MLPMixer", "mlp_mixer_pytorch", capture="trace", exported=True,
+                      train="exact", shape="error (batch): ...", optional="n/a: nothing to leave out"),
                Result("transformers.BertModel", "transformers", problem=f"not run: {unmet}", unmet=unmet),
                Result("transformers.GPT2Model", "transformers", problem=f"not run: {unmet}", unmet=unmet)]
     text = environment_section(results, "current", 60.0, "--environment current --out docs/zoo.md")
     assert text.startswith("## Libraries and versions: the current releases")
     assert "`python bench/zoo_report.py --environment current --out docs/zoo.md` (1 models run, 1 min)" in text
-    row = f"| mlp_mixer_pytorch | mlp-mixer-pytorch {version('mlp-mixer-pytorch')} | 1 | 0 | 1 (100%) | 0 | 0 |"
+    row = (f"| mlp_mixer_pytorch | mlp-mixer-pytorch {version('mlp-mixer-pytorch')} | 1 | 0 | 1 (100%) | 0 | 0 | "
+           "1 of 1 | 0 of 1 | 0 of 0 |")  # beyond the example: exact of those checked
     assert row in text and "transformers |" not in text
     assert "Not run here: 2 entries (needs transformers<=4.46.3)." in text
 
@@ -210,5 +212,12 @@ def test_the_report_writes_its_section_beyond_the_example_and_keeps_the_rest(tmp
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# written by a full run\n") and BEYOND[0] in text and BEYOND[1] in text
     assert "2 of the zoo's" in text and "(a partial run)" in text
-    assert "| monai | 2 | 2 | 1 / 1 / 0 / 0 | 1 / 0 / 1 / 0 | 0 / 0 / 0 / 2 |" in text
+    assert "| monai | 2 of 55 | 2 | 1 / 1 / 0 / 0 | 1 / 0 / 1 / 0 | 0 / 0 / 0 / 2 |" in text  # (2 of its entries ran)
     assert "| second shape | RuntimeError: shape … is invalid for input of size … | 1 | 0 / 1 | monai.BasicUNet |" in text
+    assert "Explained limitations" not in text  # (none of these is known)
+    opt = Result("hf_decoders.OPTForCausalLM", "hf_decoders", exported=True, capture="dynamo", **{**found, **wrong})
+    assert "- hf_decoders.OPTForCausalLM, train mode: LayerDrop: " in zoo_report.beyond([opt], "its command")
+    refused = {"shape": "error (batch): second shape: the generated class: ValueError: input 'x': dimension 0 is 2; "
+                        "the model was exported for 1 there"}  # fmt: skip
+    fixed = Result("monai.UNet", "monai", exported=True, capture="dynamo", **{**found, **refused})
+    assert "- monai.UNet, second shape: the capture fixed the size" in zoo_report.beyond([fixed], "its command")

@@ -283,10 +283,11 @@ def no_parameter_requires_grad(module: torch.nn.Module) -> Iterator[None]:
 
 @contextlib.contextmanager
 def kept_state(module: torch.nn.Module) -> Iterator[None]:
-    """Put back the values of ``module``'s buffers after running it (a forward may update one in
-    place, as batch norm does in training mode) and the global random state. Parameters are not
-    copied (a model's size again): the captured graph runs without gradients, so nothing updates them."""
-    tensors = [(t, t.detach().clone()) for t in module.buffers()]
+    """Put back the values of ``module``'s buffers and parameters after running it (a forward may
+    update one in place: batch norm its statistics in train mode, an EMA codebook its embedding
+    weight under ``torch.no_grad()``, as monai's VQVAE does) and the global random state. This holds
+    a copy of the model's tensors while the capture runs."""
+    tensors = [(t, t.detach().clone()) for t in (*module.buffers(), *module.parameters())]
     with torch.random.fork_rng():
         try:
             yield

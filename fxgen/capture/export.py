@@ -237,10 +237,14 @@ def _modes_spec(module: torch.nn.Module, captures: Captures, name: str, *, flat:
     try:
         return _merged(module, captures, name, flat=flat, options=options, notify=notify, progress=progress), gm
     except ModesDiffer as exc:
-        if flat:
-            raise ExportError(f"the model's graphs in eval and train mode cannot be written as one spec: {exc}") from None
-        notify(f"{exc}: the model is written as one graph per mode (its classes are not kept)")
-        return _merged(module, captures, name, flat=True, options=options, notify=notify, progress=progress), gm
+        differs = exc
+    if not flat:
+        notify(f"{differs}: the model is written as one graph per mode (its classes are not kept)")
+        try:
+            return _merged(module, captures, name, flat=True, options=options, notify=notify, progress=progress), gm
+        except ModesDiffer as exc:  # (what one graph per mode cannot write either: an ExportError, as any refusal)
+            differs = exc
+    raise ExportError(f"the model's graphs in eval and train mode cannot be written as one spec: {differs}")
 
 
 def _merged(module: torch.nn.Module, captures: Captures, name: str, *, flat: bool, options: CaptureOptions,

@@ -28,7 +28,7 @@ import torch.fx
 
 from fxgen._errors import ExportError, Location
 from fxgen.capture.dims import DimFacts
-from fxgen.capture.dynamo import Captured
+from fxgen.capture.dynamo import Captured, no_parameter_requires_grad
 from fxgen.capture.effects import (
     NOTES_KEY,
     disabled_regions,
@@ -193,20 +193,31 @@ def _read_sizes(graph: torch.fx.Graph, symbol: torch.fx.Node, source: tuple[torc
 def _holding(user: torch.fx.Node, expr: Any, scope: tuple[Any, ...],
              order: dict[torch.fx.Node, int]) -> tuple[torch.fx.Node, int] | None:  # fmt: skip
     """The latest tensor before ``user`` in its module call ``scope`` (computed there, or given
-    to a node there) with a dimension of size ``expr``, and that dimension."""
+    to a node there, or given from outside it to a module call it makes: ``y = self.fc(x)`` holds
+    ``x``) with a dimension of size ``expr``, and that dimension."""
     if expr is None:
         return None
     node = user.prev
     while node.op != "root" and order.get(node, -1) >= 0:
-        if tuple(node.meta.get("nn_module_stack") or {}) == scope:
-            for candidate in (node, *node.all_input_nodes):
-                value = candidate.meta.get("example_value")
-                if isinstance(value, torch.Tensor):
-                    for d, size in enumerate(value.shape):
-                        if isinstance(size, torch.SymInt) and size.node.expr == expr:
-                            return candidate, d
+        for candidate in _held(node, scope):
+            value = candidate.meta.get("example_value")
+            if isinstance(value, torch.Tensor):
+                for d, size in enumerate(value.shape):
+                    if isinstance(size, torch.SymInt) and size.node.expr == expr:
+                        return candidate, d
         node = node.prev
     return None
+
+
+def _held(node: torch.fx.Node, scope: tuple[Any, ...]) -> tuple[torch.fx.Node, ...]:
+    """The tensors the forward of module call ``scope`` holds at ``node``: the node and its inputs
+    if it runs in that call; if it runs in a call made from there, its inputs from outside ``scope``."""
+    inside = tuple(node.meta.get("nn_module_stack") or {})
+    if inside == scope:
+        return (node, *node.all_input_nodes)
+    if inside[: len(scope)] != scope:
+        return ()
+    return tuple(n for n in node.all_input_nodes if tuple(n.meta.get("nn_module_stack") or {})[: len(scope)] != scope)
 
 
 def _insert_check(graph: torch.fx.Graph, inputs: dict[str, torch.fx.Node], facts: DimFacts) -> None:
@@ -295,9 +306,12 @@ def _restructure_output(graph: torch.fx.Graph, captured: Captured, inputs: dict[
 
 
 def _check_same(lifted: torch.fx.GraphModule, captured: Captured) -> None:
-    """The lifted graph gives what Dynamo's graph gave on the example inputs, bit for bit."""
+    """The lifted graph gives what Dynamo's graph gave on the example inputs, bit for bit, run as
+    the capture ran that graph: no parameter requires a gradient (``capture_dynamo``). Some kernels
+    choose how to compute from ``requires_grad`` even without gradients (``F.linear`` on a sliced
+    3-D input differs in the last bit), so the two graphs are compared under the same conditions."""
     try:
-        with torch.no_grad(), torch.random.fork_rng():
+        with torch.no_grad(), torch.random.fork_rng(), no_parameter_requires_grad(lifted):
             torch.manual_seed(0)
             got = lifted(**{name: tensor.clone() for name, tensor in captured.inputs.items()})
     except Exception as exc:

@@ -24,10 +24,11 @@ top-level nodes say ``if: mask is None`` where the two differ; its classes must 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 from fxgen.describe.align import Aligned, Differing, Unaligned, align
-from fxgen.spec.model import ClassSpec, ForNodes, IfNodes, Item, Node, Spec, walk_nodes
+from fxgen.spec.expr import Expr, evaluate, names, parse, render
+from fxgen.spec.model import ClassSpec, ForNodes, IfNodes, InputSpec, Item, Node, Spec, walk_nodes
 
 __all__ = ["ModesDiffer", "merge_modes", "merge_presence", "renamed"]
 
@@ -40,9 +41,11 @@ def merge_modes(eval_spec: Spec, train_spec: Spec) -> Spec:
     """One spec computing ``eval_spec``'s graph in eval mode and ``train_spec``'s in train mode."""
     if eval_spec == train_spec:
         return eval_spec
-    for field in ("name", "inputs", "shapes", "passes"):
+    eval_spec, train_spec = _union_inputs(eval_spec, train_spec)
+    for field in ("name", "shapes", "passes"):
         if getattr(eval_spec, field) != getattr(train_spec, field):
             raise ModesDiffer(f"the spec's {field} differs between the modes")
+    inputs, checks = _inputs_of_both(eval_spec, train_spec)
     taken: dict[str, str] = {}  # class -> the mode its arguments come from ("eval", "train")
     classes: dict[str, ClassSpec] = {}
     for name in _union(eval_spec.classes, train_spec.classes):
@@ -67,6 +70,8 @@ def merge_modes(eval_spec: Spec, train_spec: Spec) -> Spec:
         fxgen=2,
         classes=classes,
         nodes=_nodes(eval_spec.nodes, train_spec.nodes, eval_spec.name),
+        inputs=inputs,
+        checks=checks,
         **_declarations(eval_spec, train_spec, taken, eval_spec.name),
     )
     return merged
@@ -160,7 +165,144 @@ def _fresh_name(base: str, taken: set[str]) -> str:
     return name
 
 
+def _inputs_of_both(eval_spec: Spec, train_spec: Spec) -> tuple[dict[str, InputSpec], list[str] | None]:
+    """The ``inputs:`` and ``checks:`` of the merged spec: what both captures assumed. A dimension
+    one mode's capture kept symbolic and the other's fixed is fixed (at the example's size, the
+    same in both; a train-mode capture may need sizes eval's does not, kornia's KeyNet all of
+    them); eval mode's checks are kept, those sizes put in, and one that then holds whatever the
+    inputs is left out. Train mode's own checks are not: the spec has one list for both modes,
+    and what train mode alone assumed (BatchNorm's more than one value per channel) would refuse
+    inputs eval mode takes."""
+    a, b = eval_spec.inputs, train_spec.inputs
+    if a == b and eval_spec.checks == train_spec.checks:
+        return a, eval_spec.checks
+    if list(a) != list(b) or any(a[k].dtype != b[k].dtype or len(a[k].shape) != len(b[k].shape) for k in a):
+        raise ModesDiffer("the spec's inputs differs between the modes")
+    fixed: dict[str, int] = {}
+    for name in a:
+        for p, q in zip(a[name].shape, b[name].shape, strict=True):
+            if p != q and isinstance(p, int) != isinstance(q, int):
+                fixed[str(q if isinstance(p, int) else p)] = p if isinstance(p, int) else int(q)
+            elif p != q:
+                raise ModesDiffer(f"input {name!r} has other sizes in each mode ({p} and {q})")
+    inputs = {name: dataclasses.replace(spec, shape=[fixed.get(d, d) if isinstance(d, str) else d for d in spec.shape])
+              for name, spec in a.items()}  # fmt: skip
+    checks: list[str] = []
+    for text in eval_spec.checks or ():
+        tree = _substituted(parse(text), fixed)
+        if not names(tree) and evaluate(tree, {}):
+            continue
+        if render(tree) not in checks:
+            checks.append(render(tree))
+    return inputs, checks if eval_spec.checks is not None or train_spec.checks is not None else None
+
+
+def _substituted(tree: Expr, values: dict[str, int]) -> Expr:
+    """``tree`` with each name in ``values`` replaced by its number."""
+    if tree[0] == "name":
+        return ("num", values[tree[1]]) if tree[1] in values else tree
+    if tree[0] in ("num", "bool"):
+        return tree
+    if tree[0] == "call":
+        return ("call", tree[1], *(_substituted(arg, values) for arg in tree[2:]))
+    return (tree[0], *(_substituted(arg, values) for arg in tree[1:]))
+
+
 _Body = TypeVar("_Body", Spec, ClassSpec)
+
+
+def _union_inputs(eval_spec: Spec, train_spec: Spec) -> tuple[Spec, Spec]:
+    """Both specs with each class taking the inputs it takes in either mode, in one order: a
+    Hugging Face decoder layer is given the causal mask in eval mode only (its sdpa attention
+    leaves the mask out when training). In the mode that lacks one, the class has the input and
+    does not read it; each call of the class passes there what the other mode's call passes if
+    this mode has that value by then, else None. A class whose inputs the two modes order
+    otherwise, or whose calls are not all positional, is left as it is (``ModesDiffer``)."""
+    specs = [eval_spec, train_spec]
+    for name in set(eval_spec.classes) & set(train_spec.classes):
+        inputs = [_placeholders(spec.classes[name].nodes) for spec in specs]
+        union = _in_both_orders(*inputs)
+        if union is None or all(len(given) == len(union) for given in inputs):
+            continue
+        changed = [_with_inputs(specs[0], specs[1], name, union), _with_inputs(specs[1], specs[0], name, union)]
+        if changed[0] is not None and changed[1] is not None:
+            specs = [changed[0], changed[1]]
+    return specs[0], specs[1]
+
+
+def _placeholders(nodes: list[Item]) -> list[Node]:
+    return [n for n in nodes if isinstance(n, Node) and n.op == "placeholder"]
+
+
+def _in_both_orders(first: list[Node], second: list[Node]) -> list[Node] | None:
+    """The inputs of both lists in an order each keeps (None: none is, or one name is two inputs)."""
+    by_name = {n.name: n for n in first}
+    if any(n.name in by_name and by_name[n.name] != n for n in second):
+        return None
+    names = [{n.name for n in first}, {n.name for n in second}]
+    merged: list[Node] = []
+    i = j = 0
+    while i < len(first) or j < len(second):
+        a = first[i] if i < len(first) else None
+        b = second[j] if j < len(second) else None
+        if a is not None and b is not None and a.name == b.name:
+            merged.append(a)
+            i, j = i + 1, j + 1
+        elif a is not None and a.name not in names[1]:
+            merged.append(a)
+            i += 1
+        elif b is not None and b.name not in names[0]:
+            merged.append(b)
+            j += 1
+        else:
+            return None
+    return merged
+
+
+def _bodies(spec: Spec) -> dict[str | None, tuple[list[Item], dict[str, Any]]]:
+    """Each class's nodes and modules, the top class's under None."""
+    return {None: (spec.nodes, spec.modules), **{n: (c.nodes, c.modules) for n, c in spec.classes.items()}}
+
+
+def _with_inputs(spec: Spec, other: Spec, name: str, union: list[Node]) -> Spec | None:
+    """``spec`` with class ``name`` taking the inputs ``union``, each call of it passing for an
+    input it lacked what ``other``'s call of the same name passes, where ``spec`` has that value
+    before the call, else None (None: a call is not one positional argument per input)."""
+    have = [n.name for n in _placeholders(spec.classes[name].nodes)]
+    theirs = [n.name for n in _placeholders(other.classes[name].nodes)]
+    missing = [i for i, n in enumerate(union) if n.name not in have]
+    if not missing:
+        return spec
+    their_calls = {(where, node.name): node.args for where, (nodes, modules) in _bodies(other).items()
+                   for node in nodes if _calls(node, modules, name)}  # fmt: skip
+    bodies: dict[str | None, list[Item]] = {}
+    for where, (nodes, modules) in _bodies(spec).items():
+        out: list[Item] = []
+        defined: set[str | None] = set()
+        for node in nodes:
+            if _calls(node, modules, name):
+                if node.kwargs or len(node.args) != len(have):
+                    return None
+                given = their_calls.get((where, node.name))
+                args = list(node.args)
+                for i in missing:
+                    value = given[theirs.index(union[i].name)] if given and len(given) == len(theirs) else None
+                    args.insert(i, value if isinstance(value, str) and value[1:] in defined else None)
+                node = dataclasses.replace(node, args=args)
+            if isinstance(node, Node):
+                defined.add(node.name)
+            out.append(node)
+        if where == name:
+            out = [*union, *(n for n in out if not (isinstance(n, Node) and n.op == "placeholder"))]
+        bodies[where] = out
+    classes = {n: dataclasses.replace(c, nodes=bodies[n]) for n, c in spec.classes.items()}
+    return dataclasses.replace(spec, nodes=bodies[None], classes=classes)
+
+
+def _calls(item: Item, modules: dict[str, Any], name: str) -> TypeGuard[Node]:
+    """Is ``item`` a call of a module of class ``name``?"""
+    return (isinstance(item, Node) and item.op == "call_module"
+            and getattr(modules.get(str(item.target)), "cls", None) == name)  # fmt: skip
 
 
 def _declarations(a: _Body, b: _Body, taken: dict[str, str], where: str) -> dict[str, Any]:

@@ -119,13 +119,15 @@ def graph_module_to_spec(
 def input_checks(gm: torch.fx.GraphModule,
                  dtypes: Mapping[str, InputSpec] | None = None) -> tuple[dict[str, InputSpec], list[str]] | None:  # fmt: skip
     """The ``inputs:`` and ``checks:`` of ``gm``'s check node (``fxgen.construct.checks``), if it
-    has one: the shapes it checks, with the dtypes ``dtypes`` (or ``float32``), and its conditions."""
+    has one: the shapes it checks, with the dtypes ``dtypes`` (or ``float32``), and its conditions.
+    Each input is named as its placeholder is now (``avoid_reserved_names`` renames ``input`` to
+    ``input_1``); ``dtypes`` by the name the check was made with (the forward's parameter)."""
     node = next((n for n in gm.graph.nodes if is_check(n)), None)
     if node is None:
         return None
-    _, shapes, texts = node.args
-    inputs = {str(name): InputSpec(list(shape), dtypes[name].dtype if dtypes and name in dtypes else "float32")
-              for name, shape in shapes}  # fmt: skip
+    placeholders, shapes, texts = node.args
+    inputs = {placeholder.name: InputSpec(list(shape), dtypes[name].dtype if dtypes and name in dtypes else "float32")
+              for placeholder, (name, shape) in zip(placeholders, shapes, strict=True)}  # fmt: skip
     return inputs, [str(text) for text in texts]
 
 

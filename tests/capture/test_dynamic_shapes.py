@@ -322,3 +322,20 @@ def test_a_size_from_the_data_is_no_check_of_the_inputs(tmp_path: Path) -> None:
         for size in (6, 9):
             x = torch.randn(size, generator=torch.Generator().manual_seed(size))
             assert torch.equal(copy(x), Counted()(x))
+
+
+class NamedInput(nn.Module):
+    """A forward parameter named as a builtin the generated code avoids (kornia's HardNet: ``input``)."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return input * 2
+
+
+def test_an_input_renamed_for_the_generated_code_keeps_its_shape_and_dtype(tmp_path: Path) -> None:
+    spec = _export(NamedInput(), torch.ones(2, 3, dtype=torch.float64))
+    (name,) = spec.inputs
+    assert [n.name for n in spec.nodes if n.op == "placeholder"] == [name]
+    assert spec.inputs[name].shape == ["input_dim0", "input_dim1"] and spec.inputs[name].dtype == "float64"
+    x = torch.randn(4, 5, dtype=torch.float64)
+    for copy in _both(NamedInput(), spec, tmp_path):
+        assert torch.equal(copy(x), x * 2)

@@ -178,3 +178,21 @@ def test_a_fold_that_changes_the_outputs_falls_back_to_the_recorded_functions(tm
         spec = fxgen.export(fx.UsesOne(), **options)
     assert spec.modules == {} and all(n.op != "call_module" for n in spec.nodes)
     check_parity(fx.UsesOne, (x,), tmp_path, export_options=options)
+
+
+class _SliceThenLinear(torch.nn.Module):
+    """torch.nn.functional.linear on a sliced 3-D input computes a last bit differently when its weight
+    requires a gradient (even under torch.no_grad): rtdl's FTTransformer does this in its last block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = torch.nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x[:, :1])
+
+
+def test_the_conversion_is_proven_as_dynamo_ran_the_graph(tmp_path: Path) -> None:
+    inputs = (torch.randn(2, 7, 16, generator=torch.Generator().manual_seed(0)),)
+    check_parity(_SliceThenLinear, inputs, tmp_path, export_options={"capture": "dynamo", "example_inputs": inputs})

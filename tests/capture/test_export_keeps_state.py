@@ -45,3 +45,24 @@ def test_export_leaves_the_model_and_its_statistics_as_they_were() -> None:
         assert all(torch.equal(before[k], v) for k, v in model.state_dict().items()), capture
         assert torch.equal(torch.get_rng_state(), rng), capture
         assert not model.training
+
+
+class Codebook(nn.Module):  # an EMA codebook, as monai's VQVAE updates its embedding in train mode
+    def __init__(self) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = x @ self.embedding.weight.t()
+        if self.training:
+            with torch.no_grad():
+                self.embedding.weight.data.mul_(0.5)
+        return out
+
+
+def test_export_leaves_a_parameter_the_train_mode_forward_updates_as_it_was() -> None:
+    torch.manual_seed(0)
+    model = Codebook().eval()
+    before = model.embedding.weight.detach().clone()
+    fxgen.export(model, capture="dynamo", example_inputs=(torch.randn(2, 3),))
+    assert torch.equal(model.embedding.weight, before)

@@ -19,7 +19,7 @@ from torch import nn
 import fxgen
 from fxgen._errors import ExportError
 from fxgen.assemble.modes import ModeGraphModule
-from fxgen.spec.model import IfNodes, walk_nodes
+from fxgen.spec.model import IfNodes, Node, walk_nodes
 
 
 class Head(nn.Module):  # functional dropout, as many classifier heads write it (issue 33)
@@ -133,10 +133,6 @@ def test_functional_dropout_is_the_mode(tmp_path: Path) -> None:
     assert "F.dropout(x, p=0.5, training=self.training, inplace=False)" in fxgen.generate(spec)
 
 
-@pytest.mark.xfail(strict=True, reason="with dynamic sizes (a TorchDynamo capture's default since the merge of issue 33's "
-                   "item 2), DropPath's torch.rand(x.shape[0], 1) reads the model input's size symbol inside the "
-                   "block, so the blocks are not kept and the if: training group lands in the top class (exact, "
-                   "but flat); see the issue 33 note")  # fmt: skip
 def test_stochastic_depth_is_an_if_training_group_in_its_block(tmp_path: Path) -> None:
     """issue 33's DropPath, in a model: the branch is in the block class, not in the model."""
     model = _model(Stochastic).eval()
@@ -402,9 +398,67 @@ class CallsWithTwo(nn.Module):  # its block reads its second input in train mode
         return self.inner(x, x.sin())
 
 
-def test_a_block_taking_other_inputs_in_each_mode_is_written_as_one_graph_per_mode(tmp_path: Path) -> None:
+def test_a_block_taking_other_inputs_in_each_mode_takes_them_all(tmp_path: Path) -> None:
+    """The block keeps its class, taking the inputs of both modes; its call passes sin in both
+    (eval mode has it too, and the block does not read it there)."""
     model = _model(CallsWithTwo).eval()
-    with pytest.warns(UserWarning, match="takes other inputs in each mode: the model is written as one graph per mode"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "one graph per mode"
         spec = fxgen.export(model)
-    assert not spec.classes and all(n.op == "placeholder" for n in spec.nodes[:1])
+    assert [n.name for n in spec.classes["UsesTwo"].nodes if isinstance(n, Node) and n.op == "placeholder"] == ["x", "y"]
+    assert "inner = self.inner(x, sin)" in fxgen.generate(spec)
     _both(model, spec, tmp_path)
+
+
+class MaskedLayer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, h: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        s = self.fc(h)
+        return h + (s if mask is None else s + mask)
+
+
+class Decoder(nn.Module):  # as transformers' sdpa attention leaves the causal mask out when training
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(MaskedLayer() for _ in range(2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mask = None if self.training else torch.zeros_like(x)
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x
+
+
+@pytest.mark.parametrize("capture", ["trace", "dynamo"])
+def test_a_block_given_an_input_in_eval_mode_only_keeps_its_class(capture: str, tmp_path: Path) -> None:
+    model = _model(Decoder).eval()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        spec = fxgen.export(model, capture=capture, example_inputs=X)
+    assert not [w for w in caught if "one graph per mode" in str(w.message)]
+    assert list(spec.classes) == ["MaskedLayer"]
+    assert "(x, None)" in fxgen.generate(spec)  # (train mode has no mask to pass)
+    _both(model, spec, tmp_path)
+
+
+class PinsInTrain(nn.Module):  # train mode needs the batch size eval mode does not (kornia's KeyNet)
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[0] > 2:
+            x = x * 2
+        return self.fc(x.view(4, 8)) if self.training else self.fc(x)
+
+
+def test_inputs_are_what_both_modes_captures_assumed(tmp_path: Path) -> None:
+    model = _model(PinsInTrain).eval()
+    spec = _export(model, capture="dynamo", example_inputs=X)
+    assert spec.inputs["x"].shape == [4, 8] and spec.checks == []  # (x_dim0 > 2 holds at 4)
+    _both(model, spec, tmp_path)
+    with pytest.raises(ValueError, match="dimension 0 is 5; the model was exported for 4"):
+        fxgen.load(spec)(torch.randn(5, 8))
