@@ -14,13 +14,12 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import torch
-
 from fxgen._errors import Diagnostic
 from fxgen.policy.policy import Policy
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.resolve import walk_data
+from fxgen.spec.tags import lookup
 from fxgen.spec.values import decode, decode_kwargs, iter_refs
 
 __all__ = [
@@ -45,9 +44,6 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # what decoding a value the schema accepted can raise: a bad device string, a complex part
 # beyond a float, a torch.Size that is not one
 DECODE_ERRORS = (RuntimeError, ValueError, TypeError, OverflowError)
-
-
-_DEVICE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?::(?:0|[1-9][0-9]*))?")
 
 
 Construct = Callable[[str, dict[str, Any], type], Any]
@@ -139,19 +135,16 @@ class CheckerBase:
         return ok
 
     def check_tags(self, value: Any, where: JsonPath, *, mapping: bool = False) -> bool:
-        """Tagged values the schema cannot fully check: devices and torch.Size entries."""
+        """Tagged values the schema cannot fully check (devices, torch.Size entries): each tag's ``problem``."""
         ok = True
         items = value.items() if mapping else [((), value)]
         tagged = [found for key, item in items for found in _tagged(item, (key,) if mapping else ())]
         for rel, tag, body in tagged:
             at = (*where, *rel, tag)
-            if tag == "device":
-                problem = _device_problem(body)
-                if problem:
-                    self.error(at, f"invalid device {body!r}: {problem}; write a device such as cpu, cuda:0 or meta")
-                    ok = False
-            elif tag == "size" and not all(isinstance(d, int) for d in body):
-                self.error(at, "torch.Size entries are integers; write 4, not 4.0")
+            known = lookup(tag)
+            problem = known.problem(body) if known is not None else None
+            if problem:
+                self.error(at, problem)
                 ok = False
         return ok
 
@@ -179,16 +172,6 @@ class CheckerBase:
         return False
 
 
-def _device_problem(text: str) -> str | None:
-    if not _DEVICE.fullmatch(text):
-        return "a device is a type with an optional index"
-    try:
-        torch.device(text)
-    except RuntimeError:
-        return f"unknown device type {text.partition(':')[0]!r}"
-    return None
-
-
 def _tagged(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str, Any]]:
     """Every tagged mapping inside an encoded (schema-valid) value: (path, tag, body)."""
     if isinstance(value, list):
@@ -197,10 +180,11 @@ def _tagged(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any,
     elif isinstance(value, dict):
         ((tag, body),) = value.items()
         yield path, tag, body
-        if tag == "dict":
+        known = lookup(tag)
+        if known is not None and known.holds == "mapping":
             for key, item in body.items():
                 yield from _tagged(item, (*path, tag, key))
-        elif tag in ("tuple", "slice"):
+        elif known is not None and known.holds == "list":
             for i, item in enumerate(body):
                 yield from _tagged(item, (*path, tag, i))
 

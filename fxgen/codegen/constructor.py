@@ -25,6 +25,7 @@ from fxgen.codegen.render import (
     PACKED_HELPER,
     PACKED_TABLE,
     Imports,
+    LiteralWriter,
     UnsafeName,
     annotation,
     attribute_name,
@@ -48,6 +49,7 @@ from fxgen.spec.model import (
     walk_nodes,
 )
 from fxgen.spec.resolve import has_arguments
+from fxgen.spec.tags import lookup
 from fxgen.spec.tree import Container, ModelTree
 
 __all__ = ["ClassBuild", "body_annotations", "container_classes", "init_def", "init_lines", "loop_variable", "reached_items", "static_type", "variant_methods"]
@@ -336,13 +338,11 @@ def declared(build: ClassBuild, value: Any) -> str:
         return _expression(build, body)
     if tag == "module":
         return constructor(build, ModuleSpec.from_data(body))
-    if tag == "tuple":
-        items = _items(build, body)
-        return "(" + items[0] + ",)" if len(items) == 1 else "(" + ", ".join(items) + ")"
-    if tag == "slice":
-        return "slice(" + ", ".join(declared(build, v) for v in body) + ")"
-    if tag == "dict":
-        return "{" + ", ".join(f"{string(k)}: {declared(build, v)}" for k, v in body.items()) + "}"
+    known = lookup(tag)
+    if known is not None and known.holds == "list":  # a tuple's or slice's items, a repeat starred
+        return known.render(body, LiteralWriter(build.imports, lambda item, _: _items(build, [item])[0]))
+    if known is not None and known.holds == "mapping":
+        return known.render(body, LiteralWriter(build.imports, lambda item, _: declared(build, item)))
     raise UnsafeName(f"value tag {tag!r} cannot hold arguments")
 
 

@@ -16,7 +16,7 @@ import keyword
 import math
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,7 @@ from fxgen.spec.model import (
     walk_nodes,
 )
 from fxgen.spec.resolve import arg_expressions, has_arguments, last_name
+from fxgen.spec.tags import lookup
 from fxgen.spec.tree import ModelTree, shared_containers
 from fxgen.spec.values import iter_refs, parse_ref
 
@@ -43,6 +44,7 @@ __all__ = [
     "PACKED_HELPER",
     "PACKED_TABLE",
     "Imports",
+    "LiteralWriter",
     "access",
     "annotation",
     "attribute_name",
@@ -300,27 +302,37 @@ def literal(value: Any, imports: Imports) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(literal(v, imports) for v in value) + "]"
     ((tag, body),) = value.items()
-    if tag == "tuple":
-        items = [literal(v, imports) for v in body]
-        return "(" + items[0] + ",)" if len(items) == 1 else "(" + ", ".join(items) + ")"
-    if tag == "slice":
-        return "slice(" + ", ".join(literal(v, imports) for v in body) + ")"
-    if tag == "ellipsis":
-        return "..."
-    if tag == "float":
-        return {"inf": 'float("inf")', "-inf": '-float("inf")', "nan": 'float("nan")'}[body]
-    if tag == "complex":
-        return f"complex({number(body[0])}, {number(body[1])})"
-    if tag == "dict":
-        return "{" + ", ".join(f"{string(k)}: {literal(v, imports)}" for k, v in body.items()) + "}"
-    imports.torch = True
-    if tag in ("dtype", "memory_format", "layout"):
-        return f"torch.{checked(body)}"
-    if tag == "device":
-        return f"torch.device({string(body)})"
-    if tag == "size":
-        return "torch.Size([" + ", ".join(number(d) for d in body) + "])"
-    raise ValueError(f"unknown value tag {tag!r}")
+    known = lookup(tag)
+    if known is None:
+        raise ValueError(f"unknown value tag {tag!r}")
+    return known.render(body, LiteralWriter(imports, literal))
+
+
+@dataclass
+class LiteralWriter:
+    """How a value tag (``fxgen.spec.tags``) writes itself here: ``value`` renders the encoded
+    values inside its body (``literal``, or ``constructor.declared`` for declarations)."""
+
+    imports: Imports
+    render: Callable[[Any, Imports], str]
+
+    def value(self, value: Any) -> str:
+        return self.render(value, self.imports)
+
+    def number(self, value: int | float) -> str:
+        return number(value)
+
+    def string(self, value: str) -> str:
+        return string(value)
+
+    def name(self, value: str) -> str:
+        return checked(value)
+
+    def module(self, name: str) -> None:
+        if name == "torch":
+            self.imports.torch = True
+        else:
+            self.imports.stdlib.add(name)
 
 
 def index(value: Any, imports: Imports) -> str:
@@ -352,14 +364,11 @@ def _compound(value: Any) -> bool:
     slice expressions)? Names, numbers, strings, ``-1`` and brackets of those are simple."""
     if isinstance(value, list):
         return any(_compound(v) for v in value)
-    tag = _tag(value)
-    if tag is None or tag == "ellipsis":
+    if not isinstance(value, dict):
         return False
-    if tag == "tuple":
-        return any(_compound(v) for v in value["tuple"])
-    if tag == "dict":
-        return any(_compound(v) for v in value["dict"].values())
-    return True  # slice(...), float("inf"), complex(...), torch.float32, torch.device(...), torch.Size(...)
+    ((tag, body),) = value.items()
+    known = lookup(tag)
+    return known is None or known.compound(body, _compound)  # slice(...), torch.float32, ...: True
 
 
 def call_args(args: Iterable[Any], kwargs: dict[str, Any], imports: Imports) -> str:
@@ -943,7 +952,11 @@ def _negative(value: Any) -> bool:
     """A literal written with a leading minus sign (``-1``, ``-0.0``, ``-float("inf")``)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return math.copysign(1.0, value) < 0
-    return _tag(value) == "float" and value["float"] == "-inf"
+    if not isinstance(value, dict):
+        return False
+    ((tag, body),) = value.items()
+    known = lookup(tag)
+    return known is not None and known.negative(body)
 
 
 def _operand(value: Any, imports: Imports, *, before: str) -> str:
@@ -957,7 +970,7 @@ def _operand(value: Any, imports: Imports, *, before: str) -> str:
     if _negative(value) or (type(value) is Source and not value.atomic):
         return f"({text})"
     bare_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if before in (".", "[") and (bare_number or _tag(value) == "ellipsis"):
+    if before in (".", "[") and (bare_number or text == "..."):
         return f"({text})"
     return text
 
@@ -983,7 +996,13 @@ def _power_operand(value: Any, text: str) -> bool:
         return False
     if isinstance(value, str):
         return parse_ref(value) is not None
-    return value is None or isinstance(value, (int, float)) or _tag(value) in ("dtype", "memory_format", "layout")
+    if value is None or isinstance(value, (int, float)):
+        return True
+    if not isinstance(value, dict):
+        return False
+    ((tag, body),) = value.items()
+    known = lookup(tag)
+    return known is not None and known.attribute(body)
 
 
 def _expression(node: Node, imports: Imports, module_of: Any) -> str:

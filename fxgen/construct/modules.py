@@ -19,6 +19,7 @@ import torch.fx
 from torch.overrides import TorchFunctionMode
 
 from fxgen.spec.init import init_call
+from fxgen.spec.tags import lookup
 from fxgen.spec.values import decode, decode_kwargs
 
 __all__ = [
@@ -255,10 +256,16 @@ def _lift_modules(value: Any, make_module: MakeModule, made: list[torch.nn.Modul
     if len(value) == 1 and "module" in value:
         made.append(make_module(value["module"]))
         return f"%{len(made) - 1}"
-    if len(value) == 1 and next(iter(value)) in ("tuple", "slice", "dict"):
+    if len(value) == 1 and _holds_values(next(iter(value))):
         ((tag, body),) = value.items()
         return {tag: _lift_modules(body, make_module, made)}
     return {key: _lift_modules(item, make_module, made) for key, item in value.items()}
+
+
+def _holds_values(tag: str) -> bool:
+    """Does a tag's body hold encoded values (``fxgen.spec.tags.Tag.holds``: a tuple, slice or dict)?"""
+    known = lookup(tag)
+    return known is not None and known.holds is not None
 
 
 def _no_ref(name: str) -> Any:

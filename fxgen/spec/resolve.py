@@ -20,6 +20,7 @@ from typing import Any
 
 from fxgen.spec.expr import ExprError, evaluate, names, parse, tested
 from fxgen.spec.model import NO_DEFAULT, ArgSpec, Item, Node
+from fxgen.spec.tags import lookup
 
 __all__ = [
     "GIVEN",
@@ -121,9 +122,10 @@ def substitute(value: Any, env: Mapping[str, Any]) -> Any:
         return evaluate(parse(body), env)
     if tag == "module":
         return {"module": substitute_declaration(body, env)}
-    if tag in ("tuple", "slice"):
+    holds = _holds(tag)
+    if holds == "list":
         return {tag: substitute(body, env)}
-    if tag == "dict":
+    if holds == "mapping":
         return {tag: substitute_kwargs(body, env)}
     return value
 
@@ -467,17 +469,23 @@ class _Expander:
         ((tag, body),) = value.items()
         if tag == "arg":
             return _encoded(self.evaluate(body, (*where, "arg")))
-        if tag in ("tuple", "slice"):
+        known = lookup(tag)
+        if known is not None and known.holds == "list":
             return {tag: [self.rewrite(item, scope, (*where, tag, i)) for i, item in enumerate(body)]}
-        if tag == "dict":
+        if known is not None and known.holds == "mapping":
             return {tag: {key: self.rewrite(item, scope, (*where, tag, key)) for key, item in body.items()}}
-        if tag in _TAGS:
+        if known is not None or tag in ("module", "repeat"):
             return value
         return {tag: self.rewrite(body, scope, (*where, tag))}  # a one-keyword kwargs mapping
 
 
 _UNSET: Any = object()
-_TAGS = frozenset({"ellipsis", "dtype", "device", "memory_format", "layout", "float", "complex", "size", "module", "repeat"})
+
+
+def _holds(tag: str) -> str | None:
+    """What a tag's body holds for the walks (``fxgen.spec.tags.Tag.holds``): "list", "mapping" or None."""
+    known = lookup(tag)
+    return known.holds if known is not None else None
 
 
 def _encoded(value: Any) -> Any:

@@ -4,8 +4,9 @@ Spec values are JSON: scalars, lists, ``"%name"`` node references, and single-ke
 mappings for every other Python value a torch.fx graph carries (tuple, slice, Ellipsis, dtype,
 device, memory format, layout, non-finite float, complex, dict, torch.Size). ``decode`` turns
 them into Python values (node references through a callback), ``encode`` does the reverse for
-export. Nothing here imports a module a spec names: dtypes and the like are looked up in fixed
-tables.
+export. What each tag means is its own module's (``fxgen.spec.tags``): this module walks the
+plain JSON (scalars, lists, references) and hands each tagged mapping to its tag. Nothing here
+imports a module a spec names: dtypes and the like are looked up in fixed tables.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import torch
+from fxgen.spec.tags import DECLARATION_TAGS, TAGS, UnencodableValue, lookup, registered
+from fxgen.spec.tags.dtypes import DTYPES, dtype_name
+from fxgen.spec.tags.layouts import LAYOUTS
+from fxgen.spec.tags.memory_formats import MEMORY_FORMATS
 
 __all__ = [
     "DECLARATION_TAGS",
@@ -31,49 +35,6 @@ __all__ = [
     "parse_ref",
     "plain_refs",
 ]
-
-
-DTYPES: dict[str, torch.dtype] = {
-    name: getattr(torch, name)
-    for name in ["float16", "float32", "float64", "bfloat16", "complex64", "complex128", "int8", "int16", "int32", "int64", "uint8", "bool"]
-}
-
-
-MEMORY_FORMATS: dict[str, torch.memory_format] = {
-    name: getattr(torch, name)
-    for name in ("contiguous_format", "channels_last", "channels_last_3d", "preserve_format")
-}
-
-
-LAYOUTS: dict[str, torch.layout] = {
-    name: getattr(torch, name)
-    for name in ("strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "_mkldnn")
-}
-
-
-_FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
-
-
-TAGS = (
-    "tuple", "slice", "ellipsis", "dtype", "device", "memory_format", "layout",
-    "float", "complex", "dict", "size", "arg", "module", "repeat",
-)  # fmt: skip
-# Format 2's tags for declarations: substituted (``fxgen.spec.resolve``) before anything decodes.
-DECLARATION_TAGS = frozenset({"arg", "module", "repeat"})
-
-
-_DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
-
-
-_FORMAT_NAMES = {v: k for k, v in MEMORY_FORMATS.items()}
-
-
-_LAYOUT_NAMES = {v: k for k, v in LAYOUTS.items()}
-
-
-class UnencodableValue(ValueError):
-    """A Python value the spec format has no encoding for (export reports it with its node)."""
-
 
 def parse_ref(value: str) -> str | None:
     """``"%x"`` -> ``"x"``; ``"%%x"`` (an escaped literal) and plain strings -> None."""
@@ -94,10 +55,6 @@ def iter_refs(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[An
     elif isinstance(value, dict):
         for key, item in value.items():
             yield from iter_refs(item, (*path, key))
-
-
-# Tags whose body is a name looked up in a table (``decode`` cannot fail on a name the table has).
-_NAMED_TAGS: dict[str, Any] = {"dtype": DTYPES, "memory_format": MEMORY_FORMATS, "layout": LAYOUTS, "float": _FLOATS}
 
 
 def plain_refs(value: Any, refs: list[str]) -> bool:
@@ -127,19 +84,8 @@ def plain_refs(value: Any, refs: list[str]) -> bool:
     if kind is not dict or len(value) != 1:
         return False
     ((tag, body),) = value.items()
-    if tag == "tuple":
-        return type(body) is list and plain_refs(body, refs)
-    if tag == "slice":
-        return type(body) is list and len(body) == 3 and plain_refs(body, refs)
-    if tag == "dict":
-        # validation reads a one-key {size: ...} mapping anywhere as a torch.Size tag
-        if type(body) is not dict or list(body) == ["size"]:
-            return False
-        return all(type(k) is str and plain_refs(v, refs) for k, v in body.items())
-    if tag == "ellipsis":
-        return body is None
-    table = _NAMED_TAGS.get(tag)
-    return table is not None and type(body) is str and body in table
+    kind_ = lookup(tag)
+    return kind_ is not None and kind_.plain(body, lambda inner: plain_refs(inner, refs))
 
 
 def decode(value: Any, ref: Callable[[str], Any]) -> Any:
@@ -169,31 +115,9 @@ def decode(value: Any, ref: Callable[[str], Any]) -> Any:
     if len(value) != 1:  # the schema allows two keys for a repeat only
         raise ValueError(_NOT_A_VALUE.format(tag="repeat"))
     ((tag, body),) = value.items()
-    if tag == "tuple":
-        return tuple(decode(body, ref) if type(body) is list else (decode(v, ref) for v in body))
-    if tag == "slice":
-        return slice(*(decode(body, ref) if type(body) is list else (decode(v, ref) for v in body)))
-    if tag == "ellipsis":
-        return Ellipsis
-    if tag == "dtype":
-        return DTYPES[body]
-    if tag == "device":
-        return torch.device(body)
-    if tag == "memory_format":
-        return MEMORY_FORMATS[body]
-    if tag == "layout":
-        return LAYOUTS[body]
-    if tag == "float":
-        return _FLOATS[body]
-    if tag == "complex":
-        try:
-            return complex(float(body[0]), float(body[1]))
-        except OverflowError:  # an integer part beyond a float's range
-            raise ValueError(f"complex part too large for a float in {body!r}; use parts below 1.8e308") from None
-    if tag == "dict":
-        return {k: decode(v, ref) for k, v in body.items()}
-    if tag == "size":
-        return torch.Size(body)
+    kind_ = lookup(tag)
+    if kind_ is not None:
+        return kind_.decode(body, lambda inner: decode(inner, ref))
     if tag in DECLARATION_TAGS:
         raise ValueError(_NOT_A_VALUE.format(tag=tag))
     raise ValueError(f"unknown value tag {tag!r}")
@@ -210,16 +134,6 @@ def decode_kwargs(kwargs: dict[str, Any], ref: Callable[[str], Any]) -> dict[str
     return {key: decode(value, ref) for key, value in kwargs.items()}
 
 
-def dtype_name(dtype: torch.dtype) -> str:
-    """The spec's name of a dtype (raises UnencodableValue for exotic dtypes)."""
-    try:
-        return _DTYPE_NAMES[dtype]
-    except KeyError:
-        raise UnencodableValue(
-            f"dtype {dtype} is not supported by the spec format (supported: {', '.join(DTYPES)})"
-        ) from None
-
-
 def encode(value: Any, ref: Callable[[Any], str | None] = lambda _: None) -> Any:
     """Python value -> encoded spec value. ``ref(v)`` names graph nodes (returns None otherwise)."""
     name = ref(value)
@@ -232,32 +146,13 @@ def encode(value: Any, ref: Callable[[Any], str | None] = lambda _: None) -> Any
     if isinstance(value, str):
         text = str.__str__(value)  # a plain str, also for str subclasses
         return "%" + text if text.startswith("%") else text
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return float(value)  # numpy.float64 is a float subclass YAML cannot write
-        return {"float": "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")}
-    if isinstance(value, torch.Size):
-        return {"size": [int(d) for d in value]}
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return {"tuple": [encode(v, ref) for v in value]}
+    if isinstance(value, float) and math.isfinite(value):
+        return float(value)  # numpy.float64 is a float subclass YAML cannot write
     if isinstance(value, list):
         return [encode(v, ref) for v in value]
-    if isinstance(value, slice):
-        return {"slice": [encode(v, ref) for v in (value.start, value.stop, value.step)]}
-    if value is Ellipsis:
-        return {"ellipsis": None}
-    if isinstance(value, torch.dtype):
-        return {"dtype": dtype_name(value)}
-    if isinstance(value, torch.device):
-        return {"device": str(value)}
-    if isinstance(value, torch.memory_format) and value in _FORMAT_NAMES:
-        return {"memory_format": _FORMAT_NAMES[value]}
-    if isinstance(value, torch.layout) and value in _LAYOUT_NAMES:
-        return {"layout": _LAYOUT_NAMES[value]}
-    if isinstance(value, complex) and math.isfinite(value.real) and math.isfinite(value.imag):
-        return {"complex": [float(value.real), float(value.imag)]}
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return {"dict": {str.__str__(k): encode(v, ref) for k, v in value.items()}}
+    for tag in registered():
+        if tag.encodes(value):
+            return {tag.name: tag.encode(value, lambda inner: encode(inner, ref))}
     raise UnencodableValue(
         f"cannot write a {type(value).__qualname__} value ({_short(value)}) in a spec; the value encoding "
         "(docs/spec-format.md, Values) has no form for it"
