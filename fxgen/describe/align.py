@@ -38,7 +38,7 @@ from typing import Any
 from fxgen.spec.model import IfNodes, Item, Node, walk_nodes
 from fxgen.spec.resolve import TRAINING
 
-__all__ = ["MODE_ARGUMENT", "Aligned", "Differing", "Unaligned", "align"]
+__all__ = ["MODE_ARGUMENT", "Aligned", "Differing", "Unaligned", "align", "map_refs_node"]
 
 
 MODE_ARGUMENT = {"arg": TRAINING}  # a boolean that is the mode, as a node argument
@@ -293,7 +293,7 @@ def _same_items(walk: _Walk, a: list[Item], b: list[Item], inside: dict[str, str
         def seen(name: str) -> str:
             return inside.get(name) or walk.same.get(name) or "\0"  # (a name standing for nothing matches none)
 
-        mapped = _map_refs_node(replace(y, name=None), seen)
+        mapped = map_refs_node(replace(y, name=None), seen)
         if replace(x, name=None) != mapped:
             return False
         if y.name is not None and x.name is not None:
@@ -382,7 +382,7 @@ def _joined(items: list[Node | Differing], walk: _Walk) -> list[Node | Differing
                 raise Unaligned("the two node lists differ before and after a conditional they hold")
             else:
                 merged.eval.append(item)
-                merged.train.append(_map_refs_node(item, _inverse(walk)))
+                merged.train.append(map_refs_node(item, _inverse(walk)))
         items = [*items[:start], merged, *items[end + 1 :]]
 
 
@@ -391,7 +391,8 @@ def _inverse(walk: _Walk) -> Callable[[str], str]:
     return lambda name: back.get(name, name)
 
 
-def _map_refs_node(node: Node, rename: Callable[[str], str]) -> Node:
+def map_refs_node(node: Node, rename: Callable[[str], str]) -> Node:
+    """``node`` with its name and every ``%name`` it reads passed through ``rename``."""
     return replace(node, name=rename(str(node.name)) if node.name is not None else None,
                    args=_map_refs(node.args, rename), kwargs=_map_refs(node.kwargs, rename),
                    default=_map_refs(node.default, rename))  # fmt: skip
@@ -424,7 +425,7 @@ def _named(items: list[Node | Differing], walk: _Walk) -> Aligned:
     out: list[Node | Differing] = []
     for item in items:
         if isinstance(item, Differing):
-            out.append(Differing(item.eval, [_map_refs_node(n, rename) for n in item.train]))
+            out.append(Differing(item.eval, [map_refs_node(n, rename) for n in item.train]))
         else:
             out.append(item)
     return Aligned(out)

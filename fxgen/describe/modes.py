@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, TypeGuard, TypeVar
 
-from fxgen.describe.align import Aligned, Differing, Unaligned, align
+from fxgen.describe.align import Aligned, Differing, Unaligned, align, map_refs_node
 from fxgen.spec.expr import Expr, evaluate, names, parse, render
 from fxgen.spec.model import ClassSpec, ForNodes, IfNodes, InputSpec, Item, Node, Spec, walk_nodes
 
@@ -130,27 +130,13 @@ def _alias_unless_paired(items: list[Item], value: str, argument: str) -> list[I
     return items
 
 
-def _renamed_ref(node: Node, old: str, new: str) -> Node:
-    def rename(value: Any) -> Any:
-        if value == f"%{old}":
-            return f"%{new}"
-        if isinstance(value, list):
-            return [rename(v) for v in value]
-        if isinstance(value, dict):
-            return {k: rename(v) for k, v in value.items()}
-        return value
-
-    return dataclasses.replace(node, name=new if node.name == old else node.name, args=rename(node.args),
-                               kwargs=rename(node.kwargs))  # fmt: skip
-
-
 def renamed(items: list[Item], old: str, new: str) -> list[Item]:
     """``items`` (plain nodes and conditionals) with the value ``old``, where it is defined and
     wherever it is read, named ``new``."""
     out: list[Item] = []
     for item in items:
         if isinstance(item, Node):
-            out.append(_renamed_ref(item, old, new))
+            out.append(map_refs_node(item, lambda name: new if name == old else name))
         elif isinstance(item, IfNodes):
             out.append(dataclasses.replace(item, then=renamed(item.then, old, new), orelse=renamed(item.orelse, old, new)))
         else:
