@@ -96,13 +96,15 @@ DYNAMO_LIMITATIONS: dict[str, str] = {
 
 
 # Failures beyond the example whose cause is known, by model: the column and why (see docs/zoo.md).
+_EVAL_ONLY = ("export writes eval mode only, says so, and the spec refuses train mode with an AssertionError naming "
+              "why (`... was exported in eval mode only: train mode cannot be captured (...)`), never a wrong result")  # fmt: skip
 _LAYERDROP = ("LayerDrop: in train mode it skips a layer on `if torch.rand([]) < self.layerdrop:`, a branch "
-              "on a random draw that neither capture can record, so export writes eval mode only and says so; "
+              f"on a random draw that neither capture can record, so {_EVAL_ONLY}; "
               "transformers 5's OPT and XGLM test `self.layerdrop > 0.0` first, and are exact there in train mode")  # fmt: skip
 _SIZE_FIXED = ("the capture fixed the size at the example's (the export's warning names the line), so the exported "
                "model refuses another with a ValueError naming the input and the dimension, never a wrong result")  # fmt: skip
-_DROP_CONNECT = ("its drop_connect reads `len(inputs.shape)` in train mode only, which symbolic tracing cannot; the "
-                 "spec computes eval mode only and export says so (passing the example inputs, so that auto may "
+_DROP_CONNECT = ("its drop_connect reads `len(inputs.shape)` in train mode only, which symbolic tracing cannot; "
+                 f"{_EVAL_ONLY} (passing the example inputs, so that auto may "
                  "capture with TorchDynamo, gave the same result in one run: not investigated further)")  # fmt: skip
 _REFUSED = "the model was exported for"  # the message of a spec's input checks (fxgen.spec.checks)
 BEYOND_LIMITATIONS: dict[str, tuple[str, str]] = {
@@ -111,14 +113,13 @@ BEYOND_LIMITATIONS: dict[str, tuple[str, str]] = {
     "transformers.MBartForConditionalGeneration": ("train", _LAYERDROP),
     "vit_pytorch.ViT[patch-dropout]": ("train", "PatchDropout computes `int(n * (1 - self.prob))` from a traced size "
                                        "in train mode only, which symbolic tracing cannot; exported without example "
-                                       "inputs (as the zoo exports a model torch.fx traces), the spec computes eval "
-                                       "mode only and export says so. With example inputs auto captures both modes "
+                                       f"inputs (as the zoo exports a model torch.fx traces), {_EVAL_ONLY}. With example inputs auto captures both modes "
                                        "with TorchDynamo: train mode is then exact, and einops fixes the batch"),
     "monai.EfficientNetBN[b0]": ("train", _DROP_CONNECT),
     "monai.EfficientNetBNFeatures[b0]": ("train", _DROP_CONNECT),
     "performer_pytorch.Performer": ("train", "its projection redraw counter branches on a buffer in train mode "
                                     "(`if self.calls_since_last_redraw >= self.feature_redraw_interval:`), which "
-                                    "TorchDynamo cannot capture; export writes eval mode only and says so, and the "
+                                    f"TorchDynamo cannot capture; {_EVAL_ONLY}, and the "
                                     "counter the original increments stays as it was"),
     "kornia.CornerHarris": ("shape", f"{_SIZE_FIXED}: kornia's filter2d passes `groups=tmp_kernel.size(0)`, batch "
                             "times channels, to conv2d, which takes a number"),

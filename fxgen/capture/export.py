@@ -23,6 +23,7 @@ from fxgen.capture.keywords import torch_keywords
 from fxgen.capture.modes import (
     MODE_FREE_KEY,
     MODES,
+    ONE_MODE_KEY,
     Captures,
     modes_kept,
     proven,
@@ -31,7 +32,7 @@ from fxgen.capture.modes import (
 )
 from fxgen.capture.options import CaptureKwargs, CaptureOptions
 from fxgen.capture.trace import HIDDEN_PARAMETERS, LeafSpec, forward_signature, trace
-from fxgen.describe.modes import ModesDiffer, merge_modes
+from fxgen.describe.modes import ModesDiffer, merge_modes, refused_when
 from fxgen.describe.to_spec import (
     avoid_reserved_names,
     graph_module_to_spec,
@@ -41,6 +42,7 @@ from fxgen.describe.to_spec import (
     tensor_dtype,
 )
 from fxgen.spec.model import InputSpec, Spec
+from fxgen.spec.resolve import TRAINING
 
 __all__ = ["capture_graph", "capture_modes", "capture_notes", "captured_spec", "dynamo_graph", "export", "modes_spec",
            "save_weights", "specialised_doc", "tied_notes", "traced_concrete_args", "traced_options"]  # fmt: skip
@@ -117,8 +119,12 @@ def capture_modes(
         if options.capture == "auto" and options.example_inputs is not None:
             captures, failed = _proven_captures(module, captures, failed, options, notify)
     for mode, error in failed.items():
-        notify(f"{_MODE[mode]} mode cannot be captured ({_short(error.message)}): the spec computes what the model "
-               f"computes in {_MODE[not mode]} mode only; pass example inputs to capture it with TorchDynamo")  # fmt: skip
+        why = f"{_MODE[mode]} mode cannot be captured ({_short(error.message)})"
+        hint = ("pass example inputs to capture it with TorchDynamo" if options.example_inputs is None
+                else "TorchDynamo could not capture it on the example inputs either")  # fmt: skip
+        captures[not mode][0].meta[ONE_MODE_KEY] = (mode, why)
+        notify(f"{why}: the spec computes what the model computes in {_MODE[not mode]} mode, and refuses "
+               f"{_MODE[mode]} mode with an AssertionError; {hint}")  # fmt: skip
     return captures
 
 
@@ -233,7 +239,13 @@ def _modes_spec(module: torch.nn.Module, captures: Captures, name: str, *, flat:
     primary = module.training if module.training in captures else next(iter(captures))
     gm, doc = captures[primary]
     if len(captures) == 1 or same_graph(captures[False][0], captures[True][0]):
-        return captured_spec(module, gm, doc, name, flat=flat, options=options, notify=notify, progress=progress), gm
+        spec = captured_spec(module, gm, doc, name, flat=flat, options=options, notify=notify, progress=progress)
+        if ONE_MODE_KEY in gm.meta:
+            mode, why = gm.meta[ONE_MODE_KEY]
+            spec = refused_when(spec, {TRAINING if mode else f"not {TRAINING}": (
+                f"{name} was exported in {_MODE[not mode]} mode only: {why}; call .{_MODE[not mode]}() "
+                f"first, or export it so that {_MODE[mode]} mode is captured")})  # fmt: skip
+        return spec, gm
     try:
         return _merged(module, captures, name, flat=flat, options=options, notify=notify, progress=progress), gm
     except ModesDiffer as exc:

@@ -33,13 +33,17 @@ import torch.fx
 
 from fxgen._errors import ExportError
 
-__all__ = ["MODES", "MODE_FREE_KEY", "Captures", "ModeWatch", "modes_kept", "proven", "refuse_unproven", "same_graph"]
+__all__ = ["MODES", "MODE_FREE_KEY", "ONE_MODE_KEY", "Captures", "ModeWatch", "modes_kept", "proven", "refuse_unproven", "same_graph"]
 
 
 MODES = (False, True)  # eval, train: the order captures are made and specs merged in
 
 MODE_FREE_KEY = "fxgen_mode_free"
 """``gm.meta`` key: True on a trace that provably read no module's mode (``ModeWatch``)."""
+
+ONE_MODE_KEY = "fxgen_one_mode"
+"""``gm.meta`` key on the one capture of a model whose other mode cannot be captured: that mode
+and why; the spec refuses that mode (``fxgen.capture.export``) instead of computing this one's."""
 
 Captures = dict[bool, tuple[torch.fx.GraphModule, str | None]]
 """Each mode's graph module and doc (``capture_graph``'s), by mode (``True``: train)."""

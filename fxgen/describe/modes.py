@@ -30,7 +30,7 @@ from fxgen.describe.align import Aligned, Differing, Unaligned, align, map_refs_
 from fxgen.spec.expr import Expr, evaluate, names, parse, render
 from fxgen.spec.model import ClassSpec, ForNodes, IfNodes, InputSpec, Item, Node, Spec, walk_nodes
 
-__all__ = ["ModesDiffer", "merge_modes", "merge_presence", "renamed"]
+__all__ = ["ModesDiffer", "merge_modes", "merge_presence", "refused_when", "renamed"]
 
 
 class ModesDiffer(Exception):
@@ -101,6 +101,17 @@ def merge_presence(given: Spec, absent: Spec, argument: str) -> Spec:
         raise ModesDiffer(f"class {given.name!r}: {exc} with and without {argument}") from None
     items = _alias_unless_paired(aligned.spec_items(f"{argument} is None", f"{argument} is not None"), value, argument)
     return dataclasses.replace(given, fxgen=2, nodes=items, **_declarations(given, absent, {}, given.name))
+
+
+def refused_when(spec: Spec, guards: dict[str, str]) -> Spec:
+    """``spec`` whose forward raises an AssertionError with the message where each condition of
+    ``guards`` holds (``mask is None``, ``training``): after the inputs, before anything is
+    computed. It is how a spec says what it was not captured for, instead of computing something
+    else there."""
+    items: list[Item] = [IfNodes(cond, [Node("call_function", None, "torch._assert", [False, message])])
+                         for cond, message in guards.items()]  # fmt: skip
+    first = next(k for k, n in enumerate(spec.nodes) if not (isinstance(n, Node) and n.op == "placeholder"))
+    return dataclasses.replace(spec, fxgen=2, nodes=[*spec.nodes[:first], *items, *spec.nodes[first:]])
 
 
 def _differing(aligned: Aligned) -> int:

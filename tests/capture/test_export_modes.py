@@ -227,13 +227,20 @@ def test_each_submodules_mode_is_put_back() -> None:
     assert [m.training for m in model.modules()] == flags
 
 
-def test_a_mode_that_cannot_be_traced_without_examples_is_named() -> None:
+def test_a_mode_that_cannot_be_traced_without_examples_is_named_and_refused() -> None:
     """DropPath's train mode does not trace (``torch.rand(x.shape[0], 1)``): without example
-    inputs the spec is eval mode's, and a warning says so."""
+    inputs the spec is eval mode's, a warning says so, and the spec refuses train mode with an
+    error naming why instead of computing eval mode's graph there."""
     model = _model(DropPath).eval()
-    with pytest.warns(UserWarning, match="train mode cannot be captured .*eval mode only; pass example inputs"):
+    with pytest.warns(UserWarning, match="train mode cannot be captured .*refuses train mode .*pass example inputs"):
         spec = fxgen.export(model)
-    assert not any(isinstance(item, IfNodes) for item in spec.nodes)
+    assert [item.cond for item in spec.nodes if isinstance(item, IfNodes)] == ["training"]
+    module = fxgen.load(spec).eval()
+    module.load_state_dict(model.state_dict())
+    x = torch.randn(2, 8)
+    assert torch.equal(module(x), model(x))
+    with pytest.raises(AssertionError, match=r"exported in eval mode only: train mode cannot be captured .*\.eval\(\)"):
+        module.train()(x)
     with pytest.raises(ExportError, match="cannot trace the module"):
         fxgen.export(model.train())  # the model's own mode is the one it must capture
 
