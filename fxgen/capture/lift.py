@@ -20,11 +20,13 @@ the GraphModule must give, bit for bit, what the captured graph gave on the exam
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import re
 from typing import Any
 
 import torch
 import torch.fx
+from torch.fx._symbolic_trace import _assert_is_none
 
 from fxgen._errors import ExportError, Location
 from fxgen.capture.dims import DimFacts
@@ -36,7 +38,7 @@ from fxgen.capture.effects import (
     refuse_grad_regions,
 )
 from fxgen.capture.fold import fold_modules, public_callables
-from fxgen.capture.trace import at_user_line
+from fxgen.capture.trace import at_user_line, forward_signature
 from fxgen.capture.vmap import unbatch
 from fxgen.construct.checks import check_inputs
 
@@ -97,11 +99,13 @@ def _lift(captured: Captured, module: torch.nn.Module, is_leaf: Any) -> torch.fx
     if len(old_placeholders) != len(captured.graph_inputs):
         raise ExportError(f"TorchDynamo's graph has {len(old_placeholders)} inputs but was given "
                           f"{len(captured.graph_inputs)}; export it with capture='trace'")  # fmt: skip
-    graph, new_inputs = _detached_copy(gm.graph, list(captured.inputs))
+    optional = _left_out_optional(module, captured)
+    graph, placeholders = _detached_copy(gm.graph, [*captured.inputs, *optional])
+    new_inputs = {name: placeholders[name] for name in captured.inputs}
     unbatch(graph, _where)  # torch.vmap as plain operations, while each node has Dynamo's example value
     paths = tensor_paths(module)
     inputs = {id(tensor): name for name, tensor in captured.inputs.items()}
-    old = [node for node in graph.nodes if node.op == "placeholder" and node not in new_inputs.values()]
+    old = [node for node in graph.nodes if node.op == "placeholder" and node not in placeholders.values()]
     constants: dict[str, torch.Tensor] = {}
     values: dict[torch.fx.Node, torch.Tensor] = {}  # get_attr node -> the tensor it reads
 
@@ -150,6 +154,7 @@ def _lift(captured: Captured, module: torch.nn.Module, is_leaf: Any) -> torch.fx
             replacement = attribute(value, node)
             node.replace_all_uses_with(replacement)
             graph.erase_node(node)
+    _refuse_values(graph, {name: placeholders[name] for name in optional}, type(module).__name__)
     _restructure_output(graph, captured, new_inputs, lambda tensor, before: attribute(tensor, before))
     refuse_grad_regions(graph, module, disabled_regions(graph), _where)
     fold_modules(graph, module, values, is_leaf)
@@ -249,6 +254,35 @@ def _detached_copy(graph: torch.fx.Graph, inputs: list[str]) -> tuple[torch.fx.G
     if old_output is not None:
         new_output.meta = dict(old_output.meta)
     return copy, placeholders
+
+
+def _left_out_optional(module: torch.nn.Module, captured: Captured) -> list[str]:
+    """The ``forward`` parameters whose default is None that come after the example inputs and
+    that neither they nor ``example_kwargs`` give. Each becomes an input, as a trace with that
+    default gives one (``concrete_args``): the spec records it, defaulting to None, and a call
+    passing a value for it raises an AssertionError naming it (the graph was captured without it)
+    instead of ``forward() got an unexpected keyword argument``. One before an example input is
+    left out of the spec: the inputs after it have no default to follow it with."""
+    signature = forward_signature(module)
+    if signature is None:
+        return []
+    parameters = list(signature.parameters.values())
+    given = [k for k, p in enumerate(parameters) if p.name in captured.inputs]
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [p.name for p in parameters[given[-1] + 1 if given else 0:]
+            if p.kind in kinds and p.default is None and p.name not in captured.kwargs]  # fmt: skip
+
+
+def _refuse_values(graph: torch.fx.Graph, optional: dict[str, torch.fx.Node], owner: str) -> None:
+    """After the inputs, the check that each of ``optional`` is None (``_left_out_optional``)."""
+    last = next(n for n in graph.nodes if n.op != "placeholder")
+    for name, node in optional.items():
+        node.type = torch.Tensor | None
+        node.args = (None,)
+        with graph.inserting_before(last):
+            graph.call_function(_assert_is_none, (node, f"{owner}.forward was exported from a call leaving {name!r} "
+                                                        f"out and cannot compute with it: export it with example "
+                                                        f"inputs giving {name}"))  # fmt: skip
 
 
 def attribute_at(module: torch.nn.Module, target: str) -> Any:

@@ -32,8 +32,8 @@ from fxgen._errors import ExportError
 from fxgen.capture.modes import MODES, Captures, same_graph
 from fxgen.capture.options import CaptureOptions
 from fxgen.capture.trace import forward_signature
-from fxgen.describe.modes import ModesDiffer, merge_modes, merge_presence, renamed
-from fxgen.spec.model import IfNodes, Item, Node, Spec, walk_nodes
+from fxgen.describe.modes import ModesDiffer, merge_modes, merge_presence, refused_when, renamed
+from fxgen.spec.model import Node, Spec, walk_nodes
 
 __all__ = ["given_optional", "left_out", "with_optional"]
 
@@ -127,10 +127,15 @@ def with_optional(
 
 def _captured(capture: Callable[[CaptureOptions], Captures], module: torch.nn.Module, captures: Captures,
               options: CaptureOptions, names: frozenset[str]) -> Captures:  # fmt: skip
-    """The captures of the call leaving out ``names``, without the trace's checks that they are None."""
+    """The captures of the call leaving out ``names``, without the checks that they are None (a
+    trace's; the conditional decides them) nor those on inputs the call giving them has not (a
+    TorchDynamo capture records each optional argument after its example inputs: leaving one out
+    records those before it too)."""
     absent = capture(left_out(module, captures, options, names))
+    had = {str(n.target) for n in next(iter(captures.values()))[0].graph.nodes if n.op == "placeholder"}
     for gm, _ in absent.values():
-        for name in names:
+        extra = {str(n.target) for n in gm.graph.nodes if n.op == "placeholder"} - had
+        for name in sorted(names | extra):
             _without_none_checks(gm, name)
     return absent
 
@@ -207,16 +212,13 @@ def _without_none_checks(gm: torch.fx.GraphModule, name: str) -> None:
 
 
 def _refusing(spec: Spec, refused: dict[str, str]) -> Spec:
-    """``spec`` whose forward, called without one of ``refused``, raises an AssertionError naming it
-    (after the inputs, before anything is computed)."""
-    guards: list[Item] = []
+    """``spec`` whose forward, called without one of ``refused``, raises an AssertionError naming it."""
+    guards = {}
     for name, why in refused.items():
         spec = _optional_input(spec, name)
-        message = (f"{spec.name}.forward was exported from a call giving {name!r} and cannot compute without it "
-                   f"({why}): pass {name}")  # fmt: skip
-        guards.append(IfNodes(f"{name} is None", [Node("call_function", None, "torch._assert", [False, message])]))
-    first = next(k for k, n in enumerate(spec.nodes) if not (isinstance(n, Node) and n.op == "placeholder"))
-    return dataclasses.replace(spec, fxgen=2, nodes=[*spec.nodes[:first], *guards, *spec.nodes[first:]])
+        guards[f"{name} is None"] = (f"{spec.name}.forward was exported from a call giving {name!r} and cannot "
+                                     f"compute without it ({why}): pass {name}")  # fmt: skip
+    return refused_when(spec, guards)
 
 
 def _short(message: str) -> str:

@@ -107,3 +107,17 @@ def test_two_optional_arguments_each_call_is_exact(options: dict[str, Any], tmp_
     parity.check_train(_factory(Both), inputs, proved)
     for call in ((X,), (X, mask), (X, None, scale)):
         parity.check_inputs(_factory(Both), call, proved, "optional arguments left out")
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=["trace", "dynamo"])
+def test_an_optional_argument_the_example_leaves_out_is_an_input_refusing_a_value(options: dict[str, Any],
+                                                                                   tmp_path: Path) -> None:  # fmt: skip
+    # The spec records it either way (issue 33): a trace binds it to None, a TorchDynamo capture
+    # gets it no example input; both give an input defaulting to None that refuses a value.
+    proved = parity.export_checked(_factory(Scaled), (X,), tmp_path, export_options={**options, "example_inputs": (X,)})
+    placeholders = [n for n in proved.spec.nodes if getattr(n, "op", None) == "placeholder"]
+    assert [(n.name, n.default) for n in placeholders][-1][1] is None
+    parity.check_train(_factory(Scaled), (X,), proved)
+    for copy in proved.copies().values():
+        with pytest.raises(AssertionError, match=r"scale"):
+            copy(X, torch.full((4,), 2.0))
