@@ -38,7 +38,7 @@ from fxgen.capture.effects import (
     refuse_grad_regions,
 )
 from fxgen.capture.fold import fold_modules, public_callables
-from fxgen.capture.trace import at_user_line, forward_signature
+from fxgen.capture.trace import at_user_line, forward_signature, left_out_message
 from fxgen.capture.vmap import unbatch
 from fxgen.construct.checks import check_inputs
 
@@ -280,9 +280,7 @@ def _refuse_values(graph: torch.fx.Graph, optional: dict[str, torch.fx.Node], ow
         node.type = torch.Tensor | None
         node.args = (None,)
         with graph.inserting_before(last):
-            graph.call_function(_assert_is_none, (node, f"{owner}.forward was exported from a call leaving {name!r} "
-                                                        f"out and cannot compute with it: export it with example "
-                                                        f"inputs giving {name}"))  # fmt: skip
+            graph.call_function(_assert_is_none, (node, left_out_message(owner, name)))
 
 
 def attribute_at(module: torch.nn.Module, target: str) -> Any:

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 import torch.fx
+from torch.fx._symbolic_trace import _assert_is_none
 
 from fxgen._errors import ExportError, Location
 from fxgen.capture.effects import (
@@ -52,6 +53,7 @@ __all__ = [
     "fix_buffers",
     "forward_signature",
     "leaf_predicate",
+    "left_out_message",
     "named_arguments",
     "resolve_annotations",
     "trace",
@@ -143,7 +145,7 @@ def trace(
         draws = RandomDraws()
         with torch.enable_grad(), draws, traced_strings() as formatted, ModeWatch(module) as watch:
             graph = tracer.trace(module, concrete_args)
-        _name_none_arguments(graph, concrete_args)
+        _name_none_arguments(graph, concrete_args, type(module).__name__)
         _lint(graph)
         _refuse_frozen(graph, tracer.root, draws, formatted)
         refuse_new_hooks(module, mark)
@@ -562,11 +564,18 @@ def _innermost_user(frames: Iterable[traceback.FrameSummary],
     return found
 
 
-def _name_none_arguments(graph: torch.fx.Graph, concrete_args: dict[str, Any] | None) -> None:
+def left_out_message(owner: str, name: str) -> str:
+    """What a call passing a value for ``name`` is told when the model was captured without it."""
+    return (f"{owner}.forward was exported from a call leaving {name!r} out (None) and cannot compute with a value "
+            f"for it: export it from a call giving {name}")  # fmt: skip
+
+
+def _name_none_arguments(graph: torch.fx.Graph, concrete_args: dict[str, Any] | None, owner: str) -> None:
     """torch.fx names the placeholder of an argument fixed to None ``mask_1`` (one per leaf of a
     concrete value), and the generated ``forward`` takes it by that name: ``m(x, mask=None)``
     failed where the original accepts it. Each such placeholder takes the parameter's own name
-    when nothing else in the graph has it."""
+    when nothing else in the graph has it, and its check says what to do (``left_out_message``)
+    in place of torch.fx's "has been specialized to have value None but got another value"."""
     fixed = {name for name, value in (concrete_args or {}).items() if value is None}
     if not fixed:
         return
@@ -575,6 +584,10 @@ def _name_none_arguments(graph: torch.fx.Graph, concrete_args: dict[str, Any] | 
         if node.op != "placeholder" or not isinstance(node.target, str):
             continue
         base, _, count = node.target.rpartition("_")
+        if count == "1" and base in fixed:
+            for user in list(node.users):
+                if user.op == "call_function" and user.target is _assert_is_none and user.args[0] is node:
+                    user.args = (node, left_out_message(owner, base))
         if count == "1" and base in fixed and base not in names:
             node.target = base
             node._rename(base)
