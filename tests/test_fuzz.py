@@ -39,6 +39,8 @@ from fxgen._errors import FxgenError, SpecError
 from fxgen.check.validate import validate_data
 from fxgen.cli.main import main
 from fxgen.read.reader import parse_text
+from fxgen.spec import expr
+from fxgen.spec.shorthand import desugar_declarations
 
 EXAMPLE_DICTS = [parse_text(p.read_bytes(), str(p)).data for p in EXAMPLES]
 BUDGET = settings.default.max_examples  # the profile's budget (ci: 60, long: 5000)
@@ -74,6 +76,9 @@ VOCABULARY = [
     "imports", "from", "blocks.yaml", "../blocks.yaml", "https://example.org/b.yaml",
     # the compact node form
     "%", ".view", ".chunk", "a, b", "q, k, v", "model.0", "m.{i}", "fc", "gamma",
+    # declaration shorthands
+    "call", "torch.nn.Linear(4, 4)", "Conv(c, c, 3, s=2)", "torch.nn.Sequential(torch.nn.ReLU())", "bias=False",
+    "'nearest'", "(", ")", "[", "]", "=", "n_layer", 12, 0.5, True,
 ]  # fmt: skip
 _text = st.text(st.characters(codec="utf-8"), max_size=8)
 _scalars = st.one_of(
@@ -167,7 +172,8 @@ _PASSES = ["eliminate_dead_code", {"replace": {"target": "torch.relu", "by": "to
            {"decompose": {"rules": ["relu", "silu"]}}, "fuse_conv_bn", "fold_constants"]  # fmt: skip
 WITH_PASSES = [{**d, "passes": copy.deepcopy(_PASSES)} for d in EXAMPLE_DICTS if d["fxgen"] == 1]
 # The examples with named values, one expression drawn from every form of the grammar.
-WITH_VALUES = [d for d in EXAMPLE_DICTS if d.get("values")]
+# (canonical: the strategy edits module declarations, which the examples may write as call strings)
+WITH_VALUES = [desugar_declarations(d)[0] for d in EXAMPLE_DICTS if d.get("values")]
 
 
 def _checks(data: dict[str, Any]) -> list[str]:
@@ -229,6 +235,80 @@ def test_compact_nodes_desugar_to_exactly_the_canonical_ones(case: tuple[dict[st
     """A spec and the same spec partly written compactly validate to the same Spec."""
     canonical, compact = case
     assert validate_data(compact) == validate_data(canonical)
+
+
+def _call_text(decl: Any) -> str | None:
+    """A canonical module declaration written as a call string, or None where a call cannot
+    say it (a value with no call syntax, init, if)."""
+    if not isinstance(decl, dict) or set(decl) - {"class", "args", "kwargs"} or not isinstance(decl.get("class"), str):
+        return None
+    parts = [_argument_text(v) for v in decl.get("args", [])]
+    for key, value in decl.get("kwargs", {}).items():
+        text = _argument_text(value)
+        parts.append(f"{key}={text}" if text is not None and isinstance(key, str) and key.isidentifier() else None)
+    return None if None in parts else f"{decl['class']}({', '.join(parts)})"  # type: ignore[arg-type]
+
+
+def _argument_text(value: Any) -> str | None:
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, int) and abs(value) <= 2**63:
+        return repr(value)
+    if isinstance(value, float) and value == value and abs(value) != float("inf"):
+        return repr(value)
+    if isinstance(value, str) and not set(value) & set("'\"\\") and not value.startswith("%"):
+        return repr(value)
+    if isinstance(value, str) and value.startswith("%%") and not set(value) & set("'\"\\"):
+        return repr(value[1:])
+    if isinstance(value, list):
+        items = [_argument_text(v) for v in value]
+        return None if None in items else f"[{', '.join(items)}]"  # type: ignore[arg-type]
+    if isinstance(value, dict) and set(value) == {"arg"} and isinstance(value["arg"], str):
+        text = value["arg"]
+        try:  # a call says a literal as itself ({arg: "3"} is not one), an expression as it is written
+            tree = expr.parse(text)
+        except expr.ExprError:
+            return None
+        literal = tree[0] in ("num", "bool") or (tree[0] == "neg" and tree[1][0] == "num")
+        return text if text == text.strip() and not literal else None
+    if isinstance(value, dict) and set(value) == {"module"}:
+        return _call_text(value["module"])
+    return None
+
+
+@st.composite
+def called(draw: st.DrawFn, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a valid canonical spec) with some module declarations written as call strings
+    and some arguments declared by their defaults."""
+    out = copy.deepcopy(data)
+    for body in (out, *(b for b in out.get("classes", {}).values() if isinstance(b, dict))):
+        for path, decl in body.get("modules", {}).items():
+            text = _call_text(decl)
+            if text is not None and draw(st.booleans()):
+                body["modules"][path] = text
+        for name, decl in body.get("args", {}).items():
+            default = decl.get("default") if isinstance(decl, dict) and set(decl) == {"type", "default"} else None
+            kind = {bool: "bool", int: "int", float: "float"}.get(type(default))
+            if isinstance(decl, dict) and kind == decl.get("type") and draw(st.booleans()):
+                body["args"][name] = default
+    return out
+
+
+@settings(max_examples=BUDGET, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(spec_dicts(max_nodes=6), st.sampled_from(EXAMPLE_DICTS), st.sampled_from(WITH_VALUES).flatmap(expression_specs))
+       .flatmap(lambda data: st.tuples(st.just(data), called(data))))  # fmt: skip
+def test_declaration_shorthands_desugar_to_exactly_the_canonical_ones(case: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """A spec and the same spec with module declarations written as calls and arguments by
+    their defaults validate to the same Spec (or are refused alike)."""
+    canonical, short = case
+    try:
+        expected = validate_data(canonical)
+    except SpecError:
+        with contextlib.suppress(SpecError):
+            validate_data(short)
+            raise AssertionError("the shorthand spec validates, the canonical one does not") from None
+        return
+    assert validate_data(short) == expected
 
 
 # -- text mutations of spec files ---------------------------------------------------------------------

@@ -19,9 +19,9 @@ import io
 import re
 import tokenize
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import torch
@@ -38,6 +38,7 @@ from fxgen.spec.checks import shape_checks
 from fxgen.spec.init import INIT_SCHEMES
 from fxgen.spec.model import walk_loops, walk_nodes
 from fxgen.spec.resolve import needs_resolution
+from fxgen.spec.shorthand import desugar_declarations
 from fxgen.spec.values import iter_refs
 
 PACKED = base64.b64encode(zlib.compress(b"\x00\x3c\x00\xc0")).decode()  # float16 [1.0, -2.0]
@@ -727,7 +728,7 @@ def run_case(data: dict[str, Any]) -> fxgen.Spec | None:
     except SpecError:
         return None
     source = fxgen.generate(spec)
-    check_source(data, spec, source)
+    check_source(_canonical(data), spec, source)
     try:
         gm = fxgen.load(spec)
     except FxgenError:
@@ -737,6 +738,26 @@ def run_case(data: dict[str, Any]) -> fxgen.Spec | None:
     for variant in spec.variants:  # each classmethod builds what a load of its variant builds
         assert list(getattr(cls, variant)().state_dict()) == list(fxgen.load(spec, variant=variant).state_dict())
     return spec
+
+
+def _canonical(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with its declaration shorthands desugared: a string a call string quotes
+    (``'nearest'``) reaches the code as that string, each a part of the call's text."""
+    canonical, _, problems = desugar_declarations(data)
+    assert not problems
+    quoted = set(_values(canonical)) - _strings(data)
+    assert all(any(text.removeprefix("%") in raw for raw in _strings(data)) for text in quoted), quoted
+    return cast(dict[str, Any], canonical)
+
+
+def _values(value: Any) -> Iterator[str]:
+    """The string values in spec data (not keys, not the types an argument's default implies)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list | dict):
+        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+            if key != "type":
+                yield from _values(item)
 
 
 def test_the_base_spec_is_valid() -> None:
@@ -1050,6 +1071,51 @@ def test_the_compact_base_spec_is_valid() -> None:
 @pytest.mark.parametrize("slot", sorted(SLOTS_COMPACT))
 def test_every_nasty_string_in_every_compact_slot(slot: str) -> None:
     _grid(BASE_COMPACT, SLOTS_COMPACT, slot, NASTY_CORE, run_case)
+
+
+# -- declaration shorthands: modules as call strings, arguments by their defaults ------------------
+BASE_SHORTHAND: dict[str, Any] = {
+    "fxgen": 2,
+    "name": "Victim",
+    "args": {"width": 4, "gain": 0.5, "flag": True},
+    "modules": {
+        "fc": "torch.nn.Linear(width, width * 2 // 2, bias=flag)",
+        "up": "torch.nn.Upsample(None, 2, 'nearest')",
+        "seq": {"class": "torch.nn.Sequential", "args": [{"repeat": "width // 2", "module": "torch.nn.Dropout(gain)"}]},
+        "head": {"call": "torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.ReLU())", "init": {"0.bias": "zeros"}},
+    },
+    "nodes": ["fc", "seq", "head"],
+}  # fmt: skip
+
+
+def _set_module(name: str, text: str) -> Callable[[dict[str, Any], str], None]:
+    return lambda d, s: d["modules"].__setitem__(name, text.replace("SLOT", s))
+
+
+SLOTS_SHORTHAND: dict[str, Callable[[dict[str, Any], str], None]] = {
+    "call string": _set_module("fc", "SLOT"),
+    "call class": _set_module("fc", "SLOT(width, width)"),
+    "call argument": _set_module("fc", "torch.nn.Linear(width, SLOT)"),
+    "call keyword name": _set_module("fc", "torch.nn.Linear(width, width, SLOT=True)"),
+    "call keyword value": _set_module("fc", "torch.nn.Linear(width, width, bias=SLOT)"),
+    "call quoted string": _set_module("up", "torch.nn.Upsample(None, 2, 'SLOT')"),
+    "call double-quoted string": _set_module("up", 'torch.nn.Upsample(None, 2, "SLOT")'),
+    "nested call": _set_module("head", "torch.nn.Sequential(SLOT)"),
+    "list argument": _set_module("head", "torch.nn.ModuleList([torch.nn.ReLU(), SLOT])"),
+    "call beside init": lambda d, s: d["modules"]["head"].__setitem__("call", s),
+    "repeat count": lambda d, s: d["modules"]["seq"]["args"][0].__setitem__("repeat", s),
+    "repeated call": lambda d, s: d["modules"]["seq"]["args"][0].__setitem__("module", s),
+    "argument default": lambda d, s: d["args"].__setitem__("width", s),
+}
+
+
+def test_the_shorthand_base_spec_is_valid() -> None:
+    assert run_case(copy.deepcopy(BASE_SHORTHAND)) is not None
+
+
+@pytest.mark.parametrize("slot", sorted(SLOTS_SHORTHAND))
+def test_every_nasty_string_in_every_shorthand_slot(slot: str) -> None:
+    _grid(BASE_SHORTHAND, SLOTS_SHORTHAND, slot, [*NASTY_CORE, *EXPRESSIONS], run_case)
 
 
 def _grid(base: dict[str, Any], slots: dict[str, Any], slot: str, texts: list[str], run: Callable[..., Any]) -> None:

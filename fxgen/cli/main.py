@@ -201,7 +201,7 @@ _EXAMPLES = {
   fxgen generate model_specs/                     write what is missing or stale
   fxgen generate --check --diff model_specs/      write nothing; show what would change, exit 1 if any""",
     "expand": """example:
-  fxgen expand model_specs/mobilenet_v2.yaml      the canonical nodes its compact items stand for""",
+  fxgen expand model_specs/mobilenet_v2.yaml      the canonical nodes and declarations its compact items and shorthands stand for""",
     "transform": """examples:
   fxgen transform net.yaml --pass eliminate_dead_code --pass 'replace:{target: torch.add, by: torch.mul}' -o out.yaml
   fxgen transform net.yaml --pass fuse_conv_bn --weights net.safetensors -o fused.yaml --out-weights fused.safetensors
@@ -243,7 +243,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="a table of the spec's variants: their arguments, parameters and FLOPs (with `inputs:`)")  # fmt: skip
     p.set_defaults(command="show", run=cmd_show)
 
-    p = sub.add_parser("expand", parents=[common], epilog=_EXAMPLES["expand"], formatter_class=help_format, help="print a spec with its compact nodes written out: the canonical node list it stands for")
+    p = sub.add_parser("expand", parents=[common], epilog=_EXAMPLES["expand"], formatter_class=help_format, help="print a spec with its compact nodes and declaration shorthands written out: the canonical spec it stands for")
     p.add_argument("path", metavar="PATH")
     p.set_defaults(command="expand", run=cmd_expand)
 
@@ -443,9 +443,10 @@ def cmd_show(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
 
 # -- generate ----------------------------------------------------------------------------------
 def cmd_expand(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
-    """The spec's canonical form: its compact items desugared (docs/spec-format.md, "The compact
-    node form"), as YAML on stdout, loading and validating as the spec does. Only the file's own
-    text: its imports stay imports (resolved, so a missing one is reported)."""
+    """The spec's canonical form: its compact items and declaration shorthands desugared
+    (docs/spec-format.md, "The compact node form", "Declaration shorthands"), as YAML on stdout,
+    loading and validating as the spec does. Only the file's own text: its imports stay imports
+    (resolved, so a missing one is reported)."""
     from fxgen.check.checker import RESERVED_NAMES
     from fxgen.read.imports import read_spec
     from fxgen.spec.compact import desugared

@@ -227,7 +227,9 @@ def _used_classes(name: str, classes: dict[str, Any]) -> list[str]:
 
 
 def _class_names(value: Any) -> list[str]:
-    """Every ``class:`` value in a declaration, however deeply nested."""
+    """Every ``class:`` value in a class body, however deeply nested, and every class a module
+    written as a call string names (``Conv(c, c, 3)``, ``torch.nn.Sequential(Conv(...))``: the
+    shorthand ``fxgen.spec.shorthand`` desugars after reading)."""
     found: list[str] = []
     todo = [value]
     while todo:
@@ -235,10 +237,17 @@ def _class_names(value: Any) -> list[str]:
         if isinstance(item, dict):
             if isinstance(item.get("class"), str):
                 found.append(item["class"])
+            calls = [item.get("module"), item.get("call")]
+            if isinstance(item.get("modules"), dict):
+                calls += item["modules"].values()
+            found += [name.group(1) for call in calls if isinstance(call, str) for name in _CALLED.finditer(call)]
             todo.extend(item.values())
         elif isinstance(item, list):
             todo.extend(item)
     return found
+
+
+_CALLED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\(")  # a name called in a call string
 
 
 def _unique(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:

@@ -38,6 +38,7 @@ from typing import Any
 from fxgen._errors import Diagnostic, Location, SpecError
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
+from fxgen.spec.shorthand import Source, desugar_declarations
 
 __all__ = ["PREVIOUS", "CompactDocument", "desugar", "desugared", "is_compact"]
 
@@ -81,9 +82,6 @@ class CompactError(Exception):
         self.problems = problems
 
 
-# A canonical path's source: the item it comes from, and whether the paths below it are the
-# same below the item (a node written out) or all at the item (a node the item stands for).
-Source = tuple[JsonPath, bool]
 
 
 @dataclass
@@ -113,15 +111,21 @@ class CompactDocument(Document):
 
 
 def desugared(doc: Document, reserved: Iterable[str] = ()) -> Document:
-    """``doc`` with its compact items desugared (``doc`` itself when it has none); a SpecError
-    names every compact item that is not well formed, at its line. ``reserved``: names a node may
+    """``doc`` with its compact items and its declaration shorthands (``fxgen.spec.shorthand``)
+    desugared (``doc`` itself when it has none); a SpecError names every one that is not well
+    formed, at its line. ``reserved``: names a node may
     not take (the generated module's globals), which a step's own name avoids."""
+    data, declared, problems = desugar_declarations(doc.data)
     try:
-        data, sources = desugar(doc.data, reserved)
+        data, sources = desugar(data, reserved)
     except CompactError as exc:
-        raise SpecError([Diagnostic(doc.locate(where), message) for where, message in exc.problems]) from None
-    if sources is None:
+        problems += exc.problems
+        sources = None
+    if problems:
+        raise SpecError([Diagnostic(doc.locate(where), message) for where, message in problems]) from None
+    if sources is None and declared is None:
         return doc
+    sources = {**(declared or {}), **(sources or {})}
     return CompactDocument(data=data, path=doc.path, raw=doc.raw, plain_json=doc.plain_json, inner=doc, sources=sources)
 
 
