@@ -375,8 +375,9 @@ class _Writer:
             if path[0] == "flag":  # (a bool the instances store, else the name of the first extra module)
                 words = [re.sub(r"\W", "_", path[1]) if path[1].isascii() and path[1][:1].isalpha() else "variant"]
                 arg = self._arg_name(stored, column, path, argument_names, template, words=words)
-            elif path[0] == "nodes":
-                arg = self._arg_name(stored, column, path, argument_names, template, words=["value"])
+            elif path[0] == "nodes":  # (a parameter the instances store, else an attribute holding it)
+                words = [stored.attribute(column, argument_names) or "value"]
+                arg = self._arg_name(stored, column, path, argument_names, template, words=words)
             else:
                 arg = self._arg_name(stored, column, path, argument_names, template)
             argument_names.add(arg)
@@ -879,6 +880,17 @@ class _Stored:
     @functools.cached_property
     def _recorded(self) -> list[dict[str, Any]]:
         return [_recorded_arguments(m) for m in self.instances]
+
+    def attribute(self, column: list[Any], taken: set[str]) -> str | None:
+        """The first plain attribute (a spec name) each instance holds with its value of ``column``
+        (``self.scale = head_dim ** -0.5``): what a node constant was read from, most likely."""
+        first = vars(self.instances[0])
+        for name, value in first.items():
+            if type(value) is type(column[0]) and _ASCII_NAME.fullmatch(name) and not name.startswith("_") \
+                    and name not in taken and not keyword.iskeyword(name) and name != "training" \
+                    and _same([getattr(m, name, _MISSING) for m in self.instances], column):  # fmt: skip
+                return name
+        return None
 
     def values(self, param: str) -> Iterator[list[Any]]:
         """Each instance's attribute ``param``, then (only if asked) its recorded argument."""

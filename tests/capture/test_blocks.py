@@ -649,3 +649,20 @@ def test_instances_computing_otherwise_stay_two_classes() -> None:
     not written as a conditional: a class each, as before."""
     spec = check_exact(_TwoActs(), torch.randn(2, 4))
     assert list(spec.classes) == ["Act", "Act2"] and not any(c.args for c in spec.classes.values())
+
+
+class _Scaled(nn.Module):
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.scale = dim**-0.5
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x) * self.scale
+
+
+def test_a_node_constant_is_named_after_the_attribute_holding_it() -> None:
+    """``self.scale = dim ** -0.5``: the constant that differs is an argument ``scale``."""
+    model = nn.Sequential(_Scaled(4), nn.Linear(4, 16), _Scaled(16))
+    spec = check_exact(model, torch.randn(2, 4))
+    assert list(spec.classes) == ["Scaled"] and list(spec.classes["Scaled"].args) == ["in_features", "scale"]
