@@ -6,8 +6,12 @@ class whose graphs and declarations agree up to some numbers share one generated
 numbers that differ become its constructor arguments, one argument per distinct column of
 values, named after the ``__init__`` parameter the instances store under that name
 (``self.stride = stride``) or else after what the value feeds (``conv1_out_channels``).
-Instances that differ otherwise get a class each (``Block``, ``Block2``). Nothing is guessed:
-substituting each instance's own values back into its class gives exactly its body, which is
+Instances whose graphs differ only where an optional submodule is present (ResNet's
+``downsample``), or in a node constant, share one class too: a bool argument declares the
+submodule (``if: downsample``) and chooses the branch of the nodes that calls it, a constant is
+an argument (``_make_merged``). Instances that differ otherwise get a class each (``Block``,
+``Block2``). Nothing is guessed: substituting each instance's own values back into its class
+gives exactly its body (its nodes resolved with them: its graph node for node), which is
 checked before the spec is handed on.
 """
 
@@ -36,6 +40,7 @@ from fxgen.capture.hierarchy import (
 from fxgen.capture.keywords import torch_keywords
 from fxgen.capture.options import CaptureOptions
 from fxgen.check.checker import RESERVED_NAMES
+from fxgen.describe.align import Differing, Unaligned, align, map_refs_node
 from fxgen.describe.rebuild import RebuildCache
 from fxgen.describe.recover import resolve_qualname
 from fxgen.describe.to_spec import (
@@ -46,8 +51,18 @@ from fxgen.describe.to_spec import (
     tensor_dtype,
     valued_buffer,
 )
-from fxgen.spec.model import ArgSpec, BufferSpec, ClassSpec, ModuleSpec, ParameterSpec, Spec
-from fxgen.spec.resolve import substitute, substitute_declaration
+from fxgen.spec.expr import ExprError
+from fxgen.spec.model import (
+    ArgSpec,
+    BufferSpec,
+    ClassSpec,
+    ModuleSpec,
+    Node,
+    ParameterSpec,
+    Spec,
+    item_from_data,
+)
+from fxgen.spec.resolve import declared, resolve_nodes, substitute, substitute_declaration
 
 __all__ = ["hierarchical_spec", "keep_blocks"]
 
@@ -258,8 +273,15 @@ class _Writer:
                 by_class.setdefault(type(self.instances[key]), []).append(key)
             for cls, keys in by_class.items():
                 bodies = {k: self._resolved_body(self.raw[k]) for k in keys}
-                for group in _groups(keys, bodies):
-                    self._make_class(cls, group, bodies, taken)
+                bodies = _with_defaults(bodies) or bodies  # (a keyword some give and others leave at its default)
+                groups = _groups(keys, bodies)
+                while groups:
+                    group = groups.pop(0)
+                    other = next((g for g in groups if self._make_merged(cls, group, g, bodies, taken, order)), None)
+                    if other is not None:
+                        groups.remove(other)
+                    else:
+                        self._make_class(cls, group, bodies, taken)
             left -= ready
 
     def _make_class(self, cls: type, group: list[int], bodies: dict[int, dict[str, Any]], taken: set[str]) -> None:
@@ -294,10 +316,93 @@ class _Writer:
         self.classes[name] = ClassSpec(args=args, doc=_doc(cls), **_fields(body))
         self.arg_names[name] = list(args)
 
+    def _make_merged(self, cls: type, a: list[int], b: list[int], bodies: dict[int, dict[str, Any]], taken: set[str],
+                     order: dict[int, int]) -> bool:  # fmt: skip
+        """Two groups of one class as one class, where one group's instances have submodules the
+        other's lack (``downsample``) and call them where the others read a value they already
+        have, or where node constants differ: a bool argument (True where the submodules are)
+        on those declarations and an ``if:`` group in the nodes, an argument for each constant.
+        False (nothing written) where the groups differ otherwise."""
+        merged = _merge_bodies(bodies[a[0]], bodies[b[0]])
+        if merged is None:
+            a, b = b, a
+            merged = _merge_bodies(bodies[a[0]], bodies[b[0]])
+        if merged is None:
+            return False
+        template, extras, flagged = merged
+        group = sorted([*a, *b], key=order.__getitem__)
+        with_extras = set(b)
+        columns: dict[str, list[Any]] = {}  # json of a column -> the column (over ``group``)
+        where: dict[str, tuple[Any, ...]] = {}
+        at: dict[tuple[Any, ...], str] = {}  # a leaf's path in the template -> its column's json
+        partial: dict[tuple[Any, ...], list[Any]] = {}  # leaves of the extra declarations: b's values
+        for path, _ in _leaves(template):
+            if path[0] == "modules" and path[1] in extras:
+                partial[path] = [_at(bodies[k], path) for k in group if k in with_extras]
+                continue
+            column = [_at(bodies[k], path) for k in group]
+            if any(v != column[0] or type(v) is not type(column[0]) for v in column):
+                key = json.dumps(column)
+                columns.setdefault(key, column)
+                where.setdefault(key, path)
+                at[path] = key
+        for path, values in partial.items():  # an argument of the others', as those instances have it
+            found = next((key for key, column in columns.items()
+                          if _same([v for k, v in zip(group, column, strict=True) if k in with_extras], values)), None)  # fmt: skip
+            if found is not None:
+                at[path] = found
+            elif not _same(values, [values[0]] * len(values)):  # (else the one value, as written)
+                return False
+        constants: dict[str, str] = {}  # a node constant's marker -> its column's json
+        for marker in _markers(template["nodes"]):
+            first, second = json.loads(marker[1:])
+            column = [second if k in with_extras else first for k in group]
+            key = json.dumps(column)
+            columns.setdefault(key, column)
+            where.setdefault(key, ("nodes",))
+            constants[marker] = key
+        flag_column = [k in with_extras for k in group]
+        flag_key = json.dumps(flag_column) if flagged else None
+        if flag_key is not None and flag_key not in columns:
+            columns[flag_key] = flag_column
+            where[flag_key] = ("flag", *(extras or ["variant"]))
+        args: dict[str, ArgSpec] = {}
+        arg_of: dict[str, str] = {}
+        argument_names = set(RESERVED_NAMES) | set(dir(builtins)) | taken | {"self"}
+        stored = _Stored(cls, [self.instances[k] for k in group])
+        for key, column in columns.items():
+            path = where[key]
+            if path[0] == "flag":  # (a bool the instances store, else the name of the first extra module)
+                words = [re.sub(r"\W", "_", path[1]) if path[1].isascii() and path[1][:1].isalpha() else "variant"]
+                arg = self._arg_name(stored, column, path, argument_names, template, words=words)
+            elif path[0] == "nodes":  # (a parameter the instances store, else an attribute holding it)
+                words = [stored.attribute(column, argument_names) or "value"]
+                arg = self._arg_name(stored, column, path, argument_names, template, words=words)
+            else:
+                arg = self._arg_name(stored, column, path, argument_names, template)
+            argument_names.add(arg)
+            args[arg] = ArgSpec(type(column[0]).__name__)
+            arg_of[key] = arg
+        flag = arg_of[flag_key] if flag_key is not None else None
+        body = _merged_with_args(template, {path: arg_of[key] for path, key in at.items()},
+                                 {marker: arg_of[key] for marker, key in constants.items()}, flag)  # fmt: skip
+        declared: dict[int, dict[str, Any]] = {}
+        for i, k in enumerate(group):
+            env = {arg_of[key]: column[i] for key, column in columns.items()}
+            if not _same_instance(body, env, bodies[k]):  # each instance's own values give back its own body
+                return False
+            declared[k] = {"class": "", "args": [env[arg] for arg in args]}
+        name = _fresh(_class_base(cls.__name__), taken)
+        for k, declaration in declared.items():
+            self.declared[k] = {**declaration, "class": name}
+        self.classes[name] = ClassSpec(args=args, doc=_doc(cls), **_fields(body))
+        self.arg_names[name] = list(args)
+        return True
+
     def _arg_name(self, stored: _Stored, column: list[Any], path: tuple[Any, ...], taken: set[str],
-                  body: dict[str, Any]) -> str:  # fmt: skip
+                  body: dict[str, Any], words: list[str] | None = None) -> str:  # fmt: skip
         """The ``__init__`` parameter each instance stores under its own name with these values,
-        else a name for what the value feeds."""
+        else a name for what the value feeds (``words``, when given)."""
         for param in stored.params:
             if param in taken:
                 continue
@@ -305,6 +410,8 @@ class _Writer:
                 if all(type(s) is type(v) and s == v for s, v in zip(values, column, strict=True)):
                     taken.add(param)
                     return param
+        if words is not None:
+            return _fresh("_".join(words), taken, start=2, joiner="_")
         words = self._feeds(path, body)
         for n in range(2 if path[0] != "modules" else 1, len(words)):  # the shortest name still free
             candidate = "_".join(words[-n:])
@@ -487,6 +594,189 @@ def _bound(body: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+_FLAG = "\0flag"  # the merged class's bool argument, until it is named
+_CONSTANT = "\0["  # how a node constant that differs begins, until its argument is named
+
+
+def _merge_bodies(first: dict[str, Any], second: dict[str, Any]) -> tuple[dict[str, Any], list[str], bool] | None:
+    """The body of one class for two bodies (two groups' first instances), or None where they
+    differ other than thus: ``second`` declares modules ``first`` does not (``extras``, each
+    declared ``if:`` the flag), and its nodes differ from ``first``'s only in runs where it calls
+    them and ``first`` names a value it already has (an alias), and in node constants (each
+    written as a marker ``{arg: "\0[first, second]"}``). Also whether the flag is needed."""
+    modules = [first.get("modules", {}), second.get("modules", {})]
+    extras = [path for path in modules[1] if path not in modules[0]]
+    if [path for path in modules[1] if path in modules[0]] != list(modules[0]):
+        return None
+    rests = [{key: value for key, value in body.items() if key != "nodes"} for body in (first, second)]
+    if extras:
+        rests[1]["modules"] = {path: entry for path, entry in modules[1].items() if path in modules[0]}
+        if not rests[1]["modules"] and "modules" not in rests[0]:
+            del rests[1]["modules"]
+    if json.dumps(_skeleton(rests[0]), sort_keys=True) != json.dumps(_skeleton(rests[1]), sort_keys=True):
+        return None
+    nodes = [[item_from_data(data) for data in body["nodes"]] for body in (first, second)]
+    if not all(type(item) is Node for item in (*nodes[0], *nodes[1])):
+        return None
+    try:
+        aligned = align(nodes[0], nodes[1], mode=False, constant=_constant, aliases=True)
+    except Unaligned:
+        return None
+    runs = [item for item in aligned.items if isinstance(item, Differing)]
+    if any(any(node.op != "alias" for node in run.eval) or not _from_extras(run.train, extras) for run in runs):
+        return None
+    declarations = {path: {**entry, "if": _FLAG} if path in extras else entry for path, entry in modules[1].items()}
+    template = {**second, "modules": declarations,
+                "nodes": [item.to_dict() for item in aligned.spec_items(_FLAG, f"not {_FLAG}")]}  # fmt: skip
+    if not template["modules"]:
+        del template["modules"]
+    return template, extras, bool(extras or runs)
+
+
+def _with_defaults(bodies: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]] | None:
+    """The bodies with each module declaration that some instance gives a keyword another
+    leaves out given that keyword's default too (``stride: 1`` where a declaration recovered
+    with its default omits it), so that their declarations line up; the keywords in the
+    constructor's order. None where a default left out is not a plain value of the signature."""
+    kwargs: dict[str, dict[str, None]] = {}
+    for body in bodies.values():
+        for path, entry in body.get("modules", {}).items():
+            kwargs.setdefault(path, {}).update(dict.fromkeys(entry.get("kwargs", {})))
+    out: dict[int, dict[str, Any]] = {}
+    for k, body in bodies.items():
+        modules = dict(body.get("modules", {}))
+        for path, entry in modules.items():
+            missing = [key for key in kwargs[path] if key not in entry.get("kwargs", {})]
+            if not missing:
+                continue
+            signature = _signature(entry["class"])
+            if signature is None:
+                return None
+            filled = dict(entry.get("kwargs", {}))
+            for key in missing:
+                default = signature.get(key, _MISSING)
+                if type(default) not in (int, float, bool, str, type(None)):
+                    return None
+                filled[key] = default
+            names = list(signature)
+            ordered = sorted(filled, key=lambda key: names.index(key) if key in names else len(names))
+            modules[path] = {**entry, "kwargs": {key: filled[key] for key in ordered}}
+        out[k] = {**body, "modules": modules} if "modules" in body else body
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _signature(qualname: str) -> dict[str, Any] | None:
+    """A module class's ``__init__`` parameters and their defaults (None: no such class)."""
+    cls = resolve_qualname(qualname)
+    try:
+        params = inspect.signature(cls.__init__).parameters.values()
+    except (TypeError, ValueError, AttributeError):
+        return None
+    return {p.name: p.default for p in params if p.name != "self"}
+
+
+def _constant(first: Any, second: Any) -> dict[str, str]:
+    return {"arg": _CONSTANT[0] + json.dumps([first, second])}
+
+
+def _from_extras(nodes: list[Node], extras: list[str]) -> bool:
+    """Is every node a call of (or a read from) an extra module, or computed from one of those?"""
+    made: set[str] = set()
+    for node in nodes:
+        target = str(node.target)
+        if not (node.op in ("call_module", "get_attr") and any(target == p or target.startswith(f"{p}.") for p in extras)) \
+                and not _reads(node) & made:  # fmt: skip
+            return False
+        made.add(str(node.name))
+    return bool(nodes)
+
+
+def _reads(node: Node) -> set[str]:
+    """The names ``node`` reads."""
+    read: set[str] = set()
+
+    def note(name: str) -> str:
+        read.add(name)
+        return name
+
+    map_refs_node(node, note)
+    read.discard(str(node.name))  # (map_refs_node passes the node's own name too)
+    return read
+
+
+def _markers(value: Any) -> list[str]:
+    """The node constants' markers in ``value``, in order, once each."""
+    found: dict[str, None] = {}
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            marker = item.get("arg")
+            if len(item) == 1 and isinstance(marker, str) and marker.startswith(_CONSTANT):
+                found[marker] = None
+            else:
+                stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+    return list(found)
+
+
+def _same(a: list[Any], b: list[Any]) -> bool:
+    return all(type(x) is type(y) and x == y for x, y in zip(a, b, strict=True))
+
+
+def _merged_with_args(template: dict[str, Any], at: dict[tuple[Any, ...], str], constants: dict[str, str],
+                      flag: str | None) -> dict[str, Any]:  # fmt: skip
+    """The merged class's body: its arguments where the columns are, the flag named."""
+    body = json.loads(json.dumps(template))
+    for path, arg in at.items():
+        target = body
+        for step in path[:-1]:
+            target = target[step]
+        target[path[-1]] = {"arg": arg}
+
+    def named(value: Any) -> Any:
+        if isinstance(value, dict):
+            marker = value.get("arg")
+            if len(value) == 1 and isinstance(marker, str) and marker in constants:
+                return {"arg": constants[marker]}
+            return {key: named(item) if key != "if" else str(item).replace(_FLAG, str(flag)) for key, item in value.items()}
+        if isinstance(value, list):
+            return [named(item) for item in value]
+        return value
+
+    return named(body)
+
+
+def _same_instance(body: dict[str, Any], env: dict[str, Any], own: dict[str, Any]) -> bool:
+    """Does the merged class's ``body``, built with one instance's arguments ``env``, give that
+    instance's own body: its declarations in its order, and its nodes node for node (the names
+    aside: a branch's nodes may be renamed)?"""
+    for key in {*body, *own} - {"nodes", "modules", "parameters", "buffers"}:
+        if body.get(key) != own.get(key):
+            return False
+    modules = {path: substitute_declaration(entry, env) for path, entry in body.get("modules", {}).items()
+               if declared(entry, env)}  # fmt: skip
+    theirs = own.get("modules", {})
+    if list(modules) != list(theirs) or modules != theirs:
+        return False
+    for table in ("parameters", "buffers"):
+        if {path: _shaped(entry, env) for path, entry in body.get(table, {}).items()} != own.get(table, {}):
+            return False
+    try:
+        nodes = resolve_nodes([item_from_data(data) for data in body["nodes"]], env)
+    except ExprError:
+        return False
+    return _canonical(nodes) == _canonical([Node(**data) for data in own["nodes"]])
+
+
+def _canonical(nodes: list[Node]) -> list[Node]:
+    """``nodes`` with the names they define numbered in order (references follow)."""
+    names = {str(node.name): f"v{k}" for k, node in enumerate(nodes) if node.name is not None}
+    return [map_refs_node(node, lambda name: names.get(name, name)) for node in nodes]
+
+
 def _init_params(cls: Any) -> list[str]:
     try:
         params = inspect.signature(cls.__init__).parameters.values()
@@ -590,6 +880,17 @@ class _Stored:
     @functools.cached_property
     def _recorded(self) -> list[dict[str, Any]]:
         return [_recorded_arguments(m) for m in self.instances]
+
+    def attribute(self, column: list[Any], taken: set[str]) -> str | None:
+        """The first plain attribute (a spec name) each instance holds with its value of ``column``
+        (``self.scale = head_dim ** -0.5``): what a node constant was read from, most likely."""
+        first = vars(self.instances[0])
+        for name, value in first.items():
+            if type(value) is type(column[0]) and _ASCII_NAME.fullmatch(name) and not name.startswith("_") \
+                    and name not in taken and not keyword.iskeyword(name) and name != "training" \
+                    and _same([getattr(m, name, _MISSING) for m in self.instances], column):  # fmt: skip
+                return name
+        return None
 
     def values(self, param: str) -> Iterator[list[Any]]:
         """Each instance's attribute ``param``, then (only if asked) its recorded argument."""

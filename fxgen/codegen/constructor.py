@@ -34,6 +34,7 @@ from fxgen.codegen.render import (
     child,
     literal,
     packed_key,
+    presence_flags,
     qualified,
     string,
 )
@@ -219,7 +220,9 @@ def init_lines(build: ClassBuild) -> list[tuple[str, int]]:
     what it declares; each statement with its depth (a module declared on a condition is set
     inside ``if COND:``)."""
     lines: list[str | tuple[str, list[str]]] = list(value_lines(build))
-    lines += [f"self.{checked(name)} = {checked(name)}" for name in build.fields]
+    presence = presence_flags(build.spec)  # (None, typed as the module that is declared after in its place)
+    lines += [f"self.{checked(name)}: {qualified(build.spec.modules[name].cls, build.imports, build.module_of)} | None = None"
+              if name in presence else f"self.{checked(name)} = {checked(name)}" for name in build.fields]  # fmt: skip
     _emit_children(build, "self", "", build.tree.root, lines)
     out: list[tuple[str, int]] = []
     for line in lines:

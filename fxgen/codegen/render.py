@@ -604,6 +604,14 @@ def forward_block(
     return forward.lines
 
 
+def presence_flags(spec: Spec) -> set[str]:
+    """The bool arguments that say whether the module of their name is declared (``downsample``
+    and ``downsample: {..., if: downsample}``): ``forward`` asks the module itself, ``if
+    self.downsample is not None:``, and ``__init__`` sets it to None first, as a person writes it."""
+    return {name for name, arg in spec.args.items()
+            if arg.type == "bool" and getattr(spec.modules.get(name), "when", None) == name}  # fmt: skip
+
+
 class Source(str):
     """Python source of an expression inside a node value (``{arg: i + 1}``), written as it is;
     ``atomic`` when an operator next to it needs no parentheses around it (a name, a number, a call)."""
@@ -631,6 +639,8 @@ class _Forward:
         self.used = _used_names(spec.nodes)
         self.spelled = {name: f"self.{checked(name)}" for name in (*spec.args, *spec.values)}
         self.spelled["training"] = "self.training"
+        self.presence = presence_flags(spec)
+        self.spelled.update({name: f"(self.{checked(name)} is not None)" for name in self.presence})
         self.read: set[str] = set()  # the arguments and values written as self.NAME
         self.loops: dict[str, dict[str, str]] = {}  # loop index -> container path -> its item's variable
         self.lines: list[tuple[str, int | None, int]] = []
@@ -656,6 +666,10 @@ class _Forward:
         tree = expr.parse(text)
         used = expr.names(tree)
         self.read |= {name for name in used if name not in self.loops and name in self.spelled}
+        negated = tree[0] == "not" and tree[1][0] == "name"
+        flag = tree[1][1] if negated else tree[1] if tree[0] == "name" else None
+        if flag in self.presence and flag not in self.loops:  # ``if self.downsample is not None:``
+            return Source(f"self.{checked(flag)} is {'' if negated else 'not '}None")
         spelled = {name: self.spelled[name] for name in used if name not in self.loops and name in self.spelled}
         if expr.functions(tree) & {"ceil", "floor"}:
             self.imports.stdlib.add("math")

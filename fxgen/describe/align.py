@@ -145,82 +145,164 @@ class _Mismatch(Exception):
     pass
 
 
-def _merge_values(e: Any, t: Any, pair: Callable[[str, str], None], mode: bool = True) -> Any:
+def _merge_values(e: Any, t: Any, pair: Callable[[str, str], str | None], mode: bool = True,
+                  constant: Callable[[Any, Any], Any] | None = None) -> Any:  # fmt: skip
     """``e`` (eval) and ``t`` (train) as one value: equal, booleans that are the mode (when the
-    lists are the two modes'), or references ``pair`` accepts (raising _Mismatch otherwise)."""
+    lists are the two modes'), references ``pair`` accepts (it may name the value both lists
+    read, an alias), or scalars of one type that ``constant`` writes as one value (raising
+    _Mismatch otherwise)."""
     if type(e) is bool and type(t) is bool:
         if e == t:
             return e
         if not e and t and mode:
             return dict(MODE_ARGUMENT)
+        if constant is not None:
+            return constant(e, t)
         raise _Mismatch
     if isinstance(e, str) and isinstance(t, str):
         me, mt = _REF.match(e), _REF.match(t)
         if me and mt:
-            pair(me.group(1), mt.group(1))
-            return e
-        if me or mt or e != t:
+            name = pair(me.group(1), mt.group(1))
+            return e if name is None else f"%{name}"
+        if me or mt:
             raise _Mismatch
+        if e != t:
+            if constant is None:
+                raise _Mismatch
+            return constant(e, t)
         return e
     if isinstance(e, list) and isinstance(t, list):
         if len(e) != len(t):
             raise _Mismatch
-        return [_merge_values(a, b, pair, mode) for a, b in zip(e, t, strict=True)]
+        return [_merge_values(a, b, pair, mode, constant) for a, b in zip(e, t, strict=True)]
     if isinstance(e, dict) and isinstance(t, dict):
         if list(e) != list(t):
             raise _Mismatch
-        return {key: _merge_values(e[key], t[key], pair, mode) for key in e}
+        return {key: _merge_values(e[key], t[key], pair, mode, constant) for key in e}
     if type(e) is not type(t) or e != t:
+        if constant is not None and type(e) is type(t) and type(e) in (int, float):
+            return constant(e, t)
         raise _Mismatch
     return e
+
+
+@dataclass(frozen=True)
+class _Alias:
+    """A name one branch of a run gives a value defined before the run, standing for a node of
+    the other branch: ``downsample = x`` where the other list computes ``downsample(x)``."""
+
+    side: str  # "eval" or "train": the branch it joins
+    run: int  # the run's index (-1: the run ``_resume`` tries)
+    name: str
+    source: str  # the value it names, that side's name
+    pair: tuple[str, str]  # the (eval name, train name) it stands for
+    read: str | None  # what the common node reads (None: the eval name, as it is)
 
 
 class _Walk:
     """The state of the alignment: which train name stands for which eval name."""
 
-    def __init__(self, eval_nodes: list[Any], train_nodes: list[Any], mode: bool = True) -> None:
+    def __init__(self, eval_nodes: list[Any], train_nodes: list[Any], mode: bool = True,
+                 constant: Callable[[Any, Any], Any] | None = None, aliases: bool = False) -> None:  # fmt: skip
         self.eval_nodes, self.train_nodes = eval_nodes, train_nodes
         self.mode = mode  # the two lists are the modes' (a boolean that differs may be the mode)
+        self.constant = constant  # how two differing scalars are written as one (None: they differ)
+        self.aliases = aliases  # a value defined before a run may stand for a node of the run
         self.same: dict[str, str] = {}  # train name -> the eval name it stands for (common or paired)
         self.eval_run: dict[str, int] = {}  # names defined in differing runs -> run index
         self.train_run: dict[str, int] = {}
         self.paired_eval: dict[str, str] = {}  # eval name in a run -> the train name paired with it
+        self.starts: list[tuple[int, int]] = []  # each run's first eval and train position
+        self.trial = (0, 0)  # the start of the run ``_resume`` tries
+        self.position = [{str(n.name): k for k, n in enumerate(nodes) if isinstance(n, Node)}
+                         for nodes in (eval_nodes, train_nodes)]  # fmt: skip
+        self.alias_of: dict[tuple[str, str], _Alias] = {}
+        self.eval_names = {str(n.name) for n in walk_nodes(eval_nodes)}
+        self.taken = self.eval_names | {str(n.name) for n in walk_nodes(train_nodes)}
 
-    def merged(self, e: Node, t: Node) -> tuple[Node, list[tuple[str, str]]] | None:
-        """``e`` and ``t`` as one common node, and the run nodes it pairs (None: they differ)."""
+    def merged(self, e: Node, t: Node) -> tuple[Node, list[tuple[str, str]], list[_Alias]] | None:
+        """``e`` and ``t`` as one common node, the run nodes it pairs and the aliases it needs
+        (None: they differ)."""
         if not isinstance(e, Node) or not isinstance(t, Node):
             return None  # (a conditional: common only when both hold the same one, ``_common_group``)
         if (e.op, e.target, e.type) != (t.op, t.target, t.type) or (e.op == "placeholder" and e.name != t.name):
             return None
         pairs: list[tuple[str, str]] = []
+        aliases: list[_Alias] = []
 
-        def pair(a: str, b: str) -> None:
+        def pair(a: str, b: str) -> str | None:
+            alias = self.alias_of.get((a, b)) or next((x for x in aliases if x.pair == (a, b)), None)
+            if alias is not None:
+                return alias.read
             known = self.same.get(b)
-            if known is not None:
-                if known != a:
-                    raise _Mismatch
-                return
-            if a not in self.eval_run or b not in self.train_run or a in self.paired_eval:
-                raise _Mismatch
-            for x, y in pairs:
-                if (x == a) != (y == b):
-                    raise _Mismatch
-            pairs.append((a, b))
+            if known == a:
+                return None
+            if known is None and a in self.eval_run and b in self.train_run and a not in self.paired_eval:
+                for x, y in pairs:
+                    if (x == a) != (y == b):
+                        raise _Mismatch
+                pairs.append((a, b))
+                return None
+            alias = self._alias(a, b, aliases)
+            aliases.append(alias)
+            return alias.read
 
         try:
-            args = _merge_values(e.args, t.args, pair, self.mode)
-            kwargs = _merge_values(e.kwargs, t.kwargs, pair, self.mode)
-            default = _merge_values(e.default, t.default, pair, self.mode)
+            args = _merge_values(e.args, t.args, pair, self.mode, self.constant)
+            kwargs = _merge_values(e.kwargs, t.kwargs, pair, self.mode, self.constant)
+            default = _merge_values(e.default, t.default, pair, self.mode, self.constant)
         except _Mismatch:
             return None
-        return replace(e, args=args, kwargs=kwargs, default=default), pairs
+        return replace(e, args=args, kwargs=kwargs, default=default), pairs, aliases
+
+    def _alias(self, a: str, b: str, pending: list[_Alias]) -> _Alias:
+        """Where the eval list reads ``a`` and the train list ``b``, one defined in a run and the
+        other before the run began: an alias of the other in that run's other branch (raising
+        _Mismatch where there is none to make)."""
+        if not self.aliases:
+            raise _Mismatch
+        if a not in self.eval_run and b in self.train_run and b not in self.same:  # eval reads a value from before
+            run, side, source, other = self.train_run[b], "eval", a, 0
+        elif a in self.eval_run and a not in self.paired_eval and b not in self.train_run:  # train does
+            run, side, source, other = self.eval_run[a], "train", b, 1
+        else:
+            raise _Mismatch
+        start = self.starts[run] if run >= 0 else self.trial
+        if self.position[other].get(source, start[other]) >= start[other]:
+            raise _Mismatch  # (defined after the run began: no alias in it can name it)
+        taken = self.taken | {x.name for x in pending}
+        if side == "eval":  # (named as the train node it stands for, where the eval list has no such name)
+            name = b if b not in self.eval_names and b not in {x.name for x in pending} else _fresh(b, taken)
+        else:
+            name = _fresh(a, taken)
+        return _Alias(side, run, name, source, (a, b), name if side == "eval" else None)
+
+    def add(self, alias: _Alias, runs: list[Differing]) -> None:
+        """``alias`` in its run, and the names it pairs."""
+        a, b = alias.pair
+        node = Node("alias", alias.name, args=[f"%{alias.source}"])
+        self.taken.add(alias.name)
+        self.alias_of[alias.pair] = alias
+        if alias.side == "eval":
+            runs[alias.run].eval.append(node)
+            self.eval_run[alias.name] = alias.run
+            self.same[b], self.paired_eval[alias.name] = alias.name, b
+        else:
+            runs[alias.run].train.append(node)
+            self.train_run[alias.name] = alias.run
+            self.same[alias.name], self.paired_eval[a] = a, alias.name
 
 
-def align(eval_nodes: list[Any], train_nodes: list[Any], *, mode: bool = True) -> Aligned:
+def align(eval_nodes: list[Any], train_nodes: list[Any], *, mode: bool = True,
+          constant: Callable[[Any, Any], Any] | None = None, aliases: bool = False) -> Aligned:  # fmt: skip
     """The two captures' nodes (each a plain node list, SSA) as common nodes and differing runs;
     ``mode``: they are the two modes' (else two calls', with an optional input and without it,
-    where no boolean stands for the mode)."""
-    walk = _Walk(eval_nodes, train_nodes, mode)
+    where no boolean stands for the mode). ``constant`` writes two scalars that differ as one
+    value (two instances' constants: an argument), else they differ. ``aliases``: a node reading
+    a value one list defines in a differing run, where the other list reads a value defined
+    before the run, is common: the other branch names its value as the run's (``else:
+    downsample = x`` against ``then: downsample = self.downsample(x)``)."""
+    walk = _Walk(eval_nodes, train_nodes, mode, constant, aliases)
     by_key: dict[tuple[Any, ...], list[int]] = defaultdict(list)
     for b, node in enumerate(train_nodes):
         by_key[(node.op, node.target) if isinstance(node, Node) else ("if", None)].append(b)
@@ -242,6 +324,7 @@ def align(eval_nodes: list[Any], train_nodes: list[Any], *, mode: bool = True) -
                 walk.eval_run[str(node.name)] = len(runs)
             for node in run.train:
                 walk.train_run[str(node.name)] = len(runs)
+            walk.starts.append((i, j))
             runs.append(run)
             items.append(run)
             i, j = a, b
@@ -249,10 +332,12 @@ def align(eval_nodes: list[Any], train_nodes: list[Any], *, mode: bool = True) -
                 continue
             done = walk.merged(eval_nodes[i], train_nodes[j])
             assert done is not None
-        node, pairs = done
+        node, pairs, made = done
         for x, y in pairs:
             walk.same[y] = x
             walk.paired_eval[x] = y
+        for alias in made:
+            walk.add(alias, runs)
         if train_nodes[j].name is not None and node.name is not None:
             walk.same[str(train_nodes[j].name)] = node.name
         items.append(node)
@@ -330,6 +415,7 @@ def _resume(walk: _Walk, by_key: dict[tuple[Any, ...], list[int]], i: int, j: in
             train_names = {str(n.name): -1 for n in train_nodes[j:b]}
             walk.eval_run.update(eval_names)
             walk.train_run.update(train_names)
+            walk.trial = (i, j)
             try:
                 done = walk.merged(node, train_nodes[b])
             finally:

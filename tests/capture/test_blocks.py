@@ -8,19 +8,26 @@ which are inlined (with a note) because tracing them on their own would compute 
 
 from __future__ import annotations
 
+import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 import export_fixtures as efx
 import pytest
 import reference_models as ref
 import torch
+import torch.nn.functional as F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch import nn
 
 import fxgen
 from fxgen.capture.trace import trace
+from fxgen.spec.model import IfNodes
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from parity import check_train, export_checked
 
 
 def _generated(spec: fxgen.Spec) -> nn.Module:
@@ -127,18 +134,18 @@ def test_flat_export_is_format_1() -> None:
 
 
 def test_instances_share_a_class_whose_arguments_are_what_differs() -> None:
-    """torchvision's ResNet layout: one BasicBlock class for the blocks that keep their width,
-    one for those that change it; the width is an argument, named as ``__init__`` names it when
-    the constructor calls were recorded, and a Sequential of blocks stays one call."""
+    """torchvision's ResNet layout: one BasicBlock class for the blocks that keep their width and
+    those that change it (with a downsample: a bool argument, ``if: downsample``); the widths are
+    arguments, named as ``__init__`` names them when the constructor calls were recorded, and a
+    Sequential of blocks stays one call."""
     with fxgen.record_constructors(ref.BasicBlock):
         model = ref.ResNet((2, 2, 2, 2), num_classes=10, width=8)
     spec = check_exact(model, torch.randn(1, 3, 32, 32))
-    assert list(spec.classes) == ["BasicBlock", "BasicBlock2"]
-    assert list(spec.classes["BasicBlock"].args) == ["inplanes"]  # (equal to planes: the first that fits)
-    assert list(spec.classes["BasicBlock2"].args) == ["inplanes", "planes"]
+    assert list(spec.classes) == ["BasicBlock"]
+    assert list(spec.classes["BasicBlock"].args) == ["inplanes", "planes", "stride", "downsample"]
     assert spec.modules["layer2"].cls == "torch.nn.Sequential"
-    assert spec.modules["layer2"].args == [{"module": {"class": "BasicBlock2", "args": [8, 16]}},
-                                           {"module": {"class": "BasicBlock", "args": [16]}}]  # fmt: skip
+    assert spec.modules["layer2"].args == [{"module": {"class": "BasicBlock", "args": [8, 16, 2, True]}},
+                                           {"module": {"class": "BasicBlock", "args": [16, 16, 1, False]}}]  # fmt: skip
     assert [n.target for n in spec.nodes if n.op == "call_module"][4:8] == ["layer1", "layer2", "layer3", "layer4"]
 
 
@@ -561,6 +568,101 @@ class _TwoReaders(nn.Module):
 
 def test_a_buffer_read_through_a_block_is_declared_by_each_instance_of_a_shared_graph() -> None:
     """``p`` and ``q`` have one graph (shared); the blocks they read ``emb.ids`` through have
-    two: each declares the buffer."""
+    two, which differ in a constant: one class taking it (``k``, as ``__init__`` names it), which
+    declares the buffer, and ``ReadsIds`` passes it on."""
     spec = check_exact(_TwoReaders(), torch.randn(3, 4))
-    assert [spec.classes[name].buffers["ids"].persistent for name in ("Ids", "Ids2")] == [False, False]
+    assert list(spec.classes) == ["Ids", "ReadsIds"]
+    assert list(spec.classes["Ids"].args) == ["k"] and spec.classes["Ids"].buffers["ids"].persistent is False
+    assert [spec.modules[path].args for path in ("p", "q")] == [[1.0], [2.0]]
+
+
+class _Basic(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int = 1) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn = nn.BatchNorm2d(cout)
+        self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride), nn.BatchNorm2d(cout)) if stride > 1 else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        identity = x if self.downsample is None else self.downsample(x)
+        return torch.relu(F.dropout(self.bn(self.conv(x)), 0.1, self.training) + identity)
+
+
+def _seeded(cls: type[nn.Module]) -> Any:
+    def build() -> nn.Module:
+        torch.manual_seed(0)
+        return cls()
+
+    return build
+
+
+class _TwoBasic(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = _Basic(4, 4), _Basic(4, 8, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(self.a(x))
+
+
+def test_instances_with_and_without_an_optional_submodule_are_one_class(tmp_path: Path) -> None:
+    """ResNet's BasicBlock with and without downsample: one class, as in the original, a bool
+    argument declaring the submodule and choosing the branch that calls it (the other names the
+    value it reads instead); exact through every promise of bench/parity.py, in both modes."""
+    torch.manual_seed(0)
+    inputs = (torch.randn(2, 4, 8, 8),)
+    exported = export_checked(_seeded(_TwoBasic), inputs, tmp_path)
+    check_train(_seeded(_TwoBasic), inputs, exported)
+    spec = exported.spec
+    assert list(spec.classes) == ["Basic"]
+    block = spec.classes["Basic"]
+    assert list(block.args) == ["out_channels", "stride", "downsample"] and block.args["downsample"].type == "bool"
+    assert block.modules["downsample"].when == "downsample"
+    assert [spec.modules[path].args for path in ("a", "b")] == [[4, 1, False], [8, 2, True]]
+    groups = [item for item in block.nodes if isinstance(item, IfNodes) and item.cond == "downsample"]
+    assert [[(n.op, n.target) for n in branch] for group in groups for branch in (group.then, group.orelse)] \
+        == [[("call_module", "downsample")], [("alias", None)]]  # fmt: skip
+    assert check_exact(_seeded(_TwoBasic)(), *inputs) == spec  # (to_spec of what it builds gives it back too)
+
+
+class _Act(nn.Module):
+    def __init__(self, gelu: bool) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.gelu = gelu
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.gelu(self.fc(x)) if self.gelu else torch.relu(self.fc(x))
+
+
+class _TwoActs(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = _Act(False), _Act(True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(self.a(x))
+
+
+def test_instances_computing_otherwise_stay_two_classes() -> None:
+    """A difference that is neither an optional submodule nor a constant (another function) is
+    not written as a conditional: a class each, as before."""
+    spec = check_exact(_TwoActs(), torch.randn(2, 4))
+    assert list(spec.classes) == ["Act", "Act2"] and not any(c.args for c in spec.classes.values())
+
+
+class _Scaled(nn.Module):
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.scale = dim**-0.5
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x) * self.scale
+
+
+def test_a_node_constant_is_named_after_the_attribute_holding_it() -> None:
+    """``self.scale = dim ** -0.5``: the constant that differs is an argument ``scale``."""
+    model = nn.Sequential(_Scaled(4), nn.Linear(4, 16), _Scaled(16))
+    spec = check_exact(model, torch.randn(2, 4))
+    assert list(spec.classes) == ["Scaled"] and list(spec.classes["Scaled"].args) == ["in_features", "scale"]

@@ -227,3 +227,45 @@ def test_a_loop_walks_containers_whose_items_are_written_out() -> None:
     assert "for i, (box, cls) in enumerate(zip(self.box, self.cls)):" in fxgen.generate(validate_data(spec))
     spec["nodes"][1]["in"] = 2  # fewer steps than items: indexed
     assert "b = self.box[i](x)" in fxgen.generate(validate_data(spec))
+
+
+OPTIONAL = {
+    "fxgen": 2,
+    "name": "Optional",
+    "args": {"downsample": {"type": "bool", "default": True}, "dim": {"type": "int", "default": 4}},
+    "modules": {"fc": {"class": "torch.nn.Linear", "args": [{"arg": "dim"}, {"arg": "dim"}]},
+                "downsample": {"class": "torch.nn.Linear", "args": [{"arg": "dim"}, {"arg": "dim"}], "if": "downsample"}},
+    "nodes": [
+        {"op": "placeholder", "name": "x", "type": "torch.Tensor"},
+        {"if": "downsample",
+         "then": [{"op": "call_module", "name": "identity", "target": "downsample", "args": ["%x"]}],
+         "else": [{"op": "alias", "name": "identity", "args": ["%x"]}]},
+        {"if": "not downsample", "then": [{"op": "call_function", "name": "y", "target": "torch.relu", "args": ["%x"]}],
+         "else": [{"op": "alias", "name": "y", "args": ["%x"]}]},
+        {"op": "call_module", "name": "fc", "target": "fc", "args": ["%y"]},
+        {"op": "call_function", "name": "out", "target": "operator.add", "args": ["%fc", "%identity"]},
+        {"op": "output", "args": ["%out"]},
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("downsample", [True, False])
+def test_a_bool_that_declares_the_module_of_its_name_asks_the_module(downsample: bool) -> None:
+    """``downsample: bool`` declaring ``downsample`` (``if: downsample``), as export writes
+    ResNet's BasicBlock: ``__init__`` sets the attribute to None before the module may take its
+    place, and ``forward`` asks ``self.downsample is not None`` (``is None`` for ``not``); no
+    bool kept under the module's name. The class computes what ``fxgen.load`` computes."""
+    spec = validate_data(OPTIONAL)
+    source, cls = generated_class(spec)
+    assert "        self.downsample: nn.Linear | None = None\n        self.fc = " in source
+    assert "        if downsample:\n            self.downsample = nn.Linear(dim, dim)\n" in source
+    assert "        if self.downsample is not None:\n            identity = self.downsample(x)\n" in source
+    assert "        if self.downsample is None:\n            y = torch.relu(x)\n" in source
+    torch.manual_seed(0)
+    loaded = fxgen.load(spec, args={"downsample": downsample})
+    torch.manual_seed(0)
+    made = cls(downsample=downsample)
+    assert list(made.state_dict()) == list(loaded.state_dict())
+    made.load_state_dict(loaded.state_dict(), strict=True)
+    x = torch.randn(2, 4)
+    assert torch.equal(made(x), loaded(x))

@@ -12,6 +12,7 @@ import pytest
 
 from fxgen.describe.align import MODE_ARGUMENT, Aligned, Differing, align
 from fxgen.spec.model import IfNodes, Node
+from fxgen.spec.resolve import resolve_nodes
 
 
 def _n(op: str, name: str | None, target: str | None = None, *args: Any, **kwargs: Any) -> Node:
@@ -197,3 +198,61 @@ def test_outputs_that_differ_are_named_in_each_branch_and_the_output_comes_after
     assert isinstance(group, IfNodes) and group.cond == "training"
     assert group.then[-1] == Node("alias", "out", args=[{"tuple": ["%fc", "%aux"]}])
     assert group.orelse == [Node("alias", "out", args=["%fc"])]
+
+
+def _resolved(items: list[Any], flag: bool) -> list[Node]:
+    """A merged list as one instance computes it: ``if: f`` taken or not, aliases followed."""
+    return resolve_nodes(items, {"f": flag})
+
+
+_BLOCK = [_n("placeholder", "x"), _n("call_module", "conv1", "conv1", "%x"), _n("call_module", "bn1", "bn1", "%conv1"),
+          _n("call_function", "add", "operator.add", "%bn1", "%x"), _n("call_function", "relu", "torch.relu", "%add"),
+          Node("output", args=["%relu"])]  # fmt: skip
+
+
+@pytest.mark.parametrize("at", [1, 3])
+def test_a_submodule_one_list_calls_is_a_conditional_whose_other_branch_names_the_value_it_reads(at: int) -> None:
+    """ResNet's BasicBlock with and without downsample (called first, or just before the add):
+    the add is common, reading a name both branches define; only the call is conditional."""
+    with_call = [*_BLOCK[:at], _n("call_module", "downsample", "downsample", "%x"), *_BLOCK[at:]]
+    with_call[with_call.index(_BLOCK[3])] = _n("call_function", "add", "operator.add", "%bn1", "%downsample")
+    items = align(_BLOCK, with_call, mode=False, aliases=True).spec_items("f", "not f")
+    groups = [item for item in items if isinstance(item, IfNodes)]
+    assert groups == [IfNodes("f", [_n("call_module", "downsample", "downsample", "%x")],
+                              [Node("alias", "downsample", args=["%x"])])]  # fmt: skip
+    _same_up_to_names(_BLOCK, _resolved(items, False))
+    _same_up_to_names(with_call, _resolved(items, True))
+    joined = align(_BLOCK, with_call, mode=False).spec_items("f", "not f")  # (without aliases: the add is in the run)
+    assert [n.target for item in joined if isinstance(item, IfNodes) for n in item.then][-1] == "operator.add"
+
+
+def test_constants_that_differ_are_one_value_when_asked() -> None:
+    scaled = [_n("placeholder", "x"), _n("call_function", "mul", "operator.mul", "%x", 2.0), Node("output", args=["%mul"])]
+    other = [*scaled[:1], _n("call_function", "mul", "operator.mul", "%x", 3.0), scaled[2]]
+    items = align(scaled, other, mode=False, constant=lambda a, b: {"arg": f"c{a}_{b}"}).spec_items("f", "not f")
+    assert items[1] == _n("call_function", "mul", "operator.mul", "%x", {"arg": "c2.0_3.0"})
+    assert any(isinstance(item, Differing) for item in align(scaled, other, mode=False).items)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_optional_calls_align_exactly(seed: int) -> None:
+    """A chain, and the same chain where some nodes also read the result of a call the first
+    list lacks (each call reading a value from before it): each flag value resolves to its own
+    list, up to names."""
+    rng = random.Random(seed)
+    targets = ["torch.relu", "torch.sin", "operator.add", "operator.mul"]
+    plain = [_n("placeholder", "x")]
+    extra = [_n("placeholder", "x")]
+    for k in range(rng.randint(1, 20)):
+        source = rng.choice(plain[:-1] or plain)
+        args = [f"%{plain[-1].name}", f"%{source.name}"]
+        plain.append(_n("call_function", f"n{k}", rng.choice(targets), *args))
+        if rng.random() < 0.3:
+            extra.append(_n("call_module", f"m{k}", f"opt{k}", f"%{source.name}"))
+            args = [args[0], f"%m{k}"]
+        extra.append(_n("call_function", f"n{k}", plain[-1].target, *args))
+    plain.append(Node("output", args=[f"%{plain[-1].name}"]))
+    extra.append(Node("output", args=[f"%{extra[-1].name}"]))
+    items = align(plain, extra, mode=False, aliases=True).spec_items("f", "not f")
+    _same_up_to_names(plain, _resolved(items, False))
+    _same_up_to_names(extra, _resolved(items, True))
