@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import json
 import keyword
 import re
 from collections.abc import Callable, Iterator
@@ -55,13 +56,12 @@ __all__ = ["write_loops"]
 
 CONTAINERS = {torch.nn.ModuleList: "torch.nn.ModuleList", torch.nn.Sequential: "torch.nn.Sequential"}
 _INDEX_NAMES = ("i", "j", "k", "n")  # the loop index, the first one no other name of the class is
-_FIRST_ITEM = re.compile(r"(.+)\.0")
 _COUNTED = re.compile(r"(.*)_\d+")  # torch.fx's name for a repeated target: ``getitem_8``, ``blocks_0``
 _CARRY = "\0carry"  # in a step's template: the value the previous step hands on
 _LOCAL = "\0local"  # in a step's template: this step's own node (by its place in the step)
 
-# a body's container at a path with that many items -> its class's name (all instances agree), or None
-ContainerOf = Callable[[str, int], str | None]
+# a body's container at a path -> its class's name and number of items (all instances agree), or None
+ContainerOf = Callable[[str], tuple[str, int] | None]
 
 
 def write_loops(spec: Spec, model: torch.nn.Module) -> Spec:
@@ -111,18 +111,18 @@ def _instances(spec: Spec, model: torch.nn.Module) -> dict[str | None, list[torc
 
 
 def _container_of(instances: list[torch.nn.Module]) -> ContainerOf:
-    def container(path: str, count: int) -> str | None:
-        kinds = set()
+    def container(path: str) -> tuple[str, int] | None:
+        found = set()
         for owner in instances:
             try:
                 sub = owner.get_submodule(path)
             except AttributeError:
                 return None
-            if (type(sub) not in CONTAINERS or list(sub._modules) != [str(k) for k in range(count)]
-                    or sub._parameters or sub._buffers):  # fmt: skip
+            names = list(sub._modules)
+            if type(sub) not in CONTAINERS or names != [str(k) for k in range(len(names))] or sub._parameters or sub._buffers:
                 return None
-            kinds.add(CONTAINERS[type(sub)])
-        return kinds.pop() if len(kinds) == 1 else None
+            found.add((CONTAINERS[type(sub)], len(names)))
+        return found.pop() if len(found) == 1 else None
 
     return container
 
@@ -152,7 +152,6 @@ class _Run:
     body: Spec | ClassSpec
     modules: dict[str, ModuleSpec]
     declared: ModuleSpec  # the container's declaration, in place of its items
-    call: int  # the place in each step of its call of an item
 
     @classmethod
     def at(cls, items: list[Item], i: int, body: Spec | ClassSpec, modules: dict[str, ModuleSpec],
@@ -161,15 +160,21 @@ class _Run:
         calls equally far apart, each step beginning that many nodes before its call (a value
         the step computes before it, ``x[:, :1]``), nearest first."""
         first = items[i]
-        found = _FIRST_ITEM.fullmatch(first.target or "") if isinstance(first, Node) and first.op == "call_module" else None
-        if found is None:
+        if not isinstance(first, Node) or first.op != "call_module" or not first.target:
             return
-        path = found.group(1)
-        length = next((j - i for j in range(i + 1, len(items)) if _calls(items[j], f"{path}.1")), None)
+        parts = first.target.split(".")
+        for at in (k for k in range(len(parts) - 1, 0, -1) if parts[k] == "0"):  # the nearest container first
+            path, rest = ".".join(parts[:at]), "".join(f".{part}" for part in parts[at + 1:])
+            yield from cls._runs(items, i, path, rest, body, modules, container_of)
+
+    @classmethod
+    def _runs(cls, items: list[Item], i: int, path: str, rest: str, body: Spec | ClassSpec,
+              modules: dict[str, ModuleSpec], container_of: ContainerOf) -> Iterator[_Run]:  # fmt: skip
+        length = next((j - i for j in range(i + 1, len(items)) if _calls(items[j], f"{path}.1{rest}")), None)
         if length is None:
             return
         count = 0
-        while i + count * length < len(items) and _calls(items[i + count * length], f"{path}.{count}"):
+        while i + count * length < len(items) and _calls(items[i + count * length], f"{path}.{count}{rest}"):
             count += 1
         declared = _declaration(path, count, body, modules, container_of)
         if declared is None:
@@ -178,7 +183,7 @@ class _Run:
             start = i - before
             steps = [items[start + k * length:start + (k + 1) * length] for k in range(count)]
             if len(steps[-1]) == length and all(type(n) is Node for step in steps for n in step):
-                yield cls(items, start, steps, path, body, modules, declared, before)  # type: ignore[arg-type]  # (nodes)
+                yield cls(items, start, steps, path, body, modules, declared)  # type: ignore[arg-type]  # (nodes)
 
     def written(self) -> tuple[list[Item], dict[str, ModuleSpec], int] | None:
         """The items and modules with the run as a loop, and where to look on; None if it is no
@@ -261,16 +266,21 @@ class _Run:
 
     def base_names(self, taken: set[str]) -> list[str] | None:
         """A name for each node of the loop's body: ``blocks_out`` for the call of an item of
-        ``blocks`` (never the generated loop's item, ``block``), what torch.fx named the first
-        step's other nodes without their number (``getitem``), else prefixed by the container's;
+        ``blocks`` (never the generated loop's item, ``block``), the callee's class for a call of
+        a module inside the item (``feed_forward``), what torch.fx named the first step's other
+        nodes without their number (``getitem``), else that prefixed by the container's name;
         none of them, nor them numbered as the loop numbers its steps (``blocks_out_0``), taken."""
         n = len(self.steps)
         leaf = self.container.rpartition(".")[2]
         bases: list[str] = []
-        for j, node in enumerate(self.steps[0]):
+        for node in self.steps[0]:
             found = _COUNTED.fullmatch(str(node.name))
             own = found.group(1) if found else str(node.name)
-            options = [f"{leaf}_out", own] if j == self.call else [own, f"{leaf}_{own}"]
+            options = [own, f"{leaf}_{own}"]
+            if node.op == "call_module" and node.target == f"{self.container}.0":
+                options.insert(0, f"{leaf}_out")
+            elif node.op == "call_module" and node.target in self.modules and _under(node.target, self.container):
+                options.insert(0, _snake(self.modules[node.target].cls.rpartition(".")[2]))
             options += [f"{options[0]}{k}" for k in range(2, 100)]
             free = next((name for name in options if _usable(name) and name not in taken
                          and not any(f"{name}_{k}" in taken for k in range(n))), None)  # fmt: skip
@@ -294,14 +304,14 @@ class _Run:
             return False
 
     def with_container(self) -> dict[str, ModuleSpec]:
-        """The modules, the items declared one by one replaced by their container's declaration."""
-        items = [f"{self.container}.{k}" for k in range(len(self.steps))]
+        """The modules, what is declared under the container replaced by its declaration (at the
+        place of the first)."""
         out: dict[str, ModuleSpec] = {}
         for path, declared in self.modules.items():
-            if path == items[0]:
-                out[self.container] = self.declared
-            elif path not in items:
+            if not _under(path, self.container):
                 out[path] = declared
+            elif self.container not in out:
+                out[self.container] = self.declared
         return out
 
 
@@ -311,22 +321,60 @@ def _expanded(items: list[dict[str, Any]], env: dict[str, Any]) -> list[dict[str
 
 def _declaration(path: str, count: int, body: Spec | ClassSpec, modules: dict[str, ModuleSpec],
                  container_of: ContainerOf) -> ModuleSpec | None:  # fmt: skip
-    """The declaration of the container at ``path`` in place of its items, if a run can be a loop
-    over it: its items declared one by one, all of one class, nothing else under its path, the
-    model's container (on every instance) a ModuleList or Sequential holding exactly them."""
-    under = [p for table in (modules, body.parameters, body.buffers) for p in table if _under(p, path)]
-    items = [f"{path}.{k}" for k in range(count)]
-    if count < 2 or sorted(under) != sorted(items):
+    """The declaration of the container at ``path`` in place of what is declared under it, if a
+    run can be a loop over it: a ModuleList or Sequential (the model's, on every instance) of
+    ``count`` items of one class (a ModuleList of two blocks, ``for attn, ff in self.layers``,
+    is one class), everything under its path declared as modules."""
+    under = {p for table in (modules, body.parameters, body.buffers) for p in table if _under(p, path)}
+    used: set[str] = set()
+    whole = _declared_at(path, modules, container_of, used) if count >= 2 else None
+    if whole is None or used != under or whole["class"] not in CONTAINERS.values():
         return None
-    declared = [modules[p].to_dict() for p in items]
-    if any(set(d) - {"class", "args", "kwargs"} for d in declared) or len({d["class"] for d in declared}) != 1:
+    listed = _listed(whole)
+    declared = [item["module"] for item in listed if isinstance(item, dict) and isinstance(item.get("module"), dict)]
+    if len(declared) != count or len(listed) != count:
         return None
-    cls = container_of(path, count)
-    if cls is None:
+    if len({json.dumps(_classes(d)) for d in declared}) != 1:
         return None
-    listed = [{"repeat": count, "module": declared[0]}] if all(d == declared[0] for d in declared) else [
-        {"module": d} for d in declared]  # fmt: skip
-    return ModuleSpec(cls, [listed] if cls == "torch.nn.ModuleList" else listed)
+    if all(d == declared[0] for d in declared):
+        listed = [{"repeat": count, "module": declared[0]}]
+    return ModuleSpec(whole["class"], [listed] if whole["class"] == "torch.nn.ModuleList" else listed)
+
+
+def _declared_at(path: str, modules: dict[str, ModuleSpec], container_of: ContainerOf,
+                 used: set[str]) -> dict[str, Any] | None:  # fmt: skip
+    """The module at ``path`` as one declaration: its own, or the ModuleList or Sequential the
+    model holds there made of what is declared under it (``used``: the paths it took)."""
+    if path in modules:
+        data = modules[path].to_dict()
+        used.add(path)
+        return data if set(data) <= {"class", "args", "kwargs"} else None
+    found = container_of(path)
+    if found is None:
+        return None
+    cls, count = found
+    items = []
+    for k in range(count):
+        item = _declared_at(f"{path}.{k}", modules, container_of, used)
+        if item is None:
+            return None
+        items.append({"module": item})
+    return {"class": cls, "args": [items] if cls == "torch.nn.ModuleList" else items}
+
+
+def _listed(declared: dict[str, Any]) -> list[Any]:
+    """The items of a ModuleList's or Sequential's declaration."""
+    args = declared.get("args", [])
+    items = args[0] if declared["class"] == "torch.nn.ModuleList" and args else args
+    return items if isinstance(items, list) else []
+
+
+def _classes(declared: dict[str, Any]) -> list[Any]:
+    """A declaration's class and, for a container, its items' (what one class of items means)."""
+    if declared.get("class") not in CONTAINERS.values():
+        return [declared.get("class")]
+    return [declared["class"], *(_classes(item["module"]) if isinstance(item, dict) and isinstance(item.get("module"), dict)
+                                 else None for item in _listed(declared))]  # fmt: skip
 
 
 def _calls(item: Item, target: str) -> bool:
@@ -378,6 +426,11 @@ def _names(body: Spec | ClassSpec, items: list[Item]) -> set[str]:
             steps = range(item.count) if type(item.count) is int else ()
             names.update(f"{node.name}_{k}" for node in walk_nodes(item.nodes) if node.name for k in steps)
     return names
+
+
+def _snake(name: str) -> str:
+    """``FeedForward`` -> ``feed_forward``, ``GELU`` -> ``gelu``."""
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)).lower()
 
 
 def _usable(name: str) -> bool:

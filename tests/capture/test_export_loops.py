@@ -89,6 +89,32 @@ class EncoderDecoder(nn.Module):
         return h
 
 
+class Attention(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.q = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(self.q(x), -1) * x
+
+
+class PairTransformer(nn.Module):
+    """vit-pytorch's transformer: a ModuleList of [attention, feed-forward] pairs, walked as
+    ``for attn, ff in self.layers``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([nn.ModuleList([Attention(), nn.Sequential(nn.Linear(8, 8), nn.GELU())])
+                                     for _ in range(3)])  # fmt: skip
+        self.norm = nn.LayerNorm(8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for attn, ff in self.layers:
+            x = attn(x) + x
+            x = ff(x) + x
+        return self.norm(x)
+
+
 class Widths(nn.Module):
     """Items of one class built with other arguments (a Sequential walked item by item), and
     the value the run starts from read again after it."""
@@ -172,6 +198,16 @@ def test_two_runs_in_one_forward_are_two_loops(tmp_path: Path) -> None:
     names = [n.name for loop in (enc, dec) for n in loop.nodes]
     assert names == ["getitem", "enc_out", "enc_getitem", "dec_getitem", "dec_out", "getitem2"]
     assert (enc.var, enc.count, dec.count) == ("i", 2, 3)
+
+
+def test_a_modulelist_of_pairs_walked_as_pairs(tmp_path: Path) -> None:
+    spec = _exact_in_both_modes(PairTransformer, (X,), tmp_path)
+    pair = {"class": "torch.nn.ModuleList", "args": [[{"module": {"class": "Attention"}}, {"module": {
+        "class": "torch.nn.Sequential", "args": [{"module": {"class": "torch.nn.Linear", "args": [8, 8]}},
+                                                 {"module": {"class": "torch.nn.GELU"}}]}}]]}  # fmt: skip
+    assert spec.modules["layers"].to_dict() == {"class": "torch.nn.ModuleList", "args": [[{"repeat": 3, "module": pair}]]}
+    assert ("        for layer in self.layers:\n            attention = layer[0](x)\n            add = attention + x\n"
+            "            sequential = layer[1](add)\n") in fxgen.generate(spec)  # fmt: skip
 
 
 def test_items_with_other_arguments_and_a_start_value_read_after_the_run(tmp_path: Path) -> None:
