@@ -6,21 +6,24 @@ captured graph (``fxgen.capture.hierarchy.verify``). Export writes such a run of
 one ``for`` with ``carry`` (docs/spec-format.md, "Conditionals and repeats of nodes") when it is
 exactly that, and leaves it as it is otherwise:
 
-- N >= 2 steps of the same length, step k starting with the call of item ``k`` of one
-  ``nn.ModuleList`` or ``nn.Sequential`` (exactly that class, on every instance of the class
-  whose nodes these are), which holds exactly those N items, all declared with one class and
-  nothing else of it declared or read outside the run;
+- N >= 2 equally long steps, step k calling item ``k`` of one ``nn.ModuleList`` or
+  ``nn.Sequential`` (exactly that class, on every instance of the class whose nodes these are),
+  which holds exactly those N items, all of one class (a ModuleList of two blocks, walked as
+  ``for attn, ff in self.layers``, is one class), everything under it declared as modules and
+  nothing of it read outside the run;
 - every step the first one's nodes, the item called aside, reading the previous step's last
-  value where the first step reads the value the run starts from (a Hugging Face layer's
-  ``layer(h)[0]`` is a step of two nodes), the same other values, and nothing after the run
-  reading a value of a step but the last step's last one.
+  value where the first step reads the value the run starts from (a step may compute before
+  its call and after it: a Hugging Face layer's ``layer(h)[0]`` is a step of two nodes), the
+  same other values, and nothing after the run reading a value of a step but the last step's
+  last one, or a list of every step's (the loop's ``collect``: ``hidden_states_out.append(x)``).
 
 The container is then declared as one ``ModuleList``/``Sequential`` of its items (``[{repeat: N,
 module: ...}]`` when they are declared alike), which the generated class walks as ``for block in
 self.blocks:``. Nothing is taken on trust: the loop is expanded by the resolver ``fxgen.load``
 runs (``fxgen.spec.resolve.expand_nodes``) and must give back the run's nodes node for node, up
-to the names the loop gives them (``blocks_0`` .. for a body node ``blocks``), or the run stays
-as it is. Only the top-level node list of each class is looked at (a run inside an ``if`` stays).
+to the names the loop gives them (``blocks_out_0`` .. for a body node ``blocks_out``), or the
+run stays as it is. Only the top-level node list of each class is looked at (a run inside an
+``if`` stays).
 """
 
 from __future__ import annotations
@@ -186,8 +189,9 @@ class _Run:
                 yield cls(items, start, steps, path, body, modules, declared)  # type: ignore[arg-type]  # (nodes)
 
     def written(self) -> tuple[list[Item], dict[str, ModuleSpec], int] | None:
-        """The items and modules with the run as a loop, and where to look on; None if it is no
-        such run (or the loop, expanded, is not it)."""
+        """The items and modules with the run as a loop (its ``collect`` read where a list of
+        every step's last value was), and where to look on; None if it is no such run (or the
+        loop, expanded, is not it)."""
         steps, n = self.steps, len(self.steps)
         end = self.start + n * len(steps[0])
         before, after = self.items[:self.start], self.items[end:]
@@ -201,7 +205,9 @@ class _Run:
             return None
         last = str(steps[-1][-1].name)
         run_names = {str(node.name) for step in steps for node in step}
-        after_refs = [ref for item in walk_items(after) for ref in _item_refs(item)]
+        lasts = [f"%{step[-1].name}" for step in steps]  # a list of them after it: the loop's `collect`
+        probed, collects = _collecting(after, lasts, "%\0collected")
+        after_refs = [ref for item in walk_items(probed) for ref in _item_refs(item)]
         if any(ref in run_names and ref != last for ref in after_refs):
             return None  # a value inside the loop is read after it
         taken = _names(self.body, self.items) - run_names
@@ -221,7 +227,10 @@ class _Run:
 
         nodes: list[Item] = [dataclasses.replace(map_refs_node(node, inside), target=self.indexed(node.target, 0, var))
                              for node in steps[0]]  # fmt: skip
-        loop = ForNodes(var, n, nodes, carry={carried: f"%{bases[-1]}"})
+        collect = _fresh_name((f"{self.container.rpartition('.')[2]}_outs", "outs"), taken) if collects else None
+        loop = ForNodes(var, n, nodes, carry={carried: f"%{bases[-1]}"}, collect=collect)
+        if collect is not None:
+            after = _collecting(after, lasts, f"%{collect}")[0]
         renamed = [_renamed_item(item, {last: carried}) for item in after]
         if not self.proven(alias, loop, carried, bases):
             return None
@@ -292,12 +301,15 @@ class _Run:
 
     def proven(self, alias: list[Item], loop: ForNodes, carried: str, bases: list[str]) -> bool:
         """The loop expanded as ``fxgen.load`` expands it is the run, node for node, with the
-        names the loop gives the steps' nodes, and its carried value after it the last one: in
-        each mode where the steps read it (``{arg: training}``)."""
+        names the loop gives the steps' nodes, and after it its carried value the last step's
+        last one and its collected list each step's: in each mode the steps read
+        (``{arg: training}``)."""
         names = {str(node.name): f"{bases[j]}_{k}" for k, step in enumerate(self.steps) for j, node in enumerate(step)}
         run = [map_refs_node(node, lambda name: names.get(name, name)).to_dict() for step in self.steps for node in step]
-        run.append({"op": "output", "args": [f"%{names[str(self.steps[-1][-1].name)]}"]})
-        written = [item.to_dict() for item in (*alias, loop, Node("output", args=[f"%{carried}"]))]
+        lasts = [f"%{names[str(step[-1].name)]}" for step in self.steps]
+        run.append({"op": "output", "args": [lasts[-1], *([lasts] if loop.collect else [])]})
+        ends = [f"%{carried}", *([f"%{loop.collect}"] if loop.collect else [])]
+        written = [item.to_dict() for item in (*alias, loop, Node("output", args=ends))]
         try:
             return all(_expanded(written, env) == _expanded(run, env) for env in data_cases(run))
         except ExprError:
@@ -399,6 +411,33 @@ def _item_refs(item: Item) -> list[str]:
     if isinstance(item, ForNodes):
         return [ref for _, ref in iter_refs(list(item.carry.values()))]
     return []
+
+
+def _collecting(items: list[Item], lasts: list[str], ref: str) -> tuple[list[Item], bool]:
+    """``items`` with each list of exactly the steps' last values (``[%blocks_0, %blocks_1]``, a
+    node's argument or inside a tuple or list) read as ``ref``, and whether there was one."""
+    found = False
+
+    def value(v: Any) -> Any:
+        nonlocal found
+        if isinstance(v, list):
+            if v == lasts:
+                found = True
+                return ref
+            return [value(x) for x in v]
+        if isinstance(v, dict):  # a tag's body (a tuple's items) stays a list
+            return {k: [value(x) for x in body] if isinstance(body, list) else value(body) for k, body in v.items()}
+        return v
+
+    def item(it: Item) -> Item:
+        if isinstance(it, Node):
+            return dataclasses.replace(it, args=[value(a) for a in it.args], kwargs={k: value(a) for k, a in it.kwargs.items()})
+        if isinstance(it, IfNodes):
+            return IfNodes(it.cond, [item(i) for i in it.then], [item(i) for i in it.orelse])
+        return dataclasses.replace(it, nodes=[item(i) for i in it.nodes])
+
+    out = [item(it) for it in items]
+    return out, found
 
 
 def _renamed_item(item: Item, names: dict[str, str]) -> Item:

@@ -115,6 +115,22 @@ class PairTransformer(nn.Module):
         return self.norm(x)
 
 
+class HiddenStates(nn.Module):
+    """monai's ViT: each block's output kept in a list, returned with the result."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([Block() for _ in range(3)])
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        hidden_states_out = []
+        for blk in self.blocks:
+            x = blk(x, mask)
+            hidden_states_out.append(x)
+        return self.head(x), hidden_states_out
+
+
 class Widths(nn.Module):
     """Items of one class built with other arguments (a Sequential walked item by item), and
     the value the run starts from read again after it."""
@@ -210,6 +226,14 @@ def test_a_modulelist_of_pairs_walked_as_pairs(tmp_path: Path) -> None:
             "            sequential = layer[1](add)\n") in fxgen.generate(spec)  # fmt: skip
 
 
+def test_every_step_s_value_in_a_list_after_the_run_is_the_loop_s_collect(tmp_path: Path) -> None:
+    spec = _exact_in_both_modes(HiddenStates, (X, MASK), tmp_path)
+    (loop,) = _loops(spec.nodes)
+    assert (loop.carry, loop.collect) == ({"x": "%blocks_out"}, "blocks_outs")
+    assert spec.nodes[-1].args == [{"tuple": ["%head", "%blocks_outs"]}]
+    assert "            blocks_outs.append(blocks_out)\n" in fxgen.generate(spec)
+
+
 def test_items_with_other_arguments_and_a_start_value_read_after_the_run(tmp_path: Path) -> None:
     spec = _exact_in_both_modes(Widths, (X,), tmp_path)
     assert spec.modules["layers"].to_dict() == {"class": "torch.nn.Sequential", "args": [
@@ -251,13 +275,18 @@ class Unrolled(nn.Module):
         if self.how == "read":  # a step's value read after the run
             h1 = b[0](x, mask)
             return b[3](b[2](b[1](h1, mask), mask), mask) + h1
+        if self.how == "some":  # some steps' values in a list after it
+            hs = [b[0](x, mask)]
+            hs.append(b[1](hs[-1], mask))
+            hs.append(b[2](hs[-1], mask))
+            return b[3](hs[-1], mask), hs
         h = x  # "apart": a node between two steps that is not part of a step
         for k, blk in enumerate(b):
             h = blk(h, mask) * (k + 1)
         return h
 
 
-@pytest.mark.parametrize("how", ["order", "part", "other", "read", "apart"])
+@pytest.mark.parametrize("how", ["order", "part", "other", "read", "some", "apart"])
 def test_calls_that_are_not_exactly_a_loop_stay_as_they_are(how: str) -> None:
     torch.manual_seed(0)
     spec = fxgen.export(Unrolled(how))
