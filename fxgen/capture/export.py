@@ -20,6 +20,7 @@ from fxgen.capture.blocks import keep_blocks
 from fxgen.capture.effects import NotRecorded
 from fxgen.capture.frozen import none_defaults
 from fxgen.capture.keywords import torch_keywords
+from fxgen.capture.loops import write_loops
 from fxgen.capture.modes import (
     MODE_FREE_KEY,
     MODES,
@@ -212,7 +213,8 @@ def modes_spec(
     described and written as one (``fxgen.describe.modes``), in one graph per mode if the
     model's classes differ between the modes (``notify``-ed). An optional argument the example
     gives is captured left out too, and the spec computes that call as well
-    (``fxgen.capture.optional``)."""
+    (``fxgen.capture.optional``). Unless ``flat``, a run of calls over a container's items is
+    written as a loop (``fxgen.capture.loops``)."""
     from fxgen.capture.optional import with_optional
 
     spec, gm = _modes_spec(module, captures, name, flat=flat, options=options, notify=notify, progress=progress)
@@ -226,8 +228,11 @@ def modes_spec(
     def describe_modes(other: Captures, flat: bool) -> dict[bool, Spec]:
         return _mode_specs(module, other, name, flat=flat, options=options, notify=notify, progress=progress)
 
-    return with_optional(module, captures, spec, options, flat=flat, capture=capture, describe=describe,
-                         describe_modes=describe_modes, notify=notify), gm  # fmt: skip
+    spec = with_optional(module, captures, spec, options, flat=flat, capture=capture, describe=describe,
+                         describe_modes=describe_modes, notify=notify)  # fmt: skip
+    if not flat and not isinstance(module, torch.fx.GraphModule):
+        spec = write_loops(spec, module)  # (last: the modes and calls are merged node for node first)
+    return spec, gm
 
 
 def _modes_spec(module: torch.nn.Module, captures: Captures, name: str, *, flat: bool, options: CaptureOptions,

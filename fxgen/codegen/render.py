@@ -757,8 +757,10 @@ class _Forward:
         head, rest = target[:at], target[at + len(var) + 3 :]
         name = self.loops[var].get(head)
         base = name if name is not None else f"{self.target(head)}[{checked(var)}]"
+        kind = "list" if _items_are_lists(self.spec.modules.get(head)) else "attr"  # (`layer[0]`)
         for part in rest.split(".")[1:]:
-            base = child(base, part, "attr")
+            base = child(base, part, kind if part.isdigit() else "attr")
+            kind = "attr"
         return base
 
     def node(self, node: Node, position: int | None, depth: int, top: bool) -> None:
@@ -828,6 +830,16 @@ def _singular(attribute: str) -> str:
     one that is no plural (``cls``, ``heads_bias``, ``ss``/``us``/``is`` endings) as it is."""
     plural = len(attribute) > 3 and attribute.endswith("s") and not attribute.endswith(("ss", "us", "is"))
     return attribute[:-1] if plural else attribute
+
+
+def _items_are_lists(declared: ModuleSpec | None) -> bool:
+    """Is ``declared`` a ModuleList or Sequential of ModuleLists or Sequentials (indexed by
+    position: ``for attn, ff in self.layers`` walks one)?"""
+    if declared is None or declared.cls not in _REPEATABLE:
+        return False
+    items = declared.args[0] if declared.cls.endswith("ModuleList") and declared.args else declared.args
+    modules = [item.get("module") for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+    return bool(modules) and all(isinstance(m, dict) and m.get("class") in _REPEATABLE for m in modules)
 
 
 def _same_count(declared: ModuleSpec, count: Any) -> bool:

@@ -29,7 +29,7 @@ from fxgen.capture.hierarchy import NotTheSame, verify
 from fxgen.capture.options import CaptureOptions
 from fxgen.capture.partition import partition_blocks
 from fxgen.cli.main import main
-from fxgen.spec.model import walk_nodes
+from fxgen.spec.model import ForNodes, Node, walk_nodes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
@@ -135,7 +135,9 @@ def test_nested_blocks_tuples_a_tensor_passed_in_and_an_instance_called_twice(tm
     assert gate.nodes[-1].args == [{"tuple": ["%mul", "%add"]}]  # both results, in the order computed
     body = spec.classes["Body"]
     # placeholders are named after the parameters they came in by (measured: fxgen.capture.arguments)
-    assert [n.name for n in body.nodes if n.op == "placeholder"] == ["x", "bias"]  # the top's bias comes in
+    assert [n.name for n in body.nodes if isinstance(n, Node) and n.op == "placeholder"] == ["x", "bias"]  # the top's bias comes in
+    (loop,) = [n for n in body.nodes if isinstance(n, ForNodes)]  # `for gate in self.gates`, captured by Dynamo
+    assert (loop.count, [n.target for n in loop.nodes if n.op == "call_module"]) == (2, ["gates.{i}"])
     assert [n.name for n in gate.nodes if n.op == "placeholder"] == ["x", "skip"]
     assert [n.target for n in spec.nodes if n.op == "call_module"] == ["body", "act", "twice", "twice", "head"]
     assert "bias" in spec.parameters and "bias" not in body.parameters
