@@ -115,7 +115,15 @@ class _Writer:
         value after the last, as the desugaring sees it."""
         out: list[Any] = []
         names_next = _consumers(nodes)
-        for k, node in enumerate(nodes):
+        k = 0
+        while k < len(nodes):
+            node = nodes[k]
+            unpacking = self.unpacking(nodes, k, previous)
+            if unpacking is not None:  # after it there is no previous value
+                out.append(unpacking[0])
+                k, previous = k + unpacking[1], None
+                continue
+            k += 1
             if "if" in node:
                 then, a = self.items(node["then"], previous)
                 item = {**node, "then": then}
@@ -127,11 +135,37 @@ class _Writer:
                 out.append({**node, "nodes": self.items(node["nodes"], previous)[0]})
                 previous = None
             else:
-                out.append(self.node(node, previous, names_next[k]))
+                out.append(self.node(node, previous, names_next[k - 1]))
                 op, name = node.get("op"), node.get("name")
                 keeps = op in ("placeholder", "get_attr", "alias") or str(op).startswith("call_")
                 previous = name if keeps and isinstance(name, str) else None
         return out, previous
+
+    def unpacking(self, nodes: list[Any], k: int, previous: str | None) -> tuple[dict[str, Any], int] | None:
+        """At ``nodes[k]``: a run of ``operator.getitem`` nodes taking items 0, 1, ... of one value
+        as ``{"a, b": "%value"}``, or a call followed by such a run on its result as
+        ``{"a, b": CALL}`` (its own name then the one torch.fx gives it); with how many nodes
+        it stands for. None where no run of two or more starts."""
+        node = nodes[k]
+        if not isinstance(node, dict):
+            return None
+        name = node.get("name")
+        if node.get("op") == "call_function" and node.get("target") == "operator.getitem" and _is_item(node, 0):
+            names = _items_of(nodes, k, node["args"][0])
+            return ({", ".join(names): node["args"][0]}, len(names)) if len(names) >= 2 else None
+        if not isinstance(name, str) or not set(node) <= {"op", "name", "target", "args"}:
+            return None
+        names = _items_of(nodes, k + 1, f"%{name}")
+        step = self.node(node, previous, True) if len(names) >= 2 else None
+        if isinstance(step, str):
+            call: Any = step
+        elif isinstance(step, dict) and len(step) == 1 and isinstance(step.get(name), list):
+            call = step[name]
+            if not self.unnamed(node["op"], node["target"], name, True):
+                return None
+        else:
+            return None
+        return {", ".join(names): call}, 1 + len(names)
 
     def node(self, node: dict[str, Any], previous: str | None, next_takes: bool) -> Any:
         """One canonical node as the shortest compact item that says it (itself when none can);
@@ -188,6 +222,26 @@ def _consumers(nodes: list[Any]) -> list[bool]:
                  and (_holds(after.get("args"), f"%{name}") or _holds(after.get("kwargs"), f"%{name}")))  # fmt: skip
         out.append(takes)
     return out
+
+
+def _is_item(node: Any, index: int) -> bool:
+    """Whether ``node`` is exactly ``{op: call_function, name, target: operator.getitem, args:
+    ["%value", index]}``."""
+    return (isinstance(node, dict) and set(node) == {"op", "name", "target", "args"} and node["op"] == "call_function"
+            and node["target"] == "operator.getitem" and isinstance(node["args"], list) and len(node["args"]) == 2
+            and isinstance(node["args"][0], str) and node["args"][0].startswith("%") and node["args"][1] == index
+            and type(node["args"][1]) is int)  # fmt: skip
+
+
+def _items_of(nodes: list[Any], start: int, value: str) -> list[str]:
+    """The names of the run of nodes from ``start`` taking items 0, 1, ... of ``value``."""
+    names: list[str] = []
+    while start + len(names) < len(nodes):
+        node = nodes[start + len(names)]
+        if not (_is_item(node, len(names)) and node["args"][0] == value):
+            break
+        names.append(node["name"])
+    return names
 
 
 def _takes_previous(item: Any) -> bool:
