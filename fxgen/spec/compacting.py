@@ -212,12 +212,14 @@ class _Writer:
 
 def _consumers(nodes: list[Any]) -> list[bool]:
     """For each item, whether the next one is a node reading it, as its previous value, in its
-    arguments (a node written out with a default or other fields does not)."""
+    arguments (a node written out with a default or other fields does not), or the output
+    returning it, which the desugaring implies."""
     out = []
     for k, node in enumerate(nodes):
         after = nodes[k + 1] if k + 1 < len(nodes) else None
         name = node.get("name") if isinstance(node, dict) else None
-        takes = (isinstance(after, dict) and isinstance(name, str) and set(after) <= _STEP_KEYS
+        returned = after == {"op": "output", "args": [f"%{name}"], "type": "torch.Tensor"}  # the implied output
+        takes = returned or (isinstance(after, dict) and isinstance(name, str) and set(after) <= _STEP_KEYS
                  and after.get("op") not in ("output", "placeholder", "alias")
                  and (_holds(after.get("args"), f"%{name}") or _holds(after.get("kwargs"), f"%{name}")))  # fmt: skip
         out.append(takes)
