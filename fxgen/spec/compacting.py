@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import Any
 
 from fxgen.spec.compact import PREVIOUS, CompactError, desugar, fx_name, implied_op
-from fxgen.spec.model import Item, item_from_data, walk_nodes
 
 __all__ = ["compacted"]
 
@@ -63,11 +62,27 @@ def _class_nodes(body: dict[str, Any]) -> list[Any]:
         writer.named |= wrong
 
 
-def _items(nodes: list[Any]) -> list[Item]:
-    return [item_from_data(node) for node in nodes]
+def _items(nodes: list[Any]) -> list[Any]:
+    """``nodes`` as Specs compare them: a node's empty ``args`` and ``kwargs`` written or not
+    alike (``spec.model.Node``'s defaults; this module is below the model, which writes with it)."""
+    out: list[Any] = []
+    for node in nodes:
+        if "op" in node:
+            out.append({**node, "args": node.get("args", []), "kwargs": node.get("kwargs", {})})
+        else:
+            out.append({k: _items(v) if k in ("then", "else", "nodes") else v for k, v in node.items()})
+    return out
 
 
-def _desugared(body: dict[str, Any], nodes: list[Any]) -> list[Item] | None:
+def _walk(items: list[Any]) -> list[dict[str, Any]]:
+    """Every node of ``items``, inside conditionals and repeats too, in the order written."""
+    out: list[dict[str, Any]] = []
+    for item in items:
+        out.extend([item] if "op" in item else _walk([*item.get("then", []), *item.get("else", []), *item.get("nodes", [])]))
+    return out
+
+
+def _desugared(body: dict[str, Any], nodes: list[Any]) -> list[Any] | None:
     """The items ``nodes`` desugar to in ``body``'s class (None: not well formed)."""
     tables = {key: body[key] for key in ("modules", "parameters", "buffers") if key in body}
     try:
@@ -77,17 +92,17 @@ def _desugared(body: dict[str, Any], nodes: list[Any]) -> list[Item] | None:
         return None
 
 
-def _differing(want: list[Item], got: list[Item] | None) -> set[str]:
+def _differing(want: list[Any], got: list[Any] | None) -> set[str]:
     """The names of the nodes of ``want`` whose desugared node differs (all of them when the
     lists do not pair up)."""
-    nodes = walk_nodes(want)
-    names = {node.name for node in nodes if node.name is not None}
+    nodes = _walk(want)
+    names = {node["name"] for node in nodes if isinstance(node.get("name"), str)}
     if got is None:
         return names
-    mine = walk_nodes(got)
+    mine = _walk(got)
     if len(mine) != len(nodes):
         return names
-    return {a.name for a, b in zip(nodes, mine, strict=True) if a != b and a.name is not None}
+    return {a["name"] for a, b in zip(nodes, mine, strict=True) if a != b and isinstance(a.get("name"), str)}
 
 
 class _Writer:
