@@ -30,10 +30,11 @@ from torch.fx.passes.shape_prop import ShapeProp
 
 from fxgen._errors import Location, SpecError
 from fxgen.analysis.flow import flows_on_meta
-from fxgen.assemble.module import build_module
+from fxgen.assemble.module import META_KEY, Declarations, build_module, concrete_declarations
 from fxgen.policy.policy import Policy
 from fxgen.spec import expr
-from fxgen.spec.model import Spec, plain_nodes
+from fxgen.spec.model import Node, Spec, plain_nodes
+from fxgen.spec.resolve import with_values
 from fxgen.spec.values import DTYPES, dtype_name
 
 __all__ = ["Analysis", "NodeInfo", "analyse", "check_flow", "owner", "stand_in_sizes"]
@@ -163,12 +164,13 @@ def _propagate(
     for shape, dtype in _declared(spec):
         with fake_mode:
             args.append(torch.empty([size(d) for d in shape], dtype=dtype, device="cpu"))
-    prop = _Propagation(gm, fake_mode, flops=symbolic)
+    prop = _Propagation(gm, fake_mode, spec, flops=symbolic)
     try:
         with _quiet():
             prop.run(*args)
     except _NodeFailed as failed:
-        raise SpecError.at(_where(spec, origin, failed.index), failed.message(spec, prop, names)) from None
+        raise SpecError.at(*failed.report(_where(spec, origin, failed.index), plain_nodes(spec.nodes)[failed.index],
+                                          prop, names)) from None  # fmt: skip
     return gm, prop, names, symbols
 
 
@@ -323,20 +325,43 @@ def _parameters(spec: Spec, gm: torch.fx.GraphModule) -> dict[str, int]:
 
 
 class _NodeFailed(Exception):
-    def __init__(self, index: int, node: torch.fx.Node, cause: BaseException) -> None:
+    """Node ``index`` of a propagation failed; ``inside``: what failed inside it, when it is a
+    call of a block instance."""
+
+    def __init__(self, index: int, node: torch.fx.Node, cause: BaseException, inside: _BlockFailed | None = None) -> None:
         self.index = index
         self.node = node
         self.cause = cause
+        self.inside = inside
 
-    def message(self, spec: Spec, prop: _Propagation, names: dict[Any, Any]) -> str:
+    def report(self, where: Location, declared: Node | None, prop: _Propagation, names: dict[Any, Any]) -> tuple[Location, str]:
+        """Where to report the failure and what to say: for a call of a block instance, at the
+        node of the block's own declaration that failed (at any depth), with each instance's
+        argument values and the line that builds it, innermost first."""
+        location, message, instances = self._innermost(where, declared, prop, names)
+        return location, message + (f" (in {'; in '.join(instances)})" if instances else "")
+
+    def _innermost(
+        self, where: Location, declared: Node | None, prop: _Propagation, names: dict[Any, Any]
+    ) -> tuple[Location, str, list[str]]:
+        inside = self.inside
+        block = inside.declared if inside is not None else None
+        at = block.written_at(inside.failed.node.name) if inside is not None and block is not None else None
+        if inside is None or block is None or at is None:  # not inside a block (or at a node it does not write)
+            return where, self.message(declared, prop.spec, prop, names), []
+        written = next((n for n in plain_nodes(block.spec.nodes) if n.name == inside.failed.node.name), None)
+        location, message, instances = inside.failed._innermost(block.spec.locate(at), written, inside.prop, names)
+        shown = ", ".join(f"{arg}={value!r}" for arg, value in block.values.items())
+        return location, message, [*instances, f"{block.spec.name}({shown}), built at {inside.built}"]
+
+    def message(self, declared: Node | None, spec: Spec, prop: _Propagation, names: dict[Any, Any]) -> str:
         node = self.node
-        declared = plain_nodes(spec.nodes)[self.index]
         if node.op == "call_module":
             entry = spec.modules.get(str(node.target))
             call = ", ".join([*map(repr, entry.args), *(f"{k}={v!r}" for k, v in entry.kwargs.items())]) if entry else ""
             what = f"module {node.target!r} ({entry.cls}({call[:80]}))" if entry else f"module {node.target!r}"
         else:
-            what = f"{declared.target or node.op}"
+            what = f"{(declared.target if declared else None) or node.op}"
         met = ", ".join(f"{n.name}: {_value_text(prop.values.get(n), names)}" for n in node.all_input_nodes) or "no inputs"
         lines = [line.strip() for line in str(self.cause).strip().splitlines() if line.strip()]
         said = (lines[0] if lines else type(self.cause).__name__).rstrip(".")
@@ -346,16 +371,32 @@ class _NodeFailed(Exception):
                 f"and torch says: {said[:300]}; fix the declaration or `inputs:`")  # fmt: skip
 
 
+@dataclass
+class _BlockFailed:
+    """A node that failed inside a block instance: ``failed`` in the propagation ``prop`` through
+    the instance (``declared``: its class and argument values), which the declaration at ``built``
+    makes."""
+
+    failed: _NodeFailed
+    prop: _Propagation
+    declared: Declarations
+    built: Location
+
+
 class _Propagation(ShapeProp):
     """``ShapeProp`` on FakeTensors, keeping each node's value and counting its FLOPs."""
 
-    def __init__(self, gm: torch.fx.GraphModule, fake_mode: Any, *, flops: bool = True) -> None:
+    def __init__(
+        self, gm: torch.fx.GraphModule, fake_mode: Any, spec: Spec, *, flops: bool = True, fake: bool = False
+    ) -> None:
         super().__init__(gm)
         self.count = flops
+        self.spec = spec  # what ``gm`` was built from: its declarations, to name them
         # ShapeProp's own fake copy would keep the meta device, which the CPU inputs (and the
-        # modules a spec puts on the CPU) do not meet: every tensor is a FakeTensor on the CPU.
+        # modules a spec puts on the CPU) do not meet: every tensor is a FakeTensor on the CPU
+        # (``fake``: ``gm``'s already are, a block of such a copy).
         self.fake_mode = fake_mode
-        self.fake_module = _on_fake_cpu(gm, fake_mode)
+        self.fake_module = gm if fake else _on_fake_cpu(gm, fake_mode)
         self.values: dict[torch.fx.Node, Any] = {}
         self.flops: dict[torch.fx.Node, Any] = {}
         self.index = {node: i for i, node in enumerate(gm.graph.nodes)}
@@ -366,9 +407,31 @@ class _Propagation(ShapeProp):
         try:
             result = super().run_node(n)
         except Exception as exc:
-            raise _NodeFailed(self.index[n], n, exc.__cause__ or exc) from None
+            raise _NodeFailed(self.index[n], n, exc.__cause__ or exc, self._inside(n)) from None
         self.values[n] = result
         return result
+
+    def _inside(self, n: torch.fx.Node) -> _BlockFailed | None:
+        """When ``n`` calls a block instance: the node that fails inside it, found by running the
+        instance's graph on what ``n`` was given (None: not a block, or it does not fail there)."""
+        module = self.fake_module.get_submodule(str(n.target)) if n.op == "call_module" else None
+        declared = module.meta.get(META_KEY) if isinstance(module, torch.fx.GraphModule) else None
+        if not isinstance(declared, Declarations) or declared.spec.scope[:1] != ("classes",):
+            return None
+        assert isinstance(module, torch.fx.GraphModule)
+        args, kwargs = self.fetch_args_kwargs_from_env(n)
+        inputs = [str(p.target) for p in module.graph.nodes if p.op == "placeholder"][len(args) :]
+        if list(kwargs) != inputs[: len(kwargs)]:
+            return None  # keywords out of the inputs' order: the call's own report stands
+        spec = dataclasses.replace(declared.spec, modules=_concrete_modules(declared))
+        inner = _Propagation(module, self.fake_mode, spec, flops=False, fake=True)
+        try:
+            inner.run(*args, *kwargs.values())
+        except _NodeFailed as failed:
+            return _BlockFailed(failed, inner, declared, self.spec.locate(("modules", _declared_path(self.spec, str(n.target)))))
+        except Exception:
+            return None
+        return None
 
     def _counted(self, call: Any, *args: Any) -> Any:
         if not self.count:
@@ -389,6 +452,26 @@ class _Propagation(ShapeProp):
 
     def call_module(self, target: Any, args: Any, kwargs: Any) -> Any:
         return self._counted(super().call_module, target, args, kwargs)
+
+
+def _concrete_modules(declared: Declarations) -> dict[str, Any]:
+    """The module declarations of a block instance with its argument values put in (what its
+    messages show: ``torch.nn.Linear(8, 16)``, not the expressions)."""
+    try:
+        spec = declared.spec
+        return concrete_declarations(spec, with_values(declared.values, spec.values)).modules
+    except Exception:
+        return declared.spec.modules
+
+
+def _declared_path(spec: Spec, target: str) -> str:
+    """The declaration of ``spec`` that makes the module at ``target`` (itself, or a container
+    holding it)."""
+    parts = target.split(".")
+    for size in range(len(parts), 0, -1):
+        if ".".join(parts[:size]) in spec.modules:
+            return ".".join(parts[:size])
+    return target
 
 
 def _on_fake_cpu(gm: torch.fx.GraphModule, fake_mode: Any) -> torch.fx.GraphModule:

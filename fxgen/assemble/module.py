@@ -206,6 +206,9 @@ def build_module(
     gm.meta[META_KEY] = Declarations(spec, dict(values), source)
     if spec.fxgen >= 2 and spec.nodes is not written:  # resolved: remember the items as written
         gm.meta[META_KEY].written, gm.meta[META_KEY].code = written, gm.code
+        bodies = [(spec, wheres)] if graphs is None else list(modes.values())
+        gm.meta[META_KEY].wheres = {node.name: where for body, at in bodies
+                                    for node, where in zip(plain_nodes(body.nodes), at, strict=True) if node.name}  # fmt: skip
     return gm
 
 
@@ -423,12 +426,22 @@ class Declarations:
         # when it was resolved: a graph no pass changed since gives the items back
         self.written: list[Item] | None = None
         self.code: str | None = None
+        # where each node of a resolved graph (of any mode) is written, by its name
+        self.wheres: dict[str, tuple[str | int, ...]] | None = None
         self.modules = dict(spec.modules)
         self.parameters = dict(spec.parameters)
         self.buffers = dict(spec.buffers)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Declarations:
         return self  # immutable in practice; GraphModule deep-copies its meta
+
+    def written_at(self, name: str) -> tuple[str | int, ...] | None:
+        """Where the class writes the node ``name`` of this instance's graph (a path in its part of
+        the spec, located by ``spec.locate``); None for a name no node has."""
+        if self.wheres is not None:
+            return self.wheres.get(name)
+        at = [i for i, node in enumerate(self.spec.nodes) if isinstance(node, Node) and node.name == name]
+        return ("nodes", at[0]) if at else None
 
 
 def instance_spec(spec: Spec, env: Mapping[str, Any]) -> Spec:

@@ -23,6 +23,7 @@ tests/test_schema_fast.py checks that the two engines agree.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from fxgen._errors import Diagnostic
@@ -194,10 +195,53 @@ def _fast_accepts(data: Any, *, plain: bool = False) -> bool:
 
 
 def check_schema(doc: Document) -> list[Diagnostic]:
-    """Every schema violation in ``doc``, located; empty when the shape is right."""
+    """Every schema violation in ``doc``, located; empty when the shape is right. A tag mapping
+    that a comma split (``{arg: int(a, 2)}`` in flow style reads as two keys) is one error, with
+    the hint to quote it."""
     if _fast_accepts(doc.data, plain=doc.plain_json):
         return []
-    return [_diagnostic(doc, error) for error in _validator().iter_errors(doc.data)]
+    return _diagnostics(doc, _validator().iter_errors(doc.data))
+
+
+def _diagnostics(doc: Document, errors: Iterable[ValidationError]) -> list[Diagnostic]:
+    """The diagnostics of jsonschema's ``errors`` in ``doc`` (a split tag mapping's once)."""
+    out: list[Diagnostic] = []
+    split: set[tuple[Any, ...]] = set()
+    for error in errors:
+        at = _split_at(doc.data, tuple(error.absolute_path))
+        if at is None:
+            out.append(_diagnostic(doc, error))
+        elif at not in split:
+            split.add(at)
+            out.append(Diagnostic(doc.locate(at), f"{_describe(at)}{_split_message(_at(doc.data, at))}"))
+    return out
+
+
+def _split_at(data: Any, path: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The path of the mapping a comma split, at or above ``path`` (None: there is none)."""
+    for size in range(len(path), -1, -1):
+        value = _at(data, path[:size])
+        if isinstance(value, dict) and len(value) >= 2 and next(iter(value)) in TAGS:
+            first = next(iter(value.values()))
+            if isinstance(first, str) and (first.count("(") > first.count(")") or first.count("[") > first.count("]")):
+                return path[:size]
+    return None
+
+
+def _at(data: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        try:
+            data = data[key]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
+
+
+def _split_message(value: dict[str, Any]) -> str:
+    tag, text = next(iter(value.items()))
+    rest = ", ".join(str(key) if item is None else f"{key}: {item}" for key, item in list(value.items())[1:])
+    return (f"a comma inside {{...}} separates its entries, so {{{tag}: {text}, {rest}}} reads as {len(value)} keys "
+            f"({', '.join(map(repr, value))}); quote a value that holds a comma: {{{tag}: \"{text}, {rest}\"}}")
 
 
 def _diagnostic(doc: Document, error: ValidationError) -> Diagnostic:

@@ -40,7 +40,7 @@ from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.shorthand import Source, desugar_declarations
 
-__all__ = ["PREVIOUS", "CompactDocument", "desugar", "desugared", "is_compact"]
+__all__ = ["PREVIOUS", "CompactDocument", "desugar", "desugared", "fx_name", "implied_op", "is_compact"]
 
 
 PREVIOUS = "%"  # in a compact item's arguments: the previous item's value
@@ -349,13 +349,7 @@ class _Graph:
         return [node]
 
     def op(self, target: str) -> str:
-        if target.startswith("."):
-            return "call_method"
-        if any(target == path or target.startswith(path + ".") for path in self.modules):
-            return "call_module"
-        if target in self.tensors:
-            return "get_attr"
-        return "call_function"
+        return implied_op(target, self.modules, self.tensors)
 
     def value(self, value: Any) -> Any:
         """``value`` with each ``"%"`` the previous value's reference."""
@@ -399,14 +393,7 @@ class _Graph:
 
     def name_for(self, op: str, target: str) -> str:
         """The name torch.fx would give the node (``relu``, ``model_0``), made unique."""
-        if op == "call_function":
-            base = target.rsplit(".", 1)[-1]
-        else:
-            base = ".".join(part for part in target.lstrip(".").split(".") if not part.startswith("{"))
-        base = _SNAKE.sub("_", base).lower()
-        base = _ILLEGAL.sub("_", base).strip("_") or "_unnamed"
-        if base[0].isdigit():
-            base = "_" + base
+        base = fx_name(op, target)
         candidate, n = base, 0
         while candidate in self.taken or _reserved(candidate):
             n += 1
@@ -417,6 +404,31 @@ class _Graph:
     def refuse(self, message: str) -> list[dict[str, Any]]:
         self.problems.append((self.here, message))
         return []
+
+
+def implied_op(target: str, modules: Iterable[str], tensors: Iterable[str]) -> str:
+    """The op of a compact item's ``target`` in a class declaring ``modules`` and ``tensors``
+    (parameters and buffers): ``.name`` a method, a declared module or an item of one a module
+    call, a declared tensor read, anything else a function."""
+    if target.startswith("."):
+        return "call_method"
+    if any(target == path or target.startswith(path + ".") for path in modules):
+        return "call_module"
+    if target in tensors:
+        return "get_attr"
+    return "call_function"
+
+
+def fx_name(op: str, target: str) -> str:
+    """The name torch.fx gives a node of ``op`` calling ``target`` before it is made unique
+    (``relu``, ``model_0``, ``layer1_0_conv1``)."""
+    if op == "call_function":
+        base = target.rsplit(".", 1)[-1]
+    else:
+        base = ".".join(part for part in target.lstrip(".").split(".") if not part.startswith("{"))
+    base = _SNAKE.sub("_", base).lower()
+    base = _ILLEGAL.sub("_", base).strip("_") or "_unnamed"
+    return "_" + base if base[0].isdigit() else base
 
 
 def _unpacked(names: list[str], value: Any) -> list[dict[str, Any]]:

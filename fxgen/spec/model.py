@@ -443,9 +443,15 @@ class Spec:
     def to_json(self, *, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False) + "\n"
 
-    def to_yaml(self, *, schema_ref: str | None = None) -> str:
-        """Readable YAML: block style at the top, one flow mapping per entry where it fits."""
-        return yaml_text(self.to_dict(), schema_ref=schema_ref)
+    def to_yaml(self, *, schema_ref: str | None = None, compact: bool = True) -> str:
+        """Readable YAML: block style at the top, one flow mapping per entry where it fits; the
+        nodes in the compact form wherever it says them exactly (``fxgen.spec.compacting``:
+        the text loads as this Spec), or with ``compact=False`` all canonical."""
+        if not compact:
+            return yaml_text(self.to_dict(), schema_ref=schema_ref)
+        from fxgen.spec.compacting import compacted
+
+        return yaml_text(compacted(self.to_dict()), schema_ref=schema_ref)
 
     def to_file(self, path: str | Path) -> None:
         """Write as YAML or JSON (by suffix), atomically."""
@@ -483,8 +489,9 @@ def _yaml_body(data: dict[str, Any], indent: str, lines: list[str]) -> None:
             lines.append(f"{indent}checks: []")
         elif key in ("nodes", "passes", "checks"):
             lines.append(f"{indent}{key}:")
+            entry = _item_entry if key == "nodes" else _flow_entry
             for node in value:
-                lines.append(_flow_entry(f"{inner}- ", node, inner + "  "))
+                lines.append(entry(f"{inner}- ", node, inner + "  "))
         else:
             lines.append(_flow_entry(f"{indent}{key}: ", value, inner))
 
@@ -543,6 +550,17 @@ def _flow_entry(prefix: str, value: Any, indent: str) -> str:
     if prefix.endswith("- "):
         return prefix + block.lstrip()
     return prefix.rstrip() + "\n" + block
+
+
+def _item_entry(prefix: str, item: Any, indent: str) -> str:
+    """A list item; a compact step (a mapping of one key, its name) as ``- name: value``, as a
+    person writes it, the value in flow style."""
+    if isinstance(item, dict) and len(item) == 1:
+        ((key, value),) = item.items()
+        head = f"{prefix}{_key(key)}: "
+        if len(head) <= _MAX_IMPLICIT_KEY and isinstance(key, str) and key not in ("if", "for", "op"):
+            return _flow_entry(head, value, indent + "  ")
+    return _flow_entry(prefix, item, indent)
 
 
 def _block(value: dict[str, Any] | list[Any], indent: str) -> str:

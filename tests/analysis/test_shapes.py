@@ -139,6 +139,76 @@ def test_the_cli_validate_and_show_report_a_flow_error(tmp_path: Path, capsys: p
         assert "Traceback" not in err and "E1" not in err  # nor torch's logging
 
 
+BLOCKS = textwrap.dedent("""\
+    fxgen: 2
+    name: Net
+    classes:
+      MLP:
+        args: {dim: int, hidden: int}
+        modules:
+          fc1: {class: torch.nn.Linear, args: [{arg: dim}, {arg: hidden}]}
+          fc2: {class: torch.nn.Linear, args: [{arg: dim}, {arg: dim}]}
+        nodes:
+          - fc1
+          - {if: hidden > 0, then: [a: torch.relu], else: [a: torch.tanh]}
+          - fc2
+      Heads:
+        args: {dim: int, heads: int}
+        modules:
+          qkv: {class: torch.nn.Linear, args: [{arg: dim}, {arg: dim}]}
+          mlp: {class: MLP, args: [{arg: dim}, {arg: dim}]}
+        nodes:
+          - {op: placeholder, name: x}
+          - "B, T, C": [.size, "%x"]
+          - q: [qkv, "%x"]
+          - m: [mlp, "%q"]
+          - h: [.view, "%", "%B", "%T", {arg: heads}, {arg: dim // heads}]
+          - {op: output, args: ["%h"]}
+    modules:
+      mlp: {class: MLP, args: [8, 8]}
+      heads: {class: Heads, kwargs: {dim: 8, heads: 2}}
+    inputs:
+      x: {shape: [batch, seq, 8]}
+    nodes:
+      - mlp
+      - heads
+    """)
+
+
+@pytest.mark.parametrize("check", ["validate", "show"])
+def test_a_flow_error_inside_a_block_is_reported_at_the_block_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], check: str
+) -> None:
+    """Issue 32: a block instance that the inputs do not flow through is reported at the node of the
+    class's own declaration that fails (its module shown with the instance's values), with the
+    instance's argument values and the line that builds it; at any depth, innermost first."""
+    from fxgen.cli.main import main
+
+    path = tmp_path / "net.yaml"
+    path.write_text(BLOCKS)
+    assert main([check, str(path)]) == 0
+    capsys.readouterr()
+
+    def first_error(text: str) -> str:
+        path.write_text(text)
+        assert main([check, str(path)]) == 1
+        return capsys.readouterr().err.splitlines()[0]
+
+    err = first_error(BLOCKS.replace("args: [8, 8]", "args: [8, 16]"))  # a wrong Linear width in an MLP
+    assert err == (f"{path}:12:9: error: the declared inputs do not flow through node 'fc2', module 'fc2' "
+                   "(torch.nn.Linear(8, 8)): it was given (a: float32[batch, seq, 16]), and torch says: a and b "
+                   "must have same reduction dim, but got [batch*seq, 16] X [8, 8]; fix the declaration or `inputs:` "
+                   f"(in MLP(dim=8, hidden=16), built at {path}:26:8)")  # fmt: skip
+    err = first_error(BLOCKS.replace("heads: 2}", "heads: 3}"))  # heads that do not divide the width
+    assert err.startswith(f"{path}:23:9: error: the declared inputs do not flow through node 'h', view: it was "
+                          "given (m: float32[batch, seq, 8], B: int, T: int), and torch says: shape '[batch, seq, 3, 2]'")
+    assert err.endswith(f"(in Heads(dim=8, heads=3), built at {path}:27:10)")
+    err = first_error(BLOCKS.replace("MLP, args: [{arg: dim}, {arg: dim}]", "MLP, args: [{arg: dim}, {arg: dim * 2}]"))
+    assert err.startswith(f"{path}:12:9: error: the declared inputs do not flow through node 'fc2'")  # one block deeper
+    assert err.endswith(f"(in MLP(dim=8, hidden=16), built at {path}:17:12; in Heads(dim=8, heads=2), built at "
+                        f"{path}:27:10)")  # fmt: skip
+
+
 def test_show_prints_shapes_and_flops(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import json
 

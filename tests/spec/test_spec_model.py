@@ -71,7 +71,8 @@ def assert_round_trips(spec: Spec, directory: Path) -> None:
     # stable: the same bytes every time, and a fixed point of read -> write
     assert spec.to_yaml() == text
     assert from_yaml.to_yaml() == text
-    assert_readable(spec, text)
+    assert_readable(spec, spec.to_yaml(compact=False))  # (the compact text: tests/spec/test_compacting.py)
+    assert max(map(len, text.splitlines())) <= WIDTH or max(map(len, spec.to_yaml(compact=False).splitlines())) > WIDTH
 
 
 def assert_readable(spec: Spec, text: str) -> None:
@@ -119,7 +120,7 @@ def test_random_specs_round_trip(data: dict[str, Any]) -> None:
 def test_examples_yaml_keeps_nodes_on_one_line() -> None:
     """The examples' own short nodes come out one per line (what the readable check relies on)."""
     spec = example_specs()[[p.stem for p in EXAMPLES].index("resnet_block")]
-    lines = spec.to_yaml().splitlines()
+    lines = spec.to_yaml(compact=False).splitlines()
     assert "  - {op: placeholder, name: x, type: torch.Tensor}" in lines
     assert '  - {op: call_module, name: c1, target: conv1, args: ["%x"]}' in lines or \
         "  - {op: call_module, name: c1, target: conv1, args: ['%x']}" in lines  # fmt: skip
@@ -132,10 +133,11 @@ def test_long_nodes_are_split_into_block_fields() -> None:
             "args": ["%x", "%x", "%x"], "kwargs": {"attn_mask": None, "dropout_p": 0.0, "is_causal": False}}
     data = {"fxgen": 1, "name": "Long", "nodes": [
         {"op": "placeholder", "name": "x", "type": "torch.Tensor"}, node, {"op": "output", "args": ["%attended"]}]}
-    text = validate_data(data).to_yaml()
-    assert "  - op: call_function\n    name: attended\n" in text
-    assert max(map(len, text.splitlines())) <= WIDTH
-    assert validate_document(parse_text(text)).to_dict() == data
+    for compact, head in ((False, "  - op: call_function\n    name: attended\n"), (True, "  - name: attended\n")):
+        text = validate_data(data).to_yaml(compact=compact)
+        assert head in text
+        assert max(map(len, text.splitlines())) <= WIDTH
+        assert validate_document(parse_text(text)).to_dict() == data
 
 
 def test_strings_that_yaml_12_reads_as_numbers_stay_strings() -> None:
