@@ -205,7 +205,8 @@ def export_command(ns: argparse.Namespace) -> None:
     if not quiet:
         written = f"{out} and {ns.weights}" if ns.weights is not None else str(out)
         tensors = len(spec.parameters) + len(spec.buffers)
-        blocks = f", {len(spec.classes)} block classes" if spec.classes else ""
+        count = len(spec.classes)
+        blocks = f", {count} block {'class' if count == 1 else 'classes'}" if spec.classes else ""
         print(f"fxgen: exported {spec.name} to {written}: {len(spec.nodes)} nodes, {len(spec.modules)} modules, "
               f"{tensors} tensors{blocks}", file=sys.stderr)  # fmt: skip
 

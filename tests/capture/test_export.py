@@ -293,11 +293,12 @@ def test_cli_export_keeps_blocks_and_flat_does_not(tmp_path: Path) -> None:
     args = ["export", "reference_models:ResNet", "--kwargs", '{"width": 8, "num_classes": 5}']
     done = _fxgen(*args, "--out", "blocks.yaml", "--weights", "w.safetensors", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "2 block classes" in done.stderr and "--allow" not in done.stderr  # blocks are the spec's own
+    # blocks are the spec's own; BasicBlock with and without downsample is one class, as in the original
+    assert "1 block class\n" in done.stderr and "--allow" not in done.stderr
     done = _fxgen(*args, "--flat", "--out", "flat.yaml", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     blocks, flat = fxgen.load_spec(tmp_path / "blocks.yaml"), fxgen.load_spec(tmp_path / "flat.yaml")
-    assert (blocks.fxgen, list(blocks.classes), flat.fxgen) == (2, ["BasicBlock", "BasicBlock2"], 1)
+    assert (blocks.fxgen, list(blocks.classes), flat.fxgen) == (2, ["BasicBlock"], 1)
     original = reference_models.ResNet(width=8, num_classes=5).eval()
     original.load_state_dict(load_file(str(tmp_path / "w.safetensors")), strict=True)
     x = torch.randn(1, 3, 32, 32)

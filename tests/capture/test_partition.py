@@ -296,7 +296,7 @@ def test_cli_keeps_the_classes_of_a_dynamo_capture(tmp_path: Path, capsys: pytes
     assert main(["export", "dynamo_fixtures:Staged", "--example-input", "x=float32[1,3,8,8]", "--out", str(out),
                  "--weights", str(weights)]) == 0  # fmt: skip
     err = capsys.readouterr().err
-    assert "captured with TorchDynamo" in err and "1 block classes" in err, err
+    assert "captured with TorchDynamo" in err and "1 block class\n" in err, err
     spec = fxgen.load_spec(out)
     assert list(spec.classes) == ["Stage"]  # widths named after what they feed: nothing recorded them
     assert list(spec.classes["Stage"].args) == ["in_channels", "out_channels"]
