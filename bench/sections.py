@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["BEYOND", "BLOCKS", "BLOCKS_DYNAMO", "CLI_STARTUP", "COMPARED", "DYNAMO_CAPTURE", "ENVIRONMENTS",
-           "EXPORT_BLOCKS", "keep_sections", "write_section"]
+__all__ = ["BEYOND", "BLOCKS", "BLOCKS_DYNAMO", "BY_HAND", "CLI_STARTUP", "COMPARED", "DYNAMO_CAPTURE",
+           "ENVIRONMENTS", "EXPORT_BLOCKS", "keep_sections", "write_section"]
 
 Markers = tuple[str, str]
 
@@ -19,6 +19,8 @@ BLOCKS_DYNAMO: Markers = ("<!-- zoo_blocks --dynamo: written by bench/zoo_blocks
 COMPARED: Markers = ("<!-- bench/zoo_compare.py -->", "<!-- end bench/zoo_compare.py -->")
 DYNAMO_CAPTURE: Markers = ("<!-- bench/dynamo_capture.py -->", "<!-- end bench/dynamo_capture.py -->")
 BEYOND: Markers = ("<!-- zoo_report: beyond the example -->", "<!-- /zoo_report: beyond the example -->")
+# prose a person wrote about a generated section (no script writes it; every rewrite keeps it)
+BY_HAND: Markers = ("<!-- written by hand: kept by every rewrite -->", "<!-- /written by hand -->")
 CLI_STARTUP: Markers = ("<!-- bench/cli_startup.py -->", "<!-- end bench/cli_startup.py -->")
 EXPORT_BLOCKS: Markers = ("<!-- bench/export_blocks.py -->", "<!-- end bench/export_blocks.py -->")
 # zoo_report.py --environment NAME: the figures per library and version in one environment
