@@ -49,10 +49,9 @@ def write_section(out: Path, markers: Markers, body: str) -> None:
 
 
 def keep_sections(out: Path, text: str, *sections: Markers) -> None:
-    """Write ``text`` to ``out``, followed by each of ``sections`` the old file had."""
+    """Write ``text`` to ``out``, followed by each of ``sections`` the old file had, in the old
+    file's order (a rewrite moves nothing it keeps)."""
     old = _read(out)
-    for markers in sections:
-        span = _span(old, markers)
-        if span:
-            text = text.rstrip("\n") + "\n\n" + old[span[0] : span[1]] + "\n"
+    for span in sorted(filter(None, (_span(old, markers) for markers in sections))):
+        text = text.rstrip("\n") + "\n\n" + old[span[0] : span[1]] + "\n"
     out.write_text(text, encoding="utf-8")

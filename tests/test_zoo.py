@@ -225,7 +225,8 @@ def test_the_report_writes_its_section_beyond_the_example_and_keeps_the_rest(tmp
 
 def test_the_report_rewritten_from_json_keeps_every_section_it_does_not_write(tmp_path: Path) -> None:
     """`zoo_report.py --from-json ... --out docs/zoo.md` after an `--example-only` run: the section
-    beyond the example, the per-environment figures and the prose written by hand about them stay."""
+    beyond the example, the per-environment figures and the prose written by hand about them stay,
+    in the order the file had them."""
     import zoo_report
     from sections import BEYOND, BY_HAND, ENVIRONMENTS
 
@@ -233,7 +234,8 @@ def test_the_report_rewritten_from_json_keeps_every_section_it_does_not_write(tm
     part.write_text(json.dumps([dataclasses.asdict(Result("monai.UNet", "monai", exported=True, capture="trace"))]),
                     encoding="utf-8")  # fmt: skip
     kept = [f"{BEYOND[0]}\nbeyond, an earlier run\n{BEYOND[1]}", f"{BY_HAND[0]}\na note\n{BY_HAND[1]}",
-            f"{ENVIRONMENTS['pinned'][0]}\npinned figures\n{ENVIRONMENTS['pinned'][1]}"]  # fmt: skip
+            f"{ENVIRONMENTS['current'][0]}\ncurrent figures\n{ENVIRONMENTS['current'][1]}",
+            f"{ENVIRONMENTS['pinned'][0]}\npinned figures\n{ENVIRONMENTS['pinned'][1]}"]  # in the file's order, kept  # fmt: skip
     out = tmp_path / "zoo.md"
     out.write_text("# an older table\n\n" + "\n\n".join(kept) + "\n", encoding="utf-8")
     zoo_report.main(["--from-json", str(part), "--out", str(out)])
