@@ -2,7 +2,8 @@
 
 ``docs/zoo.md`` is rewritten by ``zoo_report.py`` and ``docs/benchmarks.md`` by ``run.py``; other
 scripts measure something those runs do not and put it between a pair of markers, which the
-rewrite carries over.
+rewrite carries over, in the order the file had them. Prose a person writes about a generated
+section goes between ``BY_HAND``'s markers, which ``zoo_report.py`` keeps too.
 """
 
 from __future__ import annotations
