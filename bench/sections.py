@@ -2,15 +2,16 @@
 
 ``docs/zoo.md`` is rewritten by ``zoo_report.py`` and ``docs/benchmarks.md`` by ``run.py``; other
 scripts measure something those runs do not and put it between a pair of markers, which the
-rewrite carries over.
+rewrite carries over, in the order the file had them. Prose a person writes about a generated
+section goes between ``BY_HAND``'s markers, which ``zoo_report.py`` keeps too.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["BEYOND", "BLOCKS", "BLOCKS_DYNAMO", "CLI_STARTUP", "COMPARED", "DYNAMO_CAPTURE", "ENVIRONMENTS",
-           "EXPORT_BLOCKS", "keep_sections", "write_section"]
+__all__ = ["BEYOND", "BLOCKS", "BLOCKS_DYNAMO", "BY_HAND", "CLI_STARTUP", "COMPARED", "DYNAMO_CAPTURE",
+           "ENVIRONMENTS", "EXPORT_BLOCKS", "keep_sections", "write_section"]
 
 Markers = tuple[str, str]
 
@@ -19,6 +20,8 @@ BLOCKS_DYNAMO: Markers = ("<!-- zoo_blocks --dynamo: written by bench/zoo_blocks
 COMPARED: Markers = ("<!-- bench/zoo_compare.py -->", "<!-- end bench/zoo_compare.py -->")
 DYNAMO_CAPTURE: Markers = ("<!-- bench/dynamo_capture.py -->", "<!-- end bench/dynamo_capture.py -->")
 BEYOND: Markers = ("<!-- zoo_report: beyond the example -->", "<!-- /zoo_report: beyond the example -->")
+# prose a person wrote about a generated section (no script writes it; every rewrite keeps it)
+BY_HAND: Markers = ("<!-- written by hand: kept by every rewrite -->", "<!-- /written by hand -->")
 CLI_STARTUP: Markers = ("<!-- bench/cli_startup.py -->", "<!-- end bench/cli_startup.py -->")
 EXPORT_BLOCKS: Markers = ("<!-- bench/export_blocks.py -->", "<!-- end bench/export_blocks.py -->")
 # zoo_report.py --environment NAME: the figures per library and version in one environment
@@ -47,10 +50,9 @@ def write_section(out: Path, markers: Markers, body: str) -> None:
 
 
 def keep_sections(out: Path, text: str, *sections: Markers) -> None:
-    """Write ``text`` to ``out``, followed by each of ``sections`` the old file had."""
+    """Write ``text`` to ``out``, followed by each of ``sections`` the old file had, in the old
+    file's order (a rewrite moves nothing it keeps)."""
     old = _read(out)
-    for markers in sections:
-        span = _span(old, markers)
-        if span:
-            text = text.rstrip("\n") + "\n\n" + old[span[0] : span[1]] + "\n"
+    for span in sorted(filter(None, (_span(old, markers) for markers in sections))):
+        text = text.rstrip("\n") + "\n\n" + old[span[0] : span[1]] + "\n"
     out.write_text(text, encoding="utf-8")

@@ -275,7 +275,8 @@ def default_function(obj: Any) -> bool:
             return False
         if module in FUNCTION_MODULES:
             return True
-        return module == "torch" and name in TORCH_PY_FUNCTIONS
+        # by the public name: torch.sym_sqrt is the function torch defines as _sym_sqrt
+        return module == "torch" and any(vars(home).get(public) is obj for public in TORCH_PY_FUNCTIONS)
     if is_class(obj):
         return any(obj is c for c in tables.value_classes) or any(obj is b for b in SAFE_BUILTINS.values())
     return False

@@ -569,3 +569,12 @@ def test_the_memos_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         assert len(policy._methods) <= 4
     with pytest.raises(TargetError):
         policy.check_method("register_hook")
+
+
+def test_a_torch_function_defined_under_a_private_name_is_allowed_by_its_public_one() -> None:
+    """torch.sym_sqrt is the function torch defines as `_sym_sqrt`: a TorchDynamo capture with
+    symbolic sizes records `int(math.sqrt(x.shape[-2]))` (vit_pytorch's RvT) as a call to it."""
+    assert torch.sym_sqrt.__name__ == "_sym_sqrt"
+    assert DEFAULT_POLICY.resolve_function("torch.sym_sqrt") is torch.sym_sqrt
+    with pytest.raises(TargetError, match="private"):
+        DEFAULT_POLICY.resolve_function("torch._sym_sqrt")
