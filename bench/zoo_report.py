@@ -112,6 +112,10 @@ BEYOND_LIMITATIONS: dict[str, tuple[str, str]] = {
     "hf_decoders.OPTForCausalLM": ("train", _LAYERDROP),
     "hf_decoders.XGLMForCausalLM": ("train", _LAYERDROP),
     "transformers.MBartForConditionalGeneration": ("train", _LAYERDROP),
+    "transformers.OPTModel": ("train", _LAYERDROP),
+    "vit_pytorch.ViT[decorr]": ("train", "its decorrelation loss, computed in train mode only, unpacks "
+                                "`*tokens.shape[-3:]` and samples `int(seq_len * frac)` tokens, which symbolic "
+                                f"tracing cannot; exported without example inputs, {_EVAL_ONLY}"),
     "vit_pytorch.ViT[patch-dropout]": ("train", "PatchDropout computes `int(n * (1 - self.prob))` from a traced size "
                                        "in train mode only, which symbolic tracing cannot; exported without example "
                                        f"inputs (as the zoo exports a model torch.fx traces), {_EVAL_ONLY}. With example inputs auto captures both modes "
