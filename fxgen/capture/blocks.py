@@ -608,6 +608,8 @@ def _merge_bodies(first: dict[str, Any], second: dict[str, Any]) -> tuple[dict[s
     extras = [path for path in modules[1] if path not in modules[0]]
     if [path for path in modules[1] if path in modules[0]] != list(modules[0]):
         return None
+    if any("." in path for path in extras):  # (an item of a container is no submodule a condition declares)
+        return None
     rests = [{key: value for key, value in body.items() if key != "nodes"} for body in (first, second)]
     if extras:
         rests[1]["modules"] = {path: entry for path, entry in modules[1].items() if path in modules[0]}

@@ -666,3 +666,30 @@ def test_a_node_constant_is_named_after_the_attribute_holding_it() -> None:
     model = nn.Sequential(_Scaled(4), nn.Linear(4, 16), _Scaled(16))
     spec = check_exact(model, torch.randn(2, 4))
     assert list(spec.classes) == ["Scaled"] and list(spec.classes["Scaled"].args) == ["in_features", "scale"]
+
+
+class _Up(nn.Module):  # monai's UnetrPrUpBlock: as many blocks as its num_layer
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(n)])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+class _TwoUps(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = _Up(1), _Up(2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(self.a(x))
+
+
+def test_an_extra_item_of_a_container_is_no_optional_submodule() -> None:
+    """``blocks.1`` in one instance only is not a submodule of its own a condition can declare
+    (the spec refuses ``if:`` on a dotted path): a class each, as before, and the spec loads."""
+    spec = check_exact(_TwoUps(), torch.randn(2, 4))
+    assert list(spec.classes) == ["Up", "Up2"]
