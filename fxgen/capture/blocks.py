@@ -376,8 +376,11 @@ class _Writer:
                 words = [re.sub(r"\W", "_", path[1]) if path[1].isascii() and path[1][:1].isalpha() else "variant"]
                 arg = self._arg_name(stored, column, path, argument_names, template, words=words)
             elif path[0] == "nodes":  # (a parameter the instances store, else an attribute holding it)
-                words = [stored.attribute(column, argument_names) or "value"]
-                arg = self._arg_name(stored, column, path, argument_names, template, words=words)
+                # The forward reads it as self.NAME: never the name of the class's own module or tensor.
+                free = argument_names | {str(p).split(".")[0] for table in ("modules", "parameters", "buffers")
+                                         for p in template.get(table, {})}  # fmt: skip
+                words = [stored.attribute(column, free) or "value"]
+                arg = self._arg_name(stored, column, path, free, template, words=words)
             else:
                 arg = self._arg_name(stored, column, path, argument_names, template)
             argument_names.add(arg)

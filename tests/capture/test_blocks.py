@@ -684,3 +684,22 @@ def test_an_extra_item_of_a_container_is_no_optional_submodule() -> None:
     (the spec refuses ``if:`` on a dotted path): a class each, as before, and the spec loads."""
     spec = check_exact(nn.Sequential(_Up(1), _Up(2)), torch.randn(2, 4))
     assert list(spec.classes) == ["Up", "Up2"]
+
+
+class _Divides(nn.Module):  # Hugging Face's MobileViT attention: a submodule `value`, a constant held by no attribute
+    def __init__(self, k: int) -> None:
+        super().__init__()
+        self.value = nn.Linear(4, 4)
+        self.dims = [k]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.value(x) / self.dims[0]
+
+
+def test_a_node_constant_is_never_named_after_a_module_of_the_class(tmp_path: Path) -> None:
+    """The forward reads the argument as ``self.NAME``: named ``value`` it was the Linear there
+    (``TypeError: unsupported operand type(s) for /: 'Tensor' and 'Linear'`` in the generated class)."""
+    inputs = (torch.randn(2, 4),)
+    build = _seeded(lambda: nn.Sequential(_Divides(2), _Divides(3)))  # type: ignore[arg-type,return-value]
+    spec = export_checked(build, inputs, tmp_path).spec
+    assert list(spec.classes) == ["Divides"] and list(spec.classes["Divides"].args) == ["value_2"]
