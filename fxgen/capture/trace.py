@@ -584,11 +584,12 @@ def _name_none_arguments(graph: torch.fx.Graph, concrete_args: dict[str, Any] | 
         if node.op != "placeholder" or not isinstance(node.target, str):
             continue
         base, _, count = node.target.rpartition("_")
-        if count == "1" and base in fixed:
-            for user in list(node.users):
-                if user.op == "call_function" and user.target is _assert_is_none and user.args[0] is node:
-                    user.args = (node, left_out_message(owner, base))
-        if count == "1" and base in fixed and base not in names:
+        if count != "1" or base not in fixed:
+            continue
+        for user in list(node.users):
+            if user.op == "call_function" and user.target is _assert_is_none and user.args[0] is node:
+                user.args = (node, left_out_message(owner, base))
+        if base not in names:
             node.target = base
             node._rename(base)
             names.add(node.name)
