@@ -45,10 +45,15 @@ def shown_path(path: JsonPath) -> str:
     return out
 
 
-def construct_problems(items: list[dict[str, Any]], arguments: list[str], values: list[str], label: str) -> list[Problem]:
+def construct_problems(items: list[dict[str, Any]], arguments: list[str], values: list[str], label: str,
+                       attributes: dict[str, str] | None = None) -> list[Problem]:  # fmt: skip
     """What is wrong with the conditionals, repeats and aliases of a node list (as data), and
-    with the expressions its items hold; ``label`` names the class in messages."""
+    with the expressions its items hold; ``label`` names the class in messages. ``attributes``
+    are the class's own attribute names (its modules', parameters' and buffers' first path
+    segments -> which kind): an argument or value the nodes read is kept as ``self.NAME`` by the
+    generated class, so it cannot share its name with one of them."""
     walker = _Walker(arguments, values, label)
+    walker.attributes = attributes or {}
     walker.inputs = {item["name"]: "default" in item and item["default"] is None
                      for item in items if item.get("op") == "placeholder" and isinstance(item.get("name"), str)}  # fmt: skip
     walker.items(items, ("nodes",), {}, [], 0)
@@ -74,6 +79,7 @@ class _Walker:
         self.uses_training = False
         self.inputs: dict[str, bool] = {}  # the inputs of forward -> is its default None?
         self.tested: list[str] = []  # the optional inputs the conditions test
+        self.attributes: dict[str, str] = {}  # the class's attribute names -> module, parameter or buffer
 
     def items(self, items: list[dict[str, Any]], prefix: JsonPath, visible: dict[str, JsonPath],
               loops: list[str], depth: int) -> None:  # fmt: skip
@@ -245,6 +251,13 @@ class _Walker:
                                          f"`{name} is not None`)"))  # fmt: skip
         for message in unknown_names([n for n in used if n not in inputs], self.arguments, known, self.label):
             self.problems.append((where, f"{what} `{value}`: {message}"))
+        for name in [n for n in used if n in self.attributes and n not in loops]:
+            if name in self.arguments or name in self.values:
+                kind = "argument" if name in self.arguments else "value"
+                self.problems.append((where, f"{what} `{value}`: the {kind} {name!r} is read by forward, which keeps "
+                                             f"it as self.{name}, but self.{name} is the {self.attributes[name]} "
+                                             f"{name!r} of {self.label}: rename the {kind} or the "
+                                             f"{self.attributes[name]}"))  # fmt: skip
 
     def presence_problem(self, name: str, condition: bool) -> str | None:
         """Why ``NAME is None`` cannot be asked of ``name`` here, or None."""

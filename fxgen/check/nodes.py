@@ -54,7 +54,7 @@ class NodeChecks(CheckerBase):
         """A node list with conditionals, repeats, aliases or ``{arg: ...}`` values: its rules
         as written (``fxgen.check.constructs``), then, with this instance's argument values,
         the graph it resolves to, node by node, each located at the item it comes from."""
-        problems = construct_problems(nodes, self.arguments, self.value_names, self.label)
+        problems = construct_problems(nodes, self.arguments, self.value_names, self.label, self.attribute_names())
         for where, message in problems:
             self.error(where, message)
         self.canonical_types.extend(self.check_type(node, where) for where, node in walk_data(nodes))
@@ -81,6 +81,20 @@ class NodeChecks(CheckerBase):
                 return
             if any(n.get("name") is None and n["op"] != "output" for n, _ in flat):
                 self.check_unnamed(flat)
+
+    def attribute_names(self) -> dict[str, str]:
+        """The class's own attributes (first segment of each module, parameter and buffer path ->
+        which kind), but a bool argument that says whether the module of its name is declared
+        (``downsample`` and ``downsample: {..., if: downsample}``): forward asks the module itself."""
+        out: dict[str, str] = {}
+        for table, kind in (("buffers", "buffer"), ("parameters", "parameter"), ("modules", "module")):
+            for path, decl in (self.data.get(table) or {}).items():
+                name = str(path).split(".")[0]
+                flag = isinstance(decl, dict) and decl.get("if") == name
+                if flag and name in self.arguments:
+                    continue
+                out[name] = kind
+        return out
 
     def check_unnamed(self, flat: list[tuple[dict[str, Any], JsonPath]]) -> None:
         """torch.fx names unnamed nodes itself (``relu``); a later explicit name may collide with
