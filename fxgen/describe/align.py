@@ -18,9 +18,11 @@ stands for it) joins the runs up to it into one, with the common nodes between t
 branches: a value is never defined in one branch and read in another.
 
 A node list may also hold conditionals already (the two modes' specs of a model whose graph
-depends on an optional input: ``if: mask is None`` groups): a group is common when both lists hold
-the same one and the names it reads stand for themselves; a group in a differing run is
-``Unaligned``.
+depends on an optional input: ``if: mask is None`` groups, or the two calls' specs of a model
+whose graph depends on the mode: ``if: training``): a group is common when both lists hold the
+same one and the names it reads stand for themselves; else it is part of a differing run, so the
+conditionals nest (``if: mask is None`` around the call's own ``if: training``). The names a
+group defines count as its run's (a name read after a group is defined by both its branches).
 
 Any alignment is exact: each mode's nodes, in order, are its run's branch and the common runs.
 The one chosen makes the differing runs short: at a difference, the walk resumes at the nearest
@@ -52,7 +54,7 @@ class Unaligned(ValueError):
 class Differing:
     """A run where the two captures differ: the eval capture's nodes and the train capture's."""
 
-    eval: list[Any]  # Node (a conditional only in a run ``align`` refuses)
+    eval: list[Any]  # Node or IfNodes (a conditional the list held)
     train: list[Any]
 
 
@@ -92,10 +94,10 @@ def _output_after(items: list[Node | Differing]) -> tuple[list[Node | Differing]
     if not isinstance(last, Differing) or not (last.eval and last.train):
         return items, None
     ends = last.eval[-1], last.train[-1]
-    if any(node.op != "output" for node in ends):
+    if any(not isinstance(node, Node) or node.op != "output" for node in ends):
         return items, None
     taken = {str(n.name) for item in items
-             for n in (walk_nodes([item]) if not isinstance(item, Differing) else [*item.eval, *item.train])}  # fmt: skip
+             for n in walk_nodes([item] if not isinstance(item, Differing) else [*item.eval, *item.train])}  # fmt: skip
     name = "out" if "out" not in taken else _fresh("out", taken)
     branches = [[*nodes[:-1], Node("alias", name, args=[nodes[-1].args[0]])] for nodes in (last.eval, last.train)]
     output = Node("output", args=[f"%{name}"], type=ends[0].type if ends[0].type == ends[1].type else None)
@@ -318,11 +320,9 @@ def align(eval_nodes: list[Any], train_nodes: list[Any], *, mode: bool = True,
         if done is None:
             a, b = _resume(walk, by_key, i, j)
             run = Differing(eval_nodes[i:a], train_nodes[j:b])
-            if not all(isinstance(n, Node) for n in (*run.eval, *run.train)):
-                raise Unaligned("the two node lists differ around a conditional they hold")
-            for node in run.eval:
+            for node in walk_nodes(run.eval):
                 walk.eval_run[str(node.name)] = len(runs)
-            for node in run.train:
+            for node in walk_nodes(run.train):
                 walk.train_run[str(node.name)] = len(runs)
             walk.starts.append((i, j))
             runs.append(run)
@@ -342,9 +342,6 @@ def align(eval_nodes: list[Any], train_nodes: list[Any], *, mode: bool = True,
             walk.same[str(train_nodes[j].name)] = node.name
         items.append(node)
         i, j = i + 1, j + 1
-    for item in items:
-        if isinstance(item, Differing) and not all(isinstance(n, Node) for n in (*item.eval, *item.train)):
-            raise Unaligned("the two node lists differ around a conditional they hold")
     return _named(_joined(items, walk), walk)
 
 
@@ -408,11 +405,9 @@ def _resume(walk: _Walk, by_key: dict[tuple[Any, ...], list[int]], i: int, j: in
                     best, best_cost = (a, b), a - i + b - j
                     break
                 continue
-            if not all(isinstance(n, Node) for n in (*eval_nodes[i:a], *train_nodes[j:b])):
-                break  # (a conditional inside a differing run: never aligned)
             # as if [i, a) and [j, b) were the run: their names may be paired
-            eval_names = {str(n.name): -1 for n in eval_nodes[i:a]}
-            train_names = {str(n.name): -1 for n in train_nodes[j:b]}
+            eval_names = {str(n.name): -1 for n in walk_nodes(eval_nodes[i:a])}
+            train_names = {str(n.name): -1 for n in walk_nodes(train_nodes[j:b])}
             walk.eval_run.update(eval_names)
             walk.train_run.update(train_names)
             walk.trial = (i, j)
@@ -440,7 +435,7 @@ def _joined(items: list[Node | Differing], walk: _Walk) -> list[Node | Differing
             if isinstance(item, Differing):
                 run_of[k] = len(run_of)
                 for side, nodes in (("eval", item.eval), ("train", item.train)):
-                    for node in nodes:
+                    for node in walk_nodes(nodes):
                         defined[(side, str(node.name))] = k
         join: tuple[int, int] | None = None
         for eval_name, train_name in walk.paired_eval.items():  # paired across two runs
@@ -451,7 +446,7 @@ def _joined(items: list[Node | Differing], walk: _Walk) -> list[Node | Differing
             if not isinstance(item, Differing):
                 continue
             for side, nodes in (("eval", item.eval), ("train", item.train)):
-                for node in nodes:
+                for node in walk_nodes(nodes):
                     for name in _node_refs(node):
                         start = defined.get((side, name))
                         if start is not None and start < k:
@@ -464,11 +459,9 @@ def _joined(items: list[Node | Differing], walk: _Walk) -> list[Node | Differing
             if isinstance(item, Differing):
                 merged.eval += item.eval
                 merged.train += item.train
-            elif not isinstance(item, Node):
-                raise Unaligned("the two node lists differ before and after a conditional they hold")
             else:
                 merged.eval.append(item)
-                merged.train.append(map_refs_node(item, _inverse(walk)))
+                merged.train.append(_map_item(item, _inverse(walk)))
         items = [*items[:start], merged, *items[end + 1 :]]
 
 
@@ -484,6 +477,14 @@ def map_refs_node(node: Node, rename: Callable[[str], str]) -> Node:
                    default=_map_refs(node.default, rename))  # fmt: skip
 
 
+def _map_item(item: Any, rename: Callable[[str], str]) -> Any:
+    """A node, or a conditional and everything in it, with its names and references renamed."""
+    if isinstance(item, IfNodes):
+        return replace(item, then=[_map_item(x, rename) for x in item.then],
+                       orelse=[_map_item(x, rename) for x in item.orelse])  # fmt: skip
+    return map_refs_node(item, rename)
+
+
 def _named(items: list[Node | Differing], walk: _Walk) -> Aligned:
     """The train branches' nodes renamed: a node standing for an eval node takes its name, one
     whose name the eval capture (or a renamed node) uses takes a fresh one; references follow."""
@@ -493,7 +494,7 @@ def _named(items: list[Node | Differing], walk: _Walk) -> Aligned:
     for item in items:
         if not isinstance(item, Differing):
             continue
-        for node in item.train:
+        for node in walk_nodes(item.train):
             name = str(node.name)
             if name in names:
                 continue
@@ -511,7 +512,7 @@ def _named(items: list[Node | Differing], walk: _Walk) -> Aligned:
     out: list[Node | Differing] = []
     for item in items:
         if isinstance(item, Differing):
-            out.append(Differing(item.eval, [map_refs_node(n, rename) for n in item.train]))
+            out.append(Differing(item.eval, [_map_item(n, rename) for n in item.train]))
         else:
             out.append(item)
     return Aligned(out)

@@ -53,6 +53,20 @@ class Both(Masked):  # two optional arguments: a graph for each of the four call
         return y if scale is None else y * scale
 
 
+class ModeInside(nn.Module):  # the branch for a mask reads the mode: the conditionals nest
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.fc(x)
+        if mask is not None:
+            x = x + mask
+            if self.training:
+                x = x * 2
+        return x.relu()
+
+
 class Required(nn.Module):  # the capture without it fails: a call leaving it out is refused
     def __init__(self) -> None:
         super().__init__()
@@ -97,6 +111,21 @@ def test_a_model_that_cannot_be_captured_without_it_refuses_the_call_naming_it(t
     for copy in proved.copies().values():
         with pytest.raises(AssertionError, match=r"Required.forward was exported from a call giving 'y' .* pass y"):
             copy(X)
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=["trace", "dynamo"])
+def test_a_branch_for_the_argument_that_reads_the_mode_is_exact_in_both_modes(options: dict[str, Any],
+                                                                              tmp_path: Path) -> None:  # fmt: skip
+    # Each call's two modes differ inside what the two calls do differently: ``if: training`` in
+    # the run ``if: mask is None`` chooses (align refused a conditional in a differing run before).
+    inputs = (X, torch.full((4,), 2.0))
+    proved = parity.export_checked(_factory(ModeInside), inputs, tmp_path,
+                                   export_options={**options, "example_inputs": inputs})  # fmt: skip
+    nested = [item for item in proved.spec.nodes if isinstance(item, IfNodes)]
+    assert nested and all(isinstance(inner, IfNodes) for item in nested for inner in (*item.then, *item.orelse))
+    for call in (inputs, (X,)):
+        parity.check_train(_factory(ModeInside), call, proved)
+        parity.check_inputs(_factory(ModeInside), call, proved, "optional arguments left out")
 
 
 @pytest.mark.parametrize("options", OPTIONS, ids=["trace", "dynamo"])
