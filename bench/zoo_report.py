@@ -113,6 +113,9 @@ BEYOND_LIMITATIONS: dict[str, tuple[str, str]] = {
     "hf_decoders.XGLMForCausalLM": ("train", _LAYERDROP),
     "transformers.MBartForConditionalGeneration": ("train", _LAYERDROP),
     "transformers.OPTModel": ("train", _LAYERDROP),
+    "transformers.OPTForCausalLM": ("train", _LAYERDROP),
+    "transformers.XGLMModel": ("train", _LAYERDROP),
+    "transformers.XGLMForCausalLM": ("train", _LAYERDROP),
     "vit_pytorch.ViT[decorr]": ("train", "its decorrelation loss, computed in train mode only, unpacks "
                                 "`*tokens.shape[-3:]` and samples `int(seq_len * frac)` tokens, which symbolic "
                                 f"tracing cannot; exported without example inputs, {_EVAL_ONLY}"),

@@ -7,7 +7,10 @@ model computes, silently:
 - a random draw made from plain values (``torch.rand(3, 4)``) becomes a ``_tensor_constant``:
   the exported model adds the same numbers on every call. :class:`RandomDraws` records, during
   the trace, every tensor a random function returned (and every tensor computed from one) so
-  the tracer can refuse a graph that reads one (``frozen_draw``);
+  the tracer can refuse a graph that reads one (``frozen_draw``), and every such tensor Python
+  turned into a bool or a number (``if torch.rand([]) < self.layerdrop:``, LayerDrop's skip of
+  a layer): the branch is decided once, at trace time, and the graph holds only the one taken
+  (``decided``);
 - a string formatted from a traced value (``f"height ({x.shape[2]})"``) holds the Proxy's name.
   :func:`traced_strings` makes a Proxy format as a marker while tracing, and ``rebuild_strings``
   turns a string holding markers into nodes that build it at run time (``str(node)`` pieces
@@ -41,6 +44,8 @@ __all__ = ["RandomDraws", "none_defaults", "readable", "rebuild_strings", "trace
 # ``dropout_p``, an RNN's ``dropout``) draw nothing when it is off: they are not refused.
 _SWITCHED = frozenset({"train", "training", "dropout", "dropout_p"})
 _UNTAGGED = frozenset({"random", "random_"})  # seeded draws torch's tags leave out
+# how Python turns a tensor into a plain value it branches or computes on
+_TO_PYTHON = frozenset({"__bool__", "__float__", "__int__", "__index__", "__complex__", "item", "tolist"})
 
 
 @functools.cache
@@ -67,11 +72,18 @@ class RandomDraws(TorchFunctionMode):
     def __init__(self) -> None:
         super().__init__()
         self.drawn: dict[int, tuple[torch.Tensor, str, tuple[str, int, str] | None]] = {}
+        # the first draw Python made a bool or number of: (the random function, the user's line there)
+        self.decided: tuple[str, tuple[str, int, str] | None] | None = None
 
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         if not isinstance(out, torch.Tensor):
+            name = getattr(func, "__name__", "")
+            if self.drawn and self.decided is None and name in _TO_PYTHON and args:
+                drawn = self.drawn.get(id(args[0]))
+                if drawn is not None and drawn[0] is args[0]:
+                    self.decided = (drawn[1], _user_frame())
             return out
         name = getattr(func, "__name__", "")
         if isinstance(name, str) and _draws(name):

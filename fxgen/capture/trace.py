@@ -182,6 +182,14 @@ def _refuse_frozen(graph: torch.fx.Graph, root: torch.nn.Module, draws: RandomDr
             f"ran it once and the graph would read that one draw as the constant {target!r}, the same numbers on "
             "every call; draw them from a traced value (torch.rand_like(x), torch.rand(x.shape[0], 4)) so the "
             "graph draws at run time", where)  # fmt: skip
+    if draws.decided is not None:
+        function, frame = draws.decided
+        where, detail = at_user_line(frame)
+        raise ExportError(
+            f"the forward turns a random draw of {function} into a Python value{detail} (a branch such as "
+            "`if torch.rand([]) < p:`): tracing decided it once, and the graph would always take that one way; "
+            "compute with the draw as a tensor (torch.where, a mask), or export this mode with TorchDynamo "
+            "(capture='dynamo')", where)  # fmt: skip
     failed = rebuild_strings(graph, formatted)
     if failed is not None:
         raise ExportError(f"node {failed!r} reads a string formatted from a value of another trace; build the "

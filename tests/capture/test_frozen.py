@@ -53,6 +53,38 @@ def test_a_random_draw_from_traced_values_draws_at_run_time() -> None:
         assert torch.equal(loaded(x), expected)
 
 
+class _LayerDrop(nn.Module):  # as OPT and XGLM skip a layer in train mode
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            if self.training and torch.rand([]) < 0.5:
+                continue
+            x = layer(x)
+        return x
+
+
+def test_a_branch_on_a_random_draw_is_refused_naming_the_line() -> None:
+    with pytest.raises(fxgen.ExportError, match=r"turns a random draw of torch\.rand into a Python value .*"
+                                                r"torch\.rand\(\[\]\) < 0\.5.*decided it once") as info:  # fmt: skip
+        fxgen.export(_LayerDrop().train(), capture="trace")
+    assert info.value.location is not None and info.value.location.line == _LayerDrop.forward.__code__.co_firstlineno + 2
+
+
+def test_a_mode_that_branches_on_a_random_draw_is_refused_not_frozen() -> None:
+    # Exported in eval mode (as the CLI does), train mode cannot be traced: the spec refuses it.
+    model = _LayerDrop().eval()
+    with pytest.warns(UserWarning, match="train mode cannot be captured"):
+        loaded = fxgen.load(fxgen.export(model)).eval()
+    loaded.load_state_dict(model.state_dict())
+    x = torch.randn(2, 4)
+    assert torch.equal(loaded(x), model(x))
+    with pytest.raises(AssertionError, match="exported in eval mode only: train mode cannot be captured"):
+        loaded.train()(x)
+
+
 class _Masked(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         return x if mask is None else x + mask
