@@ -362,6 +362,29 @@ def summary(results: list[Result]) -> str:
     return "\n".join(rows) + "\n"
 
 
+_ONE_SAMPLE = ("the original cannot run train mode on its example (BatchNorm needs more than one value per channel, "
+               "and a batch of one image has one after a global pooling), so neither capture can record train mode "
+               f"on it: {_EVAL_ONLY}; exported on a batch of two, both modes are captured")  # fmt: skip
+
+
+_RANDOM_BRANCH = ("in train mode its forward branches on a random draw (LayerDrop's `if torch.rand([]) < "
+                  "self.layerdrop:`), which tracing would decide once and freeze, and TorchDynamo cannot capture: "
+                  f"{_EVAL_ONLY}")  # fmt: skip
+
+
+def _explained(name: str, column: str, text: str) -> str | None:
+    """Why a check beyond the example failed with this error, where it is an explained limitation."""
+    if BEYOND_LIMITATIONS.get(name, ("",))[0] == column:
+        return BEYOND_LIMITATIONS[name][1]
+    if _REFUSED in text:
+        return f"{_SIZE_FIXED} (the checks at the top of its forward refused the input)"
+    if column == "train" and "turns a random draw of" in text and "exported in eval mode only" in text:
+        return _RANDOM_BRANCH
+    if column == "train" and text.startswith("error (batch)") and "train mode cannot be captured" in text:
+        return _ONE_SAMPLE
+    return None
+
+
 def beyond(results: list[Result], command: str) -> str:
     """The section on the three checks beyond the example: counts per library, the failures
     grouped, then each model; ``command`` is the run's."""
@@ -384,16 +407,12 @@ def beyond(results: list[Result], command: str) -> str:
         cells = [_short(text, 200).replace("|", "/").replace("\n", " ") for text in r.beyond().values()]
         models.append(f"| {r.name} | {r.capture or 'neither'} | " + " | ".join(cells) + " |")
     # A limitation is a clear error; a model that computes something else is never explained away.
-    known = [(r, BEYOND_LIMITATIONS[r.name]) for r in results if r.name in BEYOND_LIMITATIONS
-             and kind(r.beyond()[BEYOND_LIMITATIONS[r.name][0]]) == "error"]  # fmt: skip
-    refused = [(r, column) for r in results for column, text in r.beyond().items()
-               if r.name not in BEYOND_LIMITATIONS and kind(text) == "error" and _REFUSED in text]  # fmt: skip
-    explained = ("Explained limitations (`BEYOND_LIMITATIONS` in `bench/zoo_report.py`):\n\n"
-                 + "".join(f"- {r.name}, {BEYOND_COLUMNS[column]}: {why}.\n" for r, (column, why) in known)
-                 + "".join(f"- {r.name}, {BEYOND_COLUMNS[column]}: {_SIZE_FIXED} (the checks at the top of its "
-                           "forward refused the input).\n" for r, column in refused) + "\n"
-                 if known or refused else "")  # fmt: skip
-    explained_cells = {(r.name, column) for r, (column, _) in known} | {(r.name, column) for r, column in refused}
+    known = [(r, column, why) for r in results for column, text in r.beyond().items()
+             if kind(text) == "error" and (why := _explained(r.name, column, text)) is not None]  # fmt: skip
+    explained = ("Explained limitations (`BEYOND_LIMITATIONS` in `bench/zoo_report.py`, and the errors that "
+                 "explain themselves):\n\n" + "".join(f"- {r.name}, {BEYOND_COLUMNS[column]}: {why}.\n"
+                                                       for r, column, why in known) + "\n" if known else "")  # fmt: skip
+    explained_cells = {(r.name, column) for r, column, _ in known}
     unexplained = [f"{r.name} ({BEYOND_COLUMNS[column]})" for r in results for column, text in r.beyond().items()
                    if kind(text) in ("differs", "error") and (r.name, column) not in explained_cells]  # fmt: skip
     explained += (f"**Not explained: {len(unexplained)}**" + (f" ({', '.join(unexplained)})" if unexplained else "")
