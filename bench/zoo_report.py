@@ -140,6 +140,11 @@ BEYOND_LIMITATIONS: dict[str, tuple[str, str]] = {
     **dict.fromkeys([f"transformers.{name}" for name in ("Dinov2Model", "Dinov2ForImageClassification", "SwinModel",
                      "SwinForImageClassification", "SwinForMaskedImageModeling", "DonutSwinModel")],
                     ("shape", _HF_DECIDED)),
+    **dict.fromkeys([f"transformers.{name}" for name in ("Wav2Vec2Model", "Wav2Vec2ForCTC", "Wav2Vec2ForSequenceClassification",
+                     "HubertModel")],
+                    ("train", "SpecAugment's `_compute_mask_indices` draws its time masks with NumPy from the input's "
+                     "sizes in train mode (`np.random.rand`, `int(...)` of a size), which symbolic tracing cannot and "
+                     f"whose draws neither capture records; exported without example inputs, {_EVAL_ONLY}")),
     "kornia.CornerHarris": ("shape", f"{_SIZE_FIXED}: kornia's filter2d passes `groups=tmp_kernel.size(0)`, batch "
                             "times channels, to conv2d, which takes a number"),
     "kornia.KeyNet": ("shape", f"{_SIZE_FIXED}: its train-mode capture fixes every size, and the spec takes what "
