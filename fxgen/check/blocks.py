@@ -223,17 +223,19 @@ def class_depth(data: dict[str, Any]) -> list[Problem]:
 
 
 def declaration_problems(
-    value: Any, where: JsonPath, arguments: list[str], scope: str, values: list[str] | None = None
+    value: Any, where: JsonPath, arguments: list[str], scope: str, values: list[str] | None = None,
+    taken: Collection[str] = RESERVED_NAMES,
 ) -> list[Problem]:
     """What is wrong with the ``{arg: ...}`` expressions and repeats in a declaration value:
     each must parse and name only arguments and named ``values`` of its class (``scope`` names
-    it for messages)."""
+    it for messages) or the names of the ``for`` items around it, which shadow none of those,
+    nor a name the generated ``__init__`` uses (``taken``: the classes it calls too)."""
     problems: list[Problem] = []
     for path, text, bound in _scoped_expressions(value, where, ()):
         known = [*(values or []), *bound]
         problems += [(path, f"{{arg: {text}}}: {message}") for message in _unknown(text, arguments, known, scope)]
     for path, item, bound in _module_loops(value, where, ()):
-        problems += _loop_problems(item, path, [*arguments, *(values or [])], bound, scope)
+        problems += _loop_problems(item, path, [*arguments, *(values or [])], bound, scope, taken)
     return problems
 
 
@@ -269,7 +271,9 @@ def _module_loops(value: Any, path: JsonPath, bound: tuple[str, ...]) -> Iterato
                 yield from _module_loops(item, (*path, key), bound)
 
 
-def _loop_problems(item: dict[str, Any], path: JsonPath, known: list[str], bound: tuple[str, ...], scope: str) -> list[Problem]:
+def _loop_problems(
+    item: dict[str, Any], path: JsonPath, known: list[str], bound: tuple[str, ...], scope: str, taken: Collection[str]
+) -> list[Problem]:
     """A ``for`` over module declarations whose names the generated comprehension cannot bind
     (a keyword, a name the generated code uses, an argument's, a value's or an enclosing
     ``for``'s), or whose rows do not have one value per name."""
@@ -281,7 +285,7 @@ def _loop_problems(item: dict[str, Any], path: JsonPath, known: list[str], bound
                            "another name"),
                    (bound, f"`for` name {name!r} would shadow the name {name!r} of an enclosing `for`; choose "
                            "another name")]  # fmt: skip
-        problem = _name_problem(name, "`for` name", RESERVED_NAMES, shadows)
+        problem = _name_problem(name, "`for` name", taken, shadows)
         if problem is not None:
             problems.append((where, problem))
     rows = item.get("in")

@@ -422,7 +422,8 @@ class Checker(NodeChecks):
     def check_declaration(self, value: Any, where: JsonPath) -> bool:
         """The expressions in a declaration value name this body's arguments; module values
         name classes that exist. Reported here, at their own place; True if all is well."""
-        problems = declaration_problems(value, where, self.arguments, self.label, self.value_names)
+        problems = declaration_problems(value, where, self.arguments, self.label, self.value_names,
+                                        self.top.class_names | RESERVED_NAMES)  # fmt: skip
         names_ok = True
         for rel, used in module_values(value):
             decl = _item(value, rel[:-1])  # the module value's {class, args, kwargs}

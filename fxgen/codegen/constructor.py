@@ -338,8 +338,10 @@ def _repeat(build: ClassBuild, value: dict[str, Any]) -> str:
 
 
 def _loop_clause(build: ClassBuild, value: dict[str, Any]) -> str:
-    """``for c in (ch0, ch1, ch2)``, ``for t, c in ((1, 16), (6, 24))``, ``for i in range(n)``."""
-    target = ", ".join(checked(name) for name in loop_names(value))
+    """``for c in (ch0, ch1, ch2)``, ``for t, c in ((1, 16), (6, 24))``, ``for i in range(n)``
+    (``for (c,) in ((ch0,), (ch1,))`` for a list of one name: each row is a list)."""
+    names = [checked(name) for name in loop_names(value)]
+    target = f"({names[0]},)" if isinstance(value["for"], list) and len(names) == 1 else ", ".join(names)
     written = value["in"]
     if not isinstance(written, list):
         return f"for {target} in range({declared(build, written)})"

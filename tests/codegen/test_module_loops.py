@@ -101,3 +101,27 @@ def test_expand_writes_the_canonical_form(spec: Any, tmp_path: Path) -> None:
     canonical = tmp_path / "canonical.yaml"
     canonical.write_text(spec.to_yaml(), encoding="utf-8")
     assert fxgen.load_spec(canonical) == spec
+
+
+@pytest.mark.parametrize("name", ["Conv", "torch", "nn", "ch0"])
+def test_a_loop_name_never_hides_a_class_or_argument_the_init_uses(name: str, tmp_path: Path) -> None:
+    """``[Conv(Conv, 8) for Conv in ...]`` would call the loop's value: refused at the name."""
+    path = tmp_path / "levels.yaml"
+    path.write_text(SPEC.replace("{for: c, in: [ch0, ch1, ch2]", f"{{for: {name}, in: [ch0, ch1, ch2]"), encoding="utf-8")
+    with pytest.raises(fxgen.SpecError, match=rf"13:\d+: .*`for` name {name!r} would shadow"):
+        fxgen.load_spec(path)
+
+
+def test_a_list_of_one_name_unpacks_each_row(tmp_path: Path) -> None:
+    """``for: [c]`` binds c to each row's one value (the fuzzer's find: ``for c in ((4,),)``
+    bound the row itself)."""
+    path = tmp_path / "levels.yaml"
+    path.write_text(SPEC.replace("{for: c, in: [ch0, ch1, ch2]", "{for: [c], in: [[ch0], [ch1], [ch2]]"), encoding="utf-8")
+    spec = fxgen.load_spec(path)
+    source, cls = generated_class(spec)
+    assert "for (c,) in ((ch0,), (ch1,), (ch2,))" in source
+    torch.manual_seed(0)
+    loaded = fxgen.load(spec).state_dict()
+    torch.manual_seed(0)
+    made = cls().state_dict()
+    assert list(made) == list(loaded) and all(torch.equal(made[k], loaded[k]) for k in loaded)
