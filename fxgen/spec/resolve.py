@@ -119,8 +119,8 @@ def substitute(value: Any, env: Mapping[str, Any]) -> Any:
             elif is_module_loop(item):
                 made = module_loop(item, env)
                 if len(made) > MAX_REPEAT:
-                    raise ExprError(f"a `for` over module declarations makes at most {MAX_REPEAT} modules, not "
-                                    f"{len(made)}: every one is a module of its own, built and checked one by one")  # fmt: skip
+                    raise ExprError(f"a `for` over module declarations makes at most {MAX_REPEAT} modules, and this "
+                                    "one makes more: every one is a module of its own, built and checked one by one")  # fmt: skip
                 out.extend(made)
             else:
                 out.append(substitute(item, env))
