@@ -125,3 +125,31 @@ def test_a_list_of_one_name_unpacks_each_row(tmp_path: Path) -> None:
     torch.manual_seed(0)
     made = cls().state_dict()
     assert list(made) == list(loaded) and all(torch.equal(made[k], loaded[k]) for k in loaded)
+
+
+@pytest.mark.parametrize("items", ["{for: j, in: n, module: 'torch.nn.Linear(w, w)'}", "{for: c, in: [w, w], module: 'torch.nn.Linear(c, w)'}"])
+def test_a_node_loop_over_the_items_walks_the_container(items: str, tmp_path: Path) -> None:
+    """A node loop over as many items as the ``for`` makes (its count, or its rows) is written
+    as a loop over the container, as for a repeat."""
+    path = tmp_path / "walk.yaml"
+    count = "n" if "in: n" in items else "2"
+    path.write_text(f"""\
+fxgen: 2
+name: Walk
+args: {{w: 4, n: 2}}
+modules:
+  m: {{class: torch.nn.ModuleList, args: [[{items}]]}}
+nodes:
+  - {{op: placeholder, name: x, type: torch.Tensor}}
+  - {{for: i, in: {count}, nodes: [h: ["m.{{i}}", "%x"]], carry: {{x: "%h"}}}}
+  - {{op: output, args: ["%x"]}}
+""", encoding="utf-8")  # fmt: skip
+    spec = fxgen.load_spec(path)
+    source, cls = generated_class(spec)
+    assert "        for m in self.m:\n" in source
+    torch.manual_seed(0)
+    loaded = fxgen.load(spec)
+    torch.manual_seed(0)
+    made = cls()
+    x = torch.randn(3, 4)
+    assert torch.equal(made(x), loaded(x))
