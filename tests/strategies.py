@@ -306,6 +306,37 @@ def expression_specs(draw: st.DrawFn, base: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+# -- a `for` over module declarations ------------------------------------------------------------------
+@st.composite
+def module_loop_specs(draw: st.DrawFn) -> dict[str, Any]:
+    """A format-2 spec whose ModuleList is a ``for`` over module declarations, perhaps nested:
+    drawn names (some shadowing an argument, each other or a builtin), rows (some of the wrong
+    length, some drawn expressions) or a count, and a Linear whose widths use the names."""
+    args = {"w": {"type": "int", "default": draw(st.integers(1, 6))}, "k": {"type": "int", "default": draw(st.integers(0, 3))}}
+    pool = ["a", "b", "i", "w", "range", "nn", "Linear"]
+    outer = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3))
+    scope = [*args, *outer]
+    value = st.one_of(st.integers(-1, 5), expressions(scope[:2], depth=2), st.sampled_from(["w", "k + 1", "w * 2"]))
+    if len(outer) == 1 and draw(st.booleans()):
+        names: Any = outer[0]
+        rows: Any = draw(st.one_of(st.lists(value, max_size=4), st.sampled_from([3, "k", "w - 7", -1])))
+    else:
+        names = outer
+        width = st.sampled_from([len(outer)] * 4 + [len(outer) + 1, max(len(outer) - 1, 0)])
+        rows = draw(st.lists(width.flatmap(lambda n: st.lists(value, min_size=n, max_size=n)), max_size=3))
+    used = draw(st.sampled_from(scope))
+    linear = f"torch.nn.Linear({draw(st.sampled_from(['w', used, f'max({used}, 1)']))}, max({used}, 1))"
+    module: Any = linear
+    if draw(st.booleans()):
+        module = {"for": draw(st.sampled_from(["j", "a", "w"])), "in": draw(st.sampled_from([2, "k", f"max({used}, 0)"])),
+                  "module": linear}  # fmt: skip
+    return {
+        "fxgen": 2, "name": "Loops", "args": args,
+        "modules": {"m": {"class": "torch.nn.ModuleList", "args": [[{"for": names, "in": rows, "module": module}]]}},
+        "nodes": [{"op": "placeholder", "name": "x", "type": "torch.Tensor"}, {"op": "output", "args": ["%x"]}],
+    }  # fmt: skip
+
+
 # -- conditionals and repeats of nodes -----------------------------------------------------------------
 @st.composite
 def construct_specs(draw: st.DrawFn, max_items: int = 6) -> dict[str, Any]:

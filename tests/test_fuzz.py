@@ -32,7 +32,14 @@ import yaml
 from conftest import EXAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import construct_specs, expression_specs, mode_specs, presence_specs, spec_dicts
+from strategies import (
+    construct_specs,
+    expression_specs,
+    mode_specs,
+    module_loop_specs,
+    presence_specs,
+    spec_dicts,
+)
 
 import fxgen
 from fxgen._errors import FxgenError, SpecError
@@ -403,9 +410,10 @@ def test_mutated_specs_never_crash_the_api(data: dict[str, Any]) -> None:
 
 
 @settings(max_examples=BUDGET, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(WITH_VALUES).flatmap(expression_specs))
+@given(st.one_of(st.sampled_from(WITH_VALUES).flatmap(expression_specs), module_loop_specs()))
 def test_drawn_expressions_never_crash(data: dict[str, Any]) -> None:
-    """Every form of the grammar, unmutated otherwise: refused with a SpecError, or a spec whose
+    """Every form of the grammar, unmutated otherwise, and ``for`` items over module
+    declarations (drawn names, rows, counts, nesting): refused with a SpecError, or a spec whose
     build and generated class agree on every tensor's shape (both on the meta device: a drawn
     width may ask for terabytes)."""
     import torch

@@ -37,7 +37,7 @@ from fxgen.policy.tables import SAFE_BUILTINS
 from fxgen.spec.checks import shape_checks
 from fxgen.spec.init import INIT_SCHEMES
 from fxgen.spec.model import walk_loops, walk_nodes
-from fxgen.spec.resolve import needs_resolution
+from fxgen.spec.resolve import is_module_loop, loop_names, needs_resolution
 from fxgen.spec.shorthand import desugar_declarations
 from fxgen.spec.values import iter_refs
 
@@ -403,6 +403,7 @@ def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
         own |= {n.name for n in nodes if n.name} | set(body.args) | set(body.values)
         own |= {name for loop in walk_loops(body.nodes) for name in (loop.var, loop.collect) if name}
         own |= {name.split(".")[0] for m in body.modules.values() for name in declared_classes(m)}
+        own |= {name for m in body.modules.values() for name in _module_loop_names([m.args, m.kwargs])}
         own |= {n.target.split(".")[0] for n in nodes if n.op == "call_function" and n.target}
         types = [n.type for n in nodes if n.type] + [a.type for a in body.args.values()]
         own |= {word for t in types for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", t)}
@@ -425,6 +426,17 @@ def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
         if constant in docs or constant in helper:
             continue  # the docstrings, the template's own text ("big", the docstring)
         assert constant.value in spec_strings, constant.value
+
+
+def _module_loop_names(value: Any) -> set[str]:
+    """The names the ``for`` items over module declarations inside a declaration value bind
+    (the generated comprehension's targets)."""
+    if isinstance(value, list):
+        return {name for item in value for name in _module_loop_names(item)}
+    if not isinstance(value, dict):
+        return set()
+    own = set(loop_names(value)) if is_module_loop(value) else set()
+    return own | {name for item in value.values() for name in _module_loop_names(item)}
 
 
 def _check_class(
@@ -1083,6 +1095,10 @@ BASE_SHORTHAND: dict[str, Any] = {
         "up": "torch.nn.Upsample(None, 2, 'nearest')",
         "seq": {"class": "torch.nn.Sequential", "args": [{"repeat": "width // 2", "module": "torch.nn.Dropout(gain)"}]},
         "head": {"call": "torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.ReLU())", "init": {"0.bias": "zeros"}},
+        "levels": {"class": "torch.nn.ModuleList", "args": [[{"for": "c", "in": ["width", "width * 2"],
+                                                              "module": "torch.nn.Linear(c, width)"}]]},
+        "stages": {"class": "torch.nn.Sequential", "args": [{"for": ["k", "n"], "in": [[1, 2], ["width // 4", 1]],
+                   "module": {"for": "i", "in": "n", "module": "torch.nn.Conv2d(width, width, k + i)"}}]},
     },
     "nodes": ["fc", "seq", "head"],
 }  # fmt: skip
@@ -1106,6 +1122,12 @@ SLOTS_SHORTHAND: dict[str, Callable[[dict[str, Any], str], None]] = {
     "repeat count": lambda d, s: d["modules"]["seq"]["args"][0].__setitem__("repeat", s),
     "repeated call": lambda d, s: d["modules"]["seq"]["args"][0].__setitem__("module", s),
     "argument default": lambda d, s: d["args"].__setitem__("width", s),
+    "for name": lambda d, s: d["modules"]["levels"]["args"][0][0].__setitem__("for", s),
+    "for names": lambda d, s: d["modules"]["stages"]["args"][0]["for"].__setitem__(0, s),
+    "for row value": lambda d, s: d["modules"]["levels"]["args"][0][0]["in"].__setitem__(1, s),
+    "for row in a table": lambda d, s: d["modules"]["stages"]["args"][0]["in"][1].__setitem__(0, s),
+    "for count": lambda d, s: d["modules"]["stages"]["args"][0]["module"].__setitem__("in", s),
+    "for module": lambda d, s: d["modules"]["levels"]["args"][0][0].__setitem__("module", s),
 }
 
 

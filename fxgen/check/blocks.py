@@ -15,7 +15,7 @@ import builtins
 import inspect
 import keyword
 import typing
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 from types import UnionType
 from typing import Any
 
@@ -23,7 +23,14 @@ from fxgen._errors import Suggestions
 from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.expr import ExprError, names, parse, tested
-from fxgen.spec.resolve import TRAINING, arg_expressions, is_construct, node_expressions
+from fxgen.spec.resolve import (
+    TRAINING,
+    arg_expressions,
+    is_construct,
+    is_module_loop,
+    loop_names,
+    node_expressions,
+)
 from fxgen.spec.values import DECLARATION_TAGS
 
 __all__ = [
@@ -122,6 +129,9 @@ def module_values(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tupl
         for i, item in enumerate(value):
             yield from module_values(item, (*path, i))
     elif isinstance(value, dict):
+        if is_module_loop(value) and isinstance(value["module"], dict) and is_module_loop(value["module"]):
+            yield from module_values(value["module"], (*path, "module"))
+            return
         if isinstance(value.get("module"), dict):
             inner = value["module"]
             for rel, name in uses(inner):
@@ -213,14 +223,78 @@ def class_depth(data: dict[str, Any]) -> list[Problem]:
 
 
 def declaration_problems(
-    value: Any, where: JsonPath, arguments: list[str], scope: str, values: list[str] | None = None
+    value: Any, where: JsonPath, arguments: list[str], scope: str, values: list[str] | None = None,
+    taken: Collection[str] = RESERVED_NAMES,
 ) -> list[Problem]:
     """What is wrong with the ``{arg: ...}`` expressions and repeats in a declaration value:
     each must parse and name only arguments and named ``values`` of its class (``scope`` names
-    it for messages)."""
+    it for messages) or the names of the ``for`` items around it, which shadow none of those,
+    nor a name the generated ``__init__`` uses (``taken``: the classes it calls too)."""
     problems: list[Problem] = []
-    for path, text in arg_expressions(value, where):
-        problems += [(path, f"{{arg: {text}}}: {message}") for message in _unknown(text, arguments, values or [], scope)]
+    for path, text, bound in _scoped_expressions(value, where, ()):
+        known = [*(values or []), *bound]
+        problems += [(path, f"{{arg: {text}}}: {message}") for message in _unknown(text, arguments, known, scope)]
+    for path, item, bound in _module_loops(value, where, ()):
+        problems += _loop_problems(item, path, [*arguments, *(values or [])], bound, scope, taken)
+    return problems
+
+
+def _scoped_expressions(value: Any, path: JsonPath, bound: tuple[str, ...]) -> Iterator[tuple[JsonPath, str, tuple[str, ...]]]:
+    """Every ``{arg: ...}`` of a declaration value, with the names the ``for`` items over module
+    declarations around it bind (a ``for``'s ``in:`` sees only the enclosing ones)."""
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _scoped_expressions(item, (*path, i), bound)
+    elif isinstance(value, dict):
+        if is_module_loop(value):
+            yield from _scoped_expressions(value.get("in"), (*path, "in"), bound)
+            yield from _scoped_expressions(value["module"], (*path, "module"), (*bound, *loop_names(value)))
+        elif set(value) == {"arg"} and isinstance(value["arg"], str):
+            yield (*path, "arg"), value["arg"], bound
+        else:
+            for key, item in value.items():
+                yield from _scoped_expressions(item, (*path, key), bound)
+
+
+def _module_loops(value: Any, path: JsonPath, bound: tuple[str, ...]) -> Iterator[tuple[JsonPath, dict[str, Any], tuple[str, ...]]]:
+    """Every ``for`` over module declarations in a declaration value, with the names the
+    ``for`` items around it bind."""
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _module_loops(item, (*path, i), bound)
+    elif isinstance(value, dict):
+        if is_module_loop(value):
+            yield path, value, bound
+            yield from _module_loops(value["module"], (*path, "module"), (*bound, *loop_names(value)))
+        else:
+            for key, item in value.items():
+                yield from _module_loops(item, (*path, key), bound)
+
+
+def _loop_problems(
+    item: dict[str, Any], path: JsonPath, known: list[str], bound: tuple[str, ...], scope: str, taken: Collection[str]
+) -> list[Problem]:
+    """A ``for`` over module declarations whose names the generated comprehension cannot bind
+    (a keyword, a name the generated code uses, an argument's, a value's or an enclosing
+    ``for``'s), or whose rows do not have one value per name."""
+    problems: list[Problem] = []
+    written = item["for"]
+    for k, name in enumerate(loop_names(item)):
+        where: JsonPath = (*path, "for") if isinstance(written, str) else (*path, "for", k)
+        shadows = [(known, f"`for` name {name!r} would shadow the argument or value {name!r} of {scope}; choose "
+                           "another name"),
+                   (bound, f"`for` name {name!r} would shadow the name {name!r} of an enclosing `for`; choose "
+                           "another name")]  # fmt: skip
+        problem = _name_problem(name, "`for` name", taken, shadows)
+        if problem is not None:
+            problems.append((where, problem))
+    rows = item.get("in")
+    if isinstance(written, list) and isinstance(rows, list):
+        for k, row in enumerate(rows):
+            if not isinstance(row, list) or len(row) != len(written):
+                got = f"{len(row)} values" if isinstance(row, list) else "not a list"
+                problems.append(((*path, "in", k), f"row {k} of a `for` over [{', '.join(written)}] has {got}: each "
+                                                   f"row is a list of {len(written)} values, one per name"))  # fmt: skip
     return problems
 
 
@@ -264,18 +338,28 @@ def value_name_problems(body: dict[str, Any], taken: frozenset[str], scope: str)
     arguments = body.get("args", {})
     problems: list[Problem] = []
     for name in body.get("values", {}):
-        where: JsonPath = ("values", name)
-        if not IDENTIFIER.fullmatch(name):
-            problems.append((where, f"value name {name!r} is not an identifier; use only letters, digits and _"))
-        elif keyword.iskeyword(name) or keyword.issoftkeyword(name):
-            problems.append((where, f"value name {name!r} is a Python keyword; choose another name"))
-        elif name in arguments:
-            problems.append((where, f"value {name!r} shadows the argument {name!r} of {scope}; give the value a "
-                                    "name of its own"))  # fmt: skip
-        elif hasattr(builtins, name) or name in taken or name.startswith("__"):
-            problems.append((where, f"value name {name!r} would shadow a name the generated code uses; choose "
-                                    "another name"))  # fmt: skip
+        shadows = [(arguments, f"value {name!r} shadows the argument {name!r} of {scope}; give the value a name of "
+                               "its own")]  # fmt: skip
+        problem = _name_problem(name, "value name", taken, shadows)
+        if problem is not None:
+            problems.append((("values", name), problem))
     return problems
+
+
+def _name_problem(name: str, what: str, taken: Collection[str], shadows: Sequence[tuple[Collection[str], str]]) -> str | None:
+    """Why the generated ``__init__`` cannot bind ``name`` (``what`` says what it names): not an
+    identifier, a keyword, one of ``shadows``' names (its message), a builtin or a name it uses
+    (``taken``); None if it can."""
+    if not IDENTIFIER.fullmatch(name):
+        return f"{what} {name!r} is not an identifier; use only letters, digits and _"
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+        return f"{what} {name!r} is a Python keyword; choose another name"
+    for names_, message in shadows:
+        if name in names_:
+            return message
+    if hasattr(builtins, name) or name in taken or name.startswith("__"):
+        return f"{what} {name!r} would shadow a name the generated code uses; choose another name"
+    return None
 
 
 def value_problems(body: dict[str, Any], scope: str) -> list[Problem]:
@@ -356,7 +440,7 @@ def bind_written(names: list[str], decl: dict[str, Any]) -> dict[str, Any]:
     """Which argument each value of a declaration as written goes to (its repeats unexpanded:
     none where a list of arguments holds one)."""
     args = decl.get("args", [])
-    if any(isinstance(item, dict) and "repeat" in item for item in args):
+    if any(isinstance(item, dict) and ("repeat" in item or is_module_loop(item)) for item in args):
         return {}
     return {**dict(zip(names, args, strict=False)), **decl.get("kwargs", {})}
 

@@ -17,6 +17,7 @@ import functools
 import inspect
 import keyword
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -72,6 +73,8 @@ from fxgen.spec.resolve import (
     bind,
     declared,
     has_arguments,
+    is_module_loop,
+    loop_rows,
     needs_resolution,
     substitute,
     substitute_declaration,
@@ -175,6 +178,37 @@ def _variant_builds(doc: Document, policy: Policy, name: str) -> list[Diagnostic
 def validate_body(outer: Document, prefix: JsonPath, body: dict[str, Any], policy: Policy) -> Spec:
     """The small spec ``body`` (``{nodes: [...]}``) at ``prefix`` in ``outer``, validated."""
     return run_checks(BodyDocument(outer, prefix, body), policy, None)[0]
+
+
+def _bound_module_values(
+    value: Any, path: JsonPath, env: dict[str, Any]
+) -> Iterator[tuple[JsonPath, dict[str, Any], dict[str, Any]]]:
+    """Each module value (``{class, args, kwargs}``) inside a declaration value, with its path
+    and the environment it is built in: inside a ``for`` over module declarations, once per
+    row with the row's names bound (until one row fails: one error says it). A ``for`` whose
+    rows cannot be computed gives nothing here; substituting the declaration reports it."""
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _bound_module_values(item, (*path, i), env)
+    elif isinstance(value, dict):
+        if is_module_loop(value):
+            try:
+                rows = loop_rows(value, env)
+            except ExprError:
+                return
+            for bound in rows:
+                yield from _bound_module_values({"module": value["module"]}, path, {**env, **bound})
+        elif isinstance(value.get("module"), dict):
+            decl = value["module"]
+            if is_module_loop(decl):
+                yield from _bound_module_values(decl, (*path, "module"), env)
+                return
+            yield (*path, "module"), decl, env
+            for field in ("args", "kwargs"):
+                yield from _bound_module_values(decl.get(field), (*path, "module", field), env)
+        else:
+            for key, item in value.items():
+                yield from _bound_module_values(item, (*path, key), env)
 
 
 def _item(value: Any, path: tuple[Any, ...]) -> Any:
@@ -388,7 +422,8 @@ class Checker(NodeChecks):
     def check_declaration(self, value: Any, where: JsonPath) -> bool:
         """The expressions in a declaration value name this body's arguments; module values
         name classes that exist. Reported here, at their own place; True if all is well."""
-        problems = declaration_problems(value, where, self.arguments, self.label, self.value_names)
+        problems = declaration_problems(value, where, self.arguments, self.label, self.value_names,
+                                        self.top.class_names | RESERVED_NAMES)  # fmt: skip
         names_ok = True
         for rel, used in module_values(value):
             decl = _item(value, rel[:-1])  # the module value's {class, args, kwargs}
@@ -666,15 +701,13 @@ class Checker(NodeChecks):
         value, as the constructor of the enclosing module would only say that it failed."""
         ok = True
         for field in ("args", "kwargs"):
-            for rel, used in module_values(entry.get(field)):
-                if used not in self.blocks:
+            for at, raw, env in _bound_module_values(entry.get(field), (field,), self.env or {}):
+                if raw.get("class") not in self.blocks:
                     continue
-                at = (field, *rel[:-1])  # the {class, args, kwargs} of the module value
                 try:
-                    raw = _item(entry, at)
-                    self.bind_block(used, substitute_declaration(raw, self.env or {}), raw)
+                    self.bind_block(raw["class"], substitute_declaration(raw, env), raw)
                 except (BindError, ExprError) as exc:
-                    self.error((*where, *at), f"module value: {self.unfit_block(used, exc)}")
+                    self.error((*where, *at), f"module value: {self.unfit_block(raw['class'], exc)}")
                     ok = False
         return ok
 

@@ -250,6 +250,12 @@ def _diagnostic(doc: Document, error: ValidationError) -> Diagnostic:
         if non_finite:
             path = tuple(error.absolute_path)
             return Diagnostic(doc.locate(path), f"{_describe(path)}{non_finite}")
+        if _is_loop_rows(error):
+            path = tuple(error.absolute_path)
+            return Diagnostic(doc.locate(path), f"{_describe(path)}`in:` of a `for` over module declarations is a list "
+                              "of rows (for one name a value each, for a list of names a list of one value per name) "
+                              f"or a count (an integer or an expression), not {_kind(error.instance)} "
+                              f"{_short(error.instance)}")  # fmt: skip
         error = _deepest(error)
     path = tuple(error.absolute_path)
     where = _describe(path)
@@ -284,6 +290,18 @@ def _non_finite(error: ValidationError) -> str | None:
     if "minimum" in numbers[0]:
         wanted += f" of at least {numbers[0]['minimum']}"
     return f"{{float: {value['float']}}} ({_NON_FINITE[value['float']]}) is not allowed here; write {wanted}"
+
+
+def _is_loop_rows(error: ValidationError) -> bool:
+    """Is ``error`` a ``for``'s ``in:`` that is none of its forms, and of no kind one of them
+    takes (a mapping other than ``{arg: ...}``, a float, a bool)? Each alternative's own
+    complaint would name one form only."""
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    if schema.get("description") != load_schema()["$defs"]["loop_rows"]["description"]:
+        return False
+    value = error.instance
+    return not isinstance(value, list | str) and not (isinstance(value, int) and not isinstance(value, bool)) and \
+        not (isinstance(value, dict) and set(value) == {"arg"})  # fmt: skip
 
 
 def _deepest(error: ValidationError) -> ValidationError:
@@ -362,7 +380,7 @@ def _key_message(error: ValidationError) -> str:
     key = error.instance
     if error.validator == "enum" and tuple(error.validator_value) == TAGS:
         return (f"unknown value tag {key!r}; a mapping in a value is a single-key tag ({_VALUE_TAGS}; in format-2 "
-                "declarations also arg, module, repeat), write a dict as {dict: {...}}")  # fmt: skip
+                "declarations also arg, module, repeat, for), write a dict as {dict: {...}}")  # fmt: skip
     if error.validator == "enum":
         return f"key {key!r} is not one of: {', '.join(map(str, error.validator_value))}"
     schema = error.schema if isinstance(error.schema, dict) else {}

@@ -6,7 +6,8 @@ the class body declares.
 generator in). In format 2 a declaration may use the class's constructor arguments: ``{arg:
 cout * 4}`` is written as the same expression (``fxgen.spec.expr.render``), a module value
 ``{module: D}`` as D's constructor call, a repeat ``{repeat: N, module: D}`` as the
-comprehension a person would write (``*[Block(c) for _ in range(n)]``).
+comprehension a person would write (``*[Block(c) for _ in range(n)]``), and so a ``for`` over
+module declarations (``[Conv(c, c2) for c in (ch0, ch1, ch2)]``).
 
 The class body declares the type of what ``__init__`` cannot show a type checker: buffers
 (``register_buffer``), and everything set inside a plain container, which becomes a small
@@ -49,7 +50,7 @@ from fxgen.spec.model import (
     walk_loops,
     walk_nodes,
 )
-from fxgen.spec.resolve import has_arguments
+from fxgen.spec.resolve import has_arguments, is_module_loop, loop_names
 from fxgen.spec.tags import lookup
 from fxgen.spec.tree import Container, ModelTree
 
@@ -314,17 +315,38 @@ def _declared_args(build: ClassBuild, args: list[Any], kwargs: dict[str, Any]) -
 
 
 def _items(build: ClassBuild, items: list[Any]) -> list[str]:
-    """Items of an argument list or a list literal; a repeat is starred (``*[...]``)."""
+    """Items of an argument list or a list literal; a repeat or a ``for`` is starred (``*[...]``)."""
     return [("*" + _repeat(build, item)) if _is_repeat(item) else declared(build, item) for item in items]
 
 
 def _is_repeat(value: Any) -> bool:
-    return isinstance(value, dict) and "repeat" in value
+    return isinstance(value, dict) and ("repeat" in value or is_module_loop(value))
 
 
 def _repeat(build: ClassBuild, value: dict[str, Any]) -> str:
+    """A repeat, ``[Block(c) for _ in range(n)]``, or a ``for`` over module declarations as the
+    comprehension a person writes: ``[Conv(c, 16) for c in (ch0, ch1)]``, nested ``for`` items as
+    its clauses, the outer first (``for t, c, n, s in (...) for i in range(n)``)."""
+    if is_module_loop(value):
+        clauses = []
+        while is_module_loop(value):
+            clauses.append(_loop_clause(build, value))
+            value = value["module"]
+        return f"[{constructor(build, ModuleSpec.from_data(value))} {' '.join(clauses)}]"
     made = constructor(build, ModuleSpec.from_data(value["module"]))
     return f"[{made} for {build.loop} in range({declared(build, value['repeat'])})]"
+
+
+def _loop_clause(build: ClassBuild, value: dict[str, Any]) -> str:
+    """``for c in (ch0, ch1, ch2)``, ``for t, c in ((1, 16), (6, 24))``, ``for i in range(n)``
+    (``for (c,) in ((ch0,), (ch1,))`` for a list of one name: each row is a list)."""
+    names = [checked(name) for name in loop_names(value)]
+    target = f"({names[0]},)" if isinstance(value["for"], list) and len(names) == 1 else ", ".join(names)
+    written = value["in"]
+    if not isinstance(written, list):
+        return f"for {target} in range({declared(build, written)})"
+    rows = [declared(build, {"tuple": row}) if isinstance(row, list) else declared(build, row) for row in written]
+    return f"for {target} in ({', '.join(rows)}{',' * (len(rows) == 1)})"
 
 
 def declared(build: ClassBuild, value: Any) -> str:

@@ -34,7 +34,7 @@ from fxgen.spec.model import (
     walk_loops,
     walk_nodes,
 )
-from fxgen.spec.resolve import arg_expressions, has_arguments, last_name
+from fxgen.spec.resolve import arg_expressions, has_arguments, is_module_loop, last_name
 from fxgen.spec.tags import lookup
 from fxgen.spec.tree import ModelTree, shared_containers
 from fxgen.spec.values import iter_refs, parse_ref
@@ -445,7 +445,9 @@ def declared_classes(module: ModuleSpec) -> list[str]:
         if isinstance(value, list):
             stack.extend(reversed(value))
         elif isinstance(value, dict):
-            if isinstance(value.get("module"), dict):
+            if isinstance(value.get("module"), dict) and is_module_loop(value["module"]):
+                stack.append(value["module"])  # a nested `for`: its module inside
+            elif isinstance(value.get("module"), dict):
                 out += declared_classes(ModuleSpec.from_data(value["module"]))
             else:
                 stack.extend(reversed(list(value.values())))
@@ -844,15 +846,23 @@ def _items_are_lists(declared: ModuleSpec | None) -> bool:
 
 def _same_count(declared: ModuleSpec, count: Any) -> bool:
     """Does a ModuleList or Sequential declaration hold exactly ``count`` items: one repeat of
-    that many (``[{repeat: n, ...}]``), ``count`` written as the loop writes it, or as many
-    items written out as a constant ``count`` says (YOLOv8's three detection levels)?"""
+    that many (``[{repeat: n, ...}]``) or one ``for`` over that many rows, ``count`` written as
+    the loop writes it, or as many items written out as a constant ``count`` says (YOLOv8's
+    three detection levels)?"""
     items = declared.args[0] if declared.cls.endswith("ModuleList") and len(declared.args) == 1 else declared.args
     if declared.kwargs or not isinstance(items, list):
         return False
-    if not any(isinstance(item, dict) and "repeat" in item for item in items):
+    if not any(isinstance(item, dict) and ("repeat" in item or is_module_loop(item)) for item in items):
         return not isinstance(count, bool) and count == len(items)
     if len(items) != 1:
         return False
+    if is_module_loop(items[0]):  # one module per row of a `for` (YOLOv8's levels): its rows or its count
+        if is_module_loop(items[0]["module"]):
+            return False
+        rows = items[0]["in"]
+        if isinstance(rows, list):
+            return not isinstance(count, bool) and count == len(rows)
+        items = [{"repeat": rows}]
     repeat = items[0].get("repeat") if isinstance(items[0], dict) else None
     if isinstance(repeat, dict) and set(repeat) == {"arg"}:
         repeat = repeat["arg"]

@@ -41,7 +41,11 @@ __all__ = [
     "expand_nodes",
     "has_arguments",
     "is_construct",
+    "is_module_loop",
     "last_name",
+    "loop_names",
+    "loop_rows",
+    "module_loop",
     "needs_resolution",
     "node_expressions",
     "resolve_nodes",
@@ -112,6 +116,12 @@ def substitute(value: Any, env: Mapping[str, Any]) -> Any:
                                     "of its own, built and checked one by one")  # fmt: skip
                 copy = {"module": substitute_declaration(item["module"], env)}
                 out.extend(dict(copy) for _ in range(times))
+            elif is_module_loop(item):
+                made = module_loop(item, env)
+                if len(made) > MAX_REPEAT:
+                    raise ExprError(f"a `for` over module declarations makes at most {MAX_REPEAT} modules, and this "
+                                    "one makes more: every one is a module of its own, built and checked one by one")  # fmt: skip
+                out.extend(made)
             else:
                 out.append(substitute(item, env))
         return out
@@ -128,6 +138,63 @@ def substitute(value: Any, env: Mapping[str, Any]) -> Any:
     if holds == "mapping":
         return {tag: substitute_kwargs(body, env)}
     return value
+
+
+def is_module_loop(value: Any) -> bool:
+    """Is ``value`` (an item of a list of constructor arguments) a ``for`` over module
+    declarations, ``{for: NAMES, in: ROWS, module: DECL}``?"""
+    return isinstance(value, dict) and "for" in value and "module" in value
+
+
+def loop_names(item: Mapping[str, Any]) -> list[str]:
+    """The names a ``for`` over module declarations binds: ``for: c`` binds one, ``for: [t, c,
+    n, s]`` one per column of each row."""
+    names_ = item["for"]
+    return [names_] if isinstance(names_, str) else list(names_)
+
+
+def loop_rows(item: Mapping[str, Any], env: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The bindings of a ``for`` over module declarations in ``env``, in order: ``in:`` a count
+    (an integer or ``{arg: EXPR}``) binds its one name to 0 .. count-1, a list binds each row
+    (a value for one name, a list of as many values as names for several). ExprError says what
+    does not fit."""
+    names_ = loop_names(item)
+    written = item["in"]
+    if isinstance(written, list):
+        rows = [substitute(row, env) for row in written]
+    else:
+        count = substitute(written, env)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ExprError(f"the count of a `for` over module declarations is a non-negative integer, not {count!r}")
+        if count > MAX_REPEAT:
+            raise ExprError(f"the count of a `for` over module declarations is at most {MAX_REPEAT}, not {count}")
+        rows = list(range(count))
+    if isinstance(item["for"], str):
+        return [{names_[0]: row} for row in rows]
+    out = []
+    for k, row in enumerate(rows):
+        if not isinstance(row, list) or len(row) != len(names_):
+            raise ExprError(f"row {k} of a `for` over {', '.join(names_)} is {row!r}: each row is a list of "
+                            f"{len(names_)} values, one per name")  # fmt: skip
+        out.append(dict(zip(names_, row, strict=True)))
+    return out
+
+
+def module_loop(item: Mapping[str, Any], env: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``{module: D}`` items a ``for`` over module declarations stands for, in the order a list
+    comprehension makes them (the outer loop first): D substituted with each row's names bound
+    (a nested ``for`` in place of D runs inside, with the outer names bound)."""
+    out: list[dict[str, Any]] = []
+    for bound in loop_rows(item, env):
+        inner = {**env, **bound}
+        body = item["module"]
+        if is_module_loop(body):
+            out += module_loop(body, inner)
+        else:
+            out.append({"module": substitute_declaration(body, inner)})
+        if len(out) > MAX_REPEAT:
+            break
+    return out
 
 
 def substitute_kwargs(kwargs: Mapping[str, Any], env: Mapping[str, Any]) -> dict[str, Any]:

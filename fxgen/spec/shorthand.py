@@ -14,6 +14,9 @@ shorthand stands for exactly one canonical declaration:
   3)`` inside ``torch.nn.Sequential(...)``: ``{module: ...}``), or else an expression of
   ``fxgen.spec.expr`` over the class's arguments and values (``{arg: EXPR}``);
 * ``{repeat: EXPR}`` with the count an expression string: ``{repeat: {arg: EXPR}}``;
+* ``{for: NAMES, in: ..., module: ...}`` (a ``for`` over module declarations) with ``in:`` an
+  expression string (``{arg: EXPR}``, a count) or rows holding expression strings (each
+  ``{arg: EXPR}``), and its module a call string;
 * an **argument declared by its default**: ``args: {n_layer: 12, dropout: 0.0, tie: true}`` is
   ``{type: int, default: 12}``, ``{type: float, default: 0.0}``, ``{type: bool, default: true}``.
 
@@ -290,6 +293,8 @@ class _Desugar:
             if isinstance(value.get("repeat"), str):
                 out = {**out, "repeat": self.count(value["repeat"], (*at, "repeat"))}
             return out
+        if "for" in value and "module" in value and set(value) <= {"for", "in", "module"}:
+            return self.module_loop(value, at)
         if set(value) == {"tuple"} and isinstance(value["tuple"], list):
             items = self.values(value["tuple"], (*at, "tuple"))
             return {"tuple": items} if items is not value["tuple"] else value
@@ -298,15 +303,49 @@ class _Desugar:
             return {"dict": entries} if any(entries[k] is not value["dict"][k] for k in entries) else value
         return value
 
-    def count(self, text: str, at: JsonPath) -> Any:
+    def module_loop(self, value: dict[str, Any], at: JsonPath) -> dict[str, Any]:
+        """A ``for`` over module declarations: its module (a call string, or a nested ``for``)
+        and its ``in:`` (an expression string is a count; a string in a row an expression)."""
+        out = value
+        body = value["module"]
+        if isinstance(body, dict) and "for" in body:
+            module = self.values(body, (*at, "module"))
+        else:
+            module = self.module(body, (*at, "module"), top=False)
+        if module is not body:
+            out = {**out, "module": module}
+        written = value.get("in")
+        if isinstance(written, str):
+            out = {**out, "in": self.count(written, (*at, "in"), what="the count of a `for`")}
+        elif isinstance(written, list):
+            rows = [self.row(row, (*at, "in", k)) for k, row in enumerate(written)]
+            if any(a is not b for a, b in zip(rows, written, strict=True)):
+                out = {**out, "in": rows}
+        return out
+
+    def row(self, row: Any, at: JsonPath) -> Any:
+        """A row of a ``for`` over module declarations: each string an expression."""
+        if isinstance(row, list):
+            new = [self.row(item, (*at, k)) for k, item in enumerate(row)]
+            return new if any(a is not b for a, b in zip(new, row, strict=True)) else row
+        if not isinstance(row, str):
+            return row
+        return self.expression(row, at, "a value in the rows of a `for` is a literal", integer=False)
+
+    def count(self, text: str, at: JsonPath, what: str = "a repeat count") -> Any:
+        return self.expression(text, at, f"{what} is an integer", integer=True)
+
+    def expression(self, text: str, at: JsonPath, allowed: str, *, integer: bool) -> Any:
+        """An expression string as ``{arg: EXPR}`` (a number, an integer if ``integer``, as
+        itself); a problem saying what is ``allowed`` if it does not parse."""
         try:
             tree = parse(text)
         except ExprError as exc:
-            self.problems.append((at, f"a repeat count is an integer or an expression over the class's arguments "
-                                  f"and values: {exc}"))  # fmt: skip
+            self.problems.append((at, f"{allowed} or an expression over the class's arguments and values: {exc}"))
             return text
         self.sources[at] = (at, False)
-        return tree[1] if tree[0] == "num" and isinstance(tree[1], int) else {"arg": text.strip()}
+        number = tree[0] == "num" and (isinstance(tree[1], int) or not integer)
+        return tree[1] if number else {"arg": text.strip()}
 
     def call(self, text: str, at: JsonPath) -> dict[str, Any] | None:
         try:

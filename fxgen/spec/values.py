@@ -112,8 +112,10 @@ def decode(value: Any, ref: Callable[[str], Any]) -> Any:
         return value
     if isinstance(value, list):
         return [decode(v, ref) for v in value]
-    if len(value) != 1:  # the schema allows two keys for a repeat only
-        raise ValueError(_NOT_A_VALUE.format(tag="repeat"))
+    if len(value) != 1:  # the schema allows two keys for a repeat only, three for a `for` over module declarations
+        tag = "for" if "for" in value else "repeat"
+        raise ValueError(f"{{{tag}: ..., module: ...}} stands for modules as items of a list of constructor "
+                         "arguments (nn.Sequential's arguments, nn.ModuleList's list), not as a value of its own")  # fmt: skip
     ((tag, body),) = value.items()
     kind_ = lookup(tag)
     if kind_ is not None:

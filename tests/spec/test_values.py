@@ -101,9 +101,15 @@ def test_every_tag_is_covered() -> None:
     assert covered == set(TAGS) - DECLARATION_TAGS  # those are resolved before decoding (fxgen.spec.resolve)
 
 
-@pytest.mark.parametrize("tagged", [{"arg": "n"}, {"module": {"class": "torch.nn.ReLU"}}, {"repeat": 2, "module": {}}])
+@pytest.mark.parametrize("tagged", [{"arg": "n"}, {"module": {"class": "torch.nn.ReLU"}}])
 def test_declaration_tags_are_not_values(tagged: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="format-2 declaration"):
+        decode(tagged, no_ref)
+
+
+@pytest.mark.parametrize("tagged", [{"repeat": 2, "module": {}}, {"for": "c", "in": [1], "module": {}}])
+def test_repeats_and_fors_are_items_of_a_list(tagged: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=rf"^\{{{next(iter(tagged))}: \.\.\., module: \.\.\.\}} stands for modules as items of a list"):
         decode(tagged, no_ref)
 
 

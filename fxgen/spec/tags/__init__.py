@@ -59,12 +59,13 @@ def registered() -> Iterable[Tag]:
     return _REGISTRY.values()
 
 
-# Format 2's tags for declarations: substituted (``fxgen.spec.resolve``) before anything decodes.
-DECLARATION_TAGS = frozenset({"arg", "module", "repeat"})
+# Format 2's tags for declarations: substituted (``fxgen.spec.resolve``) before anything decodes
+# (``for`` and ``in``: the keys of a ``for`` over module declarations, beside ``module``).
+DECLARATION_TAGS = frozenset({"arg", "module", "repeat", "for", "in"})
 
 for _tag in (tuples.TAG, slices.TAG, ellipsis.TAG, dtypes.TAG, devices.TAG, memory_formats.TAG, layouts.TAG,
              floats.TAG, complexes.TAG, dicts.TAG, sizes.TAG):  # the schema's order (encode asks in it)  # fmt: skip
     register(_tag)
 
 # The tags the schema lists, in its order: the value tags, then format 2's declaration tags.
-TAGS = (*_REGISTRY, "arg", "module", "repeat")
+TAGS = (*_REGISTRY, "arg", "module", "repeat", "for", "in")
