@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import builtins
 import keyword
+from collections.abc import Mapping
 from typing import Any
 
 from fxgen.check.blocks import PRESENCE_ONLY_IN_CONDITIONS, unknown_names
 from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES
 from fxgen.read.yaml_events import JsonPath
-from fxgen.spec.expr import ExprError, parse, tested, untested
+from fxgen.spec.expr import ExprError, call_problems, parse, tested, untested
 from fxgen.spec.resolve import (
     MAX_NESTING,
     MAX_TESTED,
@@ -45,10 +46,15 @@ def shown_path(path: JsonPath) -> str:
     return out
 
 
-def construct_problems(items: list[dict[str, Any]], arguments: list[str], values: list[str], label: str) -> list[Problem]:
+def construct_problems(
+    items: list[dict[str, Any]], arguments: list[str], values: list[str], label: str,
+    functions: Mapping[str, tuple[int, int]] | None = None,
+) -> list[Problem]:
     """What is wrong with the conditionals, repeats and aliases of a node list (as data), and
-    with the expressions its items hold; ``label`` names the class in messages."""
+    with the expressions its items hold; ``label`` names the class in messages, ``functions``
+    are the spec's (name -> the fewest and most arguments a call gives)."""
     walker = _Walker(arguments, values, label)
+    walker.functions = functions or {}
     walker.inputs = {item["name"]: "default" in item and item["default"] is None
                      for item in items if item.get("op") == "placeholder" and isinstance(item.get("name"), str)}  # fmt: skip
     walker.items(items, ("nodes",), {}, [], 0)
@@ -69,6 +75,7 @@ class _Walker:
         self.arguments = arguments
         self.values = values
         self.label = label
+        self.functions: Mapping[str, tuple[int, int]] = {}
         self.problems: list[Problem] = []
         self.hidden: dict[str, str] = {}  # a name not visible here -> why (for the message at its use)
         self.uses_training = False
@@ -244,6 +251,8 @@ class _Walker:
                                          f"computes with; an `if:` asks only whether it was given (`{name} is None`, "
                                          f"`{name} is not None`)"))  # fmt: skip
         for message in unknown_names([n for n in used if n not in inputs], self.arguments, known, self.label):
+            self.problems.append((where, f"{what} `{value}`: {message}"))
+        for message in call_problems(tree, self.functions):
             self.problems.append((where, f"{what} `{value}`: {message}"))
 
     def presence_problem(self, name: str, condition: bool) -> str | None:
