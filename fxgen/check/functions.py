@@ -256,8 +256,11 @@ def _repeat_counts(value: Any) -> Iterator[str]:
 
 def _unused(data: dict[str, Any], functions: dict[str, Any]) -> list[Problem]:
     """Every function is called by an expression of the spec, or by a function that is."""
+    texts = list(spec_expressions(data))
+    if not all(_parses(text) for text in texts):
+        return []  # a text that does not parse is reported; what it calls is not known
     reached: set[str] = set()
-    todo = [c for text in spec_expressions(data) for c in _calls(text) if c in functions]
+    todo = [c for text in texts for c in _calls(text) if c in functions]
     while todo:
         name = todo.pop()
         if name not in reached:
