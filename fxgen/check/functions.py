@@ -234,24 +234,10 @@ def spec_expressions(data: dict[str, Any]) -> Iterator[str]:
                 if isinstance(entry.get("if"), str):
                     yield entry["if"]
                 yield from (text for _, text in arg_expressions([entry.get("args"), entry.get("kwargs")]))
-                yield from _repeat_counts(entry)
         for table in ("parameters", "buffers"):
             for entry in (body.get(table) or {}).values():
                 yield from (text for _, text in arg_expressions(entry))
         yield from node_expressions(body.get("nodes") or [])
-
-
-def _repeat_counts(value: Any) -> Iterator[str]:
-    """``{repeat: EXPR}`` counts written as bare text (the shorthand desugars them to {arg})."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, dict):
-            if isinstance(item.get("repeat"), str):
-                yield item["repeat"]
-            stack.extend(item.values())
 
 
 def _unused(data: dict[str, Any], functions: dict[str, Any]) -> list[Problem]:
