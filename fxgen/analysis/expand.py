@@ -51,7 +51,8 @@ def expand_blocks(spec: Spec, depth: int, args: Mapping[str, Any] | None = None)
     opened: list[Item] = list(out.nodes)
     return Spec(name=spec.name, nodes=opened, doc=spec.doc, modules={**modules, **out.modules},
                 parameters={**spec.parameters, **out.parameters}, buffers={**spec.buffers, **out.buffers},
-                fxgen=spec.fxgen, args=spec.args, classes=spec.classes, values=spec.values, inputs=spec.inputs)  # fmt: skip
+                fxgen=spec.fxgen, args=spec.args, classes=spec.classes, values=spec.values, functions=spec.functions,
+                inputs=spec.inputs)  # fmt: skip
 
 
 @dataclass

@@ -513,7 +513,8 @@ def concrete_declarations(spec: Spec, values: Mapping[str, Any]) -> Spec:
     parameters = {path: _concrete_tensor(p, values) for path, p in spec.parameters.items()}
     buffers = {path: _concrete_tensor(b, values) for path, b in spec.buffers.items()}
     return Spec(name=spec.name, nodes=spec.nodes, modules=modules, parameters=parameters, buffers=buffers,
-                fxgen=spec.fxgen, classes=spec.classes, document=spec.document, scope=spec.scope)  # fmt: skip
+                fxgen=spec.fxgen, classes=spec.classes, functions=spec.functions, document=spec.document,
+                scope=spec.scope)  # fmt: skip
 
 
 def _concrete_tensor(declared: _Tensor, values: Mapping[str, Any]) -> _Tensor:
