@@ -378,7 +378,10 @@ class Checker(NodeChecks):
     def check_functions(self) -> None:
         """The spec's ``functions:`` (``fxgen.check.functions``); once they check, the
         expressions of every class may call them (``CALLS`` in the environment)."""
-        problems = function_problems(self.doc.data, self.class_names)
+        bodies = [self.doc.data, *self.doc.data.get("classes", {}).values()]
+        imported = {name.split(".")[-1] for body in bodies for entry in body.get("modules", {}).values()
+                    for _, name in uses(entry)}  # a class the file may import by its own name  # fmt: skip
+        problems = function_problems(self.doc.data, self.class_names | imported)
         for where, message in problems:
             self.error(where, message, key=len(where) == 2)
         if problems:

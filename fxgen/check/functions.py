@@ -66,9 +66,11 @@ def function_problems(data: dict[str, Any], taken: frozenset[str]) -> list[Probl
     for name, function in functions.items():
         where: JsonPath = ("functions", name)
         problem = _name_problem(name, "function name")
-        if problem is None and (name in taken or name in RESERVED_NAMES or name.startswith("_")):
-            problem = (f"function name {name!r} would shadow a name the generated code uses (its own helpers and "
-                       "throwaway names start with _); choose another name")  # fmt: skip
+        if problem is None and (name in taken or name in RESERVED_NAMES):
+            problem = f"function name {name!r} would shadow a name the generated code uses; choose another name"
+        if problem is None and name.startswith("_"):
+            problem = (f"function name {name!r} starts with _, as the generated module's own helpers and throwaway "
+                       "names do; choose a name without it")  # fmt: skip
         if problem is None and name in locals_:
             problem = (f"function name {name!r} is also {locals_[name]}, which would hide the function where it is "
                        "called; give one of them another name")  # fmt: skip
