@@ -277,13 +277,28 @@ def _expression(draw: st.DrawFn, names: list[str], depth: int) -> str:
 @st.composite
 def expression_specs(draw: st.DrawFn, base: dict[str, Any]) -> dict[str, Any]:
     """A format-2 spec with ``values:`` (``base``, e.g. model_specs/width_net.yaml) with one of
-    its named values, or one declaration's ``{arg: ...}``, replaced by a drawn expression."""
+    its named values, or one declaration's ``{arg: ...}``, replaced by a drawn expression (or by
+    a call of a drawn function, ``functions:``)."""
     import copy
 
     data = copy.deepcopy(base)
     names = [*data.get("args", {}), *data.get("values", {})]
     text = draw(expressions(names))
-    where = draw(st.sampled_from(["value", "declaration", "variant", "init"]))
+    where = draw(st.sampled_from(["value", "declaration", "variant", "init", "function"]))
+    if where == "function":  # a function of drawn arguments, values and return, called where a value goes
+        if draw(st.booleans()):  # anything the schema takes
+            kinds = st.sampled_from(["int", "float", "bool", "str", 2, 0.5, True, {"type": "int", "default": 1.5}])
+            args = {"v": draw(kinds), **({"k": draw(kinds)} if draw(st.booleans()) else {})}
+            function = {"args": args, "values": {"u": draw(expressions(list(args)))},
+                        "return": draw(expressions([*args, "u"])), "type": draw(st.sampled_from(["int", "float", "bool", "str"]))}  # fmt: skip
+        else:  # a channel rule of the kind specs write: mostly valid
+            function = {"args": {"v": "float", "k": 8}, "values": {"u": draw(st.sampled_from(["v * 2", "v + k / 2", "abs(v)"]))},
+                        "return": draw(st.sampled_from(["max(k, int(u) // k * k)", "ceil(u / k) * k", "round(u)"])),
+                        "type": "int"}  # fmt: skip
+        data["functions"] = {**data.get("functions", {}), "fz": function}
+        given = [draw(expressions(names, depth=1)) for _ in range(draw(st.sampled_from([1, 1, 2, 2, 3])))]
+        text = f"fz({', '.join(given)})"
+        where = draw(st.sampled_from(["value", "declaration"]))
     if where == "variant":  # a variant: known and unknown arguments, values of every type, odd names
         arguments = st.sampled_from([*data.get("args", {}), "widht", "_x"])
         values = st.one_of(st.integers(-4, 300), st.floats(-2, 4, allow_nan=False), st.booleans(), st.text(max_size=4))

@@ -19,7 +19,7 @@ import io
 import re
 import tokenize
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -357,11 +357,17 @@ def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
     aliases = _aliases(spec, tree)  # from-imports of names the spec uses: alias -> qualified name
     assert imports - {s for s in imports if s.startswith("from ") and "torch" not in s} <= STD_IMPORTS, imports
     classes = [s for s in tree.body if isinstance(s, ast.ClassDef)]
+    functions = [s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name in spec.functions]
+    assert tree.body[len(imports) : len(imports) + len(functions)] == functions
+    assert [f.name for f in functions] == list(spec.functions)
+    for function in functions:
+        _check_function(function, spec)
     packed: dict[Any, str] = {}
     for body in _bodies(spec):
         packed |= {(p if body is spec else (body.name, p)): b.data for p, b in body.buffers.items() if b.data is not None}
-    tail = tree.body[len(imports) + len(classes) :]
-    assert tree.body[len(imports) : len(imports) + len(classes)] == classes and len(tail) == (2 if packed else 0)
+    start = len(imports) + len(functions)
+    tail = tree.body[start + len(classes) :]
+    assert tree.body[start : start + len(classes)] == classes and len(tail) == (2 if packed else 0)
     if packed:
         assert ast.unparse(tail[0]) == _HELPER
         table = tail[1]
@@ -408,6 +414,8 @@ def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
         types = [n.type for n in nodes if n.type] + [a.type for a in body.args.values()]
         own |= {word for t in types for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", t)}
     own |= bound  # forward's locals for containers and subscripted callees
+    for name, function in spec.functions.items():  # the module-level defs: their names, arguments and values
+        own |= {name, *function.args, *function.values}
     fields = {f.target.id for f in ast.walk(tree) if isinstance(f, ast.AnnAssign) and isinstance(f.target, ast.Name)}
     segments = {part for body in _bodies(spec) for table in (body.modules, body.parameters, body.buffers)
                 for path in table for part in path.split(".")}  # fmt: skip
@@ -483,12 +491,12 @@ def _check_class(
     assert [ast.unparse(s.targets[0]) for s in values if isinstance(s, ast.Assign)] == list(body.values)
     for stmt in values:
         assert isinstance(stmt, ast.Assign)
-        _check_expression(stmt.value, {*body.args, *body.values})
+        _check_expression(stmt.value, {*body.args, *body.values}, spec.functions)
     for stmt in init.body[1 + len(body.values) :]:
         conditional = isinstance(stmt, ast.If)  # a module declared on a condition: `if <expression>:` around it
         if conditional:
             assert not stmt.orelse and stmt.body, ast.unparse(stmt)
-            _check_expression(stmt.test, {*body.args, *body.values})
+            _check_expression(stmt.test, {*body.args, *body.values}, spec.functions)
         for inner in stmt.body if conditional else [stmt]:
             if isinstance(inner, ast.Assign):
                 assert len(inner.targets) == 1 and _on_self(inner.targets[0]), ast.unparse(inner)
@@ -526,6 +534,7 @@ def _check_class(
 
     # calls: only what declarations and nodes require
     allowed = set(INIT_CALLS | VALUE_CALLS | EXPRESSION_CALLS | {"getattr", "range"} | ({"_unpack"} if packed else set()))
+    allowed |= set(spec.functions)
     allowed |= {c for c in spec.classes} | {n for n in _container_names(cls, spec)}
     for module in body.modules.values():
         for name in declared_classes(module):
@@ -682,19 +691,42 @@ def _unself(expr: ast.expr) -> ast.expr:
     return Strip().visit(copy.deepcopy(expr))  # type: ignore[no-any-return]
 
 
-def _check_expression(expr: ast.expr, names: set[str]) -> None:
+def _check_expression(expr: ast.expr, names: set[str], functions: Iterable[str] = ()) -> None:
     """A value's expression: names of the class's arguments and values, numbers and booleans,
-    operators, and calls of the allowed functions only."""
+    operators, and calls of the allowed functions and the spec's ``functions`` only."""
+    calls = EXPRESSION_CALLS | set(functions)
     for node in ast.walk(expr):
         assert isinstance(node, EXPRESSION_NODES), ast.dump(node)
         if isinstance(node, ast.Constant):
             assert type(node.value) in (int, float, bool), node.value
         elif isinstance(node, ast.Call):
-            assert ast.unparse(node.func) in EXPRESSION_CALLS and not node.keywords, ast.unparse(node)
+            assert ast.unparse(node.func) in calls and not node.keywords, ast.unparse(node)
         elif isinstance(node, ast.Attribute):
             assert ast.unparse(node) in ("math.ceil", "math.floor", "math.sqrt"), ast.unparse(node)
         elif isinstance(node, ast.Name):
-            assert node.id in names | {"math", *EXPRESSION_CALLS}, node.id
+            assert node.id in names | {"math"} | calls, node.id
+
+
+def _check_function(function: ast.FunctionDef, spec: fxgen.Spec) -> None:
+    """A spec's named function: ``def NAME(ARG: TYPE [= NUMBER], ...) -> TYPE:``, one assignment
+    per named value, one return; expressions of its own arguments and values only."""
+    declared = spec.functions[function.name]
+    assert not function.decorator_list and not function.args.vararg and not function.args.kwarg
+    assert not function.args.kwonlyargs and not function.args.posonlyargs
+    assert [a.arg for a in function.args.args] == list(declared.args)
+    assert [ast.unparse(a.annotation) if a.annotation else None for a in function.args.args] == \
+           [a.type for a in declared.args.values()]  # fmt: skip
+    assert all(isinstance(d, ast.Constant) and type(d.value) in (int, float, bool) for d in function.args.defaults)
+    assert function.returns is not None and ast.unparse(function.returns) == declared.type in ("int", "float", "bool")
+    *values, last = function.body
+    assert [ast.unparse(s.targets[0]) for s in values if isinstance(s, ast.Assign)] == list(declared.values)
+    known = set(declared.args)
+    for stmt in values:
+        assert isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+        _check_expression(stmt.value, known, spec.functions)
+        known.add(stmt.targets[0].id)
+    assert isinstance(last, ast.Return) and last.value is not None
+    _check_expression(last.value, known, spec.functions)
 
 
 def _type_checking_fields(stmt: ast.stmt | None) -> list[ast.AnnAssign] | None:
@@ -783,12 +815,14 @@ BASE2: dict[str, Any] = {
     "doc": "A victim model of blocks.",
     "args": {"width": {"type": "int", "default": 4}, "label": {"type": "str", "default": "tanh"}},
     "values": {"w": "min(width, 2**6) if label != label else max(width, -1)"},
+    "functions": {"grow": {"args": {"v": "int", "k": {"type": "int", "default": 2}}, "values": {"u": "v * k"},
+                           "return": "max(u // k, 1)", "type": "int"}},
     "variants": {"small": {"width": 2, "label": "none"}, "wide": {}},
     "classes": {
         "Block": {
             "doc": "A victim block.",
             "args": {"dim": "int", "mode": {"type": "str", "default": "none"}},
-            "values": {"wide": "dim * 2", "out": "int(ceil(wide / 2)) if wide > 0 and not False else dim"},
+            "values": {"wide": "grow(dim) * 2", "out": "int(ceil(wide / 2)) if wide > 0 and not False else dim"},
             "modules": {
                 "fc": {"class": "torch.nn.Linear", "args": [{"arg": "dim"}, {"arg": "dim * 2 // 2"}],
                        "init": {"weight": {"normal": {"std": {"arg": "1 / sqrt(dim)"}}}, "bias": "zeros"}},
@@ -849,6 +883,23 @@ def _rename_top_value(d: dict[str, Any], s: str) -> None:
     d["modules"]["body"]["args"][0]["module"]["args"] = [{"arg": s}]
 
 
+def _rename_function(d: dict[str, Any], s: str) -> None:
+    d["functions"] = _rename_key(d["functions"], "grow", s)
+    d["classes"]["Block"]["values"]["wide"] = f"{s}(dim) * 2"
+
+
+def _rename_function_arg(d: dict[str, Any], s: str) -> None:
+    grow = d["functions"]["grow"]
+    grow["args"] = _rename_key(grow["args"], "v", s)
+    grow["values"]["u"] = f"{s} * k"
+
+
+def _rename_function_value(d: dict[str, Any], s: str) -> None:
+    grow = d["functions"]["grow"]
+    grow["values"] = _rename_key(grow["values"], "u", s)
+    grow["return"] = f"max({s} // k, 1)"
+
+
 SLOTS2: dict[str, Callable[[dict[str, Any], str], None]] = {
     "block name": _rename_block,
     "block doc": lambda d, s: d["classes"]["Block"].__setitem__("doc", s),
@@ -873,6 +924,15 @@ SLOTS2: dict[str, Callable[[dict[str, Any], str], None]] = {
         "init", _rename_key(d["classes"]["Block"]["modules"]["fc"]["init"], "weight", s)),
     "init expression": lambda d, s: d["classes"]["Block"]["modules"]["fc"]["init"].__setitem__("weight", {"normal": {"std": {"arg": s}}}),
     "declaration condition": lambda d, s: d["classes"]["Block"]["modules"]["act"].__setitem__("if", s),
+    "function name": _rename_function,
+    "function argument name": _rename_function_arg,
+    "function argument type": lambda d, s: d["functions"]["grow"]["args"].__setitem__("v", s),
+    "function argument default": lambda d, s: d["functions"]["grow"]["args"]["k"].__setitem__("default", s),
+    "function value name": _rename_function_value,
+    "function value expression": lambda d, s: d["functions"]["grow"]["values"].__setitem__("u", s),
+    "function return": lambda d, s: d["functions"]["grow"].__setitem__("return", s),
+    "function type": lambda d, s: d["functions"]["grow"].__setitem__("type", s),
+    "function call": lambda d, s: d["classes"]["Block"]["values"].__setitem__("wide", f"grow({s}) * 2"),
 }
 
 
@@ -905,14 +965,18 @@ EXPRESSIONS = [
     "(lambda: 1)()", "'a'", "dim[0]", "dim**-dim", "dim ** 64", "min(dim, *dim)", "min(dim, x=1)", "ceil", "math.ceil(dim)",
     "round(dim, -2) + abs(-dim)", "dim if dim < 2 else (dim if not dim else -dim)", "True and dim or False", "1_000",
     "0x10", "1e5", "dim == dim != dim", "dim // 0 if False else dim", "int(1e30) * 0 + dim", "out", "dim if dim else out",
+    "grow(dim)", "grow(dim, 3) + grow(dim)", "grow(dim, 1, 2)", "grow", "nope(dim)", "eval(dim)", "getattr(dim, dim)",
+    "__builtins__(dim)", "grow(__import__)", "self(dim)", "torch(dim)", "exec(dim)", "grow(grow(grow(dim)))",
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("slot", ["expression", "value expression", "top value expression", "repeat count",
-                                  "declaration condition"])
+                                  "declaration condition", "function value expression", "function return",
+                                  "function call"])
 def test_hostile_expressions(slot: str) -> None:
     accepted = 0
-    scope = {"expression": "dim", "value expression": "(wide // 2)", "declaration condition": "dim > 0"}.get(slot, "width")
+    scope = {"expression": "dim", "value expression": "(wide // 2)", "declaration condition": "dim > 0",
+             "function value expression": "v", "function return": "(u // k)", "function call": "dim"}.get(slot, "width")
     for text in EXPRESSIONS:
         data = copy.deepcopy(BASE2)
         SLOTS2[slot](data, text.replace("dim", scope))

@@ -27,7 +27,7 @@ from fxgen.spec.model import (
     Spec,
     walk_nodes,
 )
-from fxgen.spec.resolve import bind, cases, resolve_nodes, with_values
+from fxgen.spec.resolve import bind, cases, resolve_nodes, spec_functions, with_values
 from fxgen.spec.values import parse_ref
 
 __all__ = ["expand_blocks"]
@@ -42,7 +42,7 @@ def expand_blocks(spec: Spec, depth: int, args: Mapping[str, Any] | None = None)
     if depth <= 0 or not spec.classes:
         return spec
     out = _Opened(spec)
-    values = with_values(bind(spec.args, [], dict(args or {})), spec.values)
+    values = with_values(bind(spec.args, [], dict(args or {})), spec.values, spec_functions(spec))
     spec = instance_spec(spec, values) if args else default_instance(spec)[0]
     nodes = out.body(walk_nodes(spec.nodes), concrete_declarations(spec, values), prefix="", names="", inputs=None,
                      depth=depth)  # fmt: skip
@@ -51,7 +51,8 @@ def expand_blocks(spec: Spec, depth: int, args: Mapping[str, Any] | None = None)
     opened: list[Item] = list(out.nodes)
     return Spec(name=spec.name, nodes=opened, doc=spec.doc, modules={**modules, **out.modules},
                 parameters={**spec.parameters, **out.parameters}, buffers={**spec.buffers, **out.buffers},
-                fxgen=spec.fxgen, args=spec.args, classes=spec.classes, values=spec.values, inputs=spec.inputs)  # fmt: skip
+                fxgen=spec.fxgen, args=spec.args, classes=spec.classes, values=spec.values, functions=spec.functions,
+                inputs=spec.inputs)  # fmt: skip
 
 
 @dataclass
@@ -133,7 +134,7 @@ class _Opened:
         """Open the call ``node`` of block ``entry`` (declared concrete) in place; what it returns."""
         assert node.target is not None
         body = self.spec.classes[entry.cls]
-        values = with_values(bind(body.args, entry.args, entry.kwargs), body.values)
+        values = with_values(bind(body.args, entry.args, entry.kwargs), body.values, spec_functions(self.spec))
         block = concrete_declarations(self.spec.block(entry.cls), values)
         path = prefix + node.target
         for table in ("parameters", "buffers", "modules"):  # a module called twice: the same paths again

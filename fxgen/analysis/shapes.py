@@ -34,7 +34,7 @@ from fxgen.assemble.module import META_KEY, Declarations, build_module, concrete
 from fxgen.policy.policy import Policy
 from fxgen.spec import expr
 from fxgen.spec.model import Node, Spec, plain_nodes
-from fxgen.spec.resolve import with_values
+from fxgen.spec.resolve import spec_functions, with_values
 from fxgen.spec.values import DTYPES, dtype_name
 
 __all__ = ["Analysis", "NodeInfo", "analyse", "check_flow", "owner", "stand_in_sizes"]
@@ -459,7 +459,7 @@ def _concrete_modules(declared: Declarations) -> dict[str, Any]:
     messages show: ``torch.nn.Linear(8, 16)``, not the expressions)."""
     try:
         spec = declared.spec
-        return concrete_declarations(spec, with_values(declared.values, spec.values)).modules
+        return concrete_declarations(spec, with_values(declared.values, spec.values, spec_functions(spec))).modules
     except Exception:
         return declared.spec.modules
 

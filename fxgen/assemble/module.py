@@ -38,6 +38,7 @@ from fxgen.construct.graph import build_graph
 from fxgen.construct.modules import construct_call, initialise, set_attr_path
 from fxgen.construct.tensors import make_tensor
 from fxgen.policy.policy import DEFAULT_POLICY, Policy
+from fxgen.spec.expr import shown as expr_shown
 from fxgen.spec.model import BufferSpec, Item, ModuleSpec, Node, ParameterSpec, Spec, plain_nodes
 from fxgen.spec.resolve import (
     NodesError,
@@ -47,6 +48,7 @@ from fxgen.spec.resolve import (
     expand_nodes,
     has_arguments,
     needs_resolution,
+    spec_functions,
     substitute,
     substitute_declaration,
     substitute_init,
@@ -154,7 +156,7 @@ def build_module(
     graphs: dict[Case, torch.fx.Graph] | None = None
     if spec.fxgen >= 2:
         with _located(spec, "values" if spec.values else "args", None, "cannot compute the class's values"):
-            env = with_values(values, spec.values)
+            env = with_values(values, spec.values, spec_functions(spec))
             concrete = concrete_declarations(spec, env)
         written = spec.nodes
         envs = case_envs(spec.nodes)
@@ -463,7 +465,7 @@ def _check_targets(spec: Spec, wheres: list[tuple[str | int, ...]], root: torch.
         for part in node.target.split("."):
             value = getattr(value, part, _MISSING)
             if value is _MISSING:
-                shown = ", ".join(f"{k}={v!r}" for k, v in env.items())
+                shown = expr_shown(env)
                 raise SpecError.at(spec.locate((*where, "target")), f"{node.op} target {node.target!r} is not in "
                                    f"this instance (with {shown}): a loop or condition reaches past what the "
                                    "declarations build for these arguments")  # fmt: skip
@@ -479,7 +481,7 @@ def default_instance(spec: Spec) -> tuple[Spec, list[int | None]]:
     if spec.fxgen < 2 or not (needs_resolution(spec.nodes) or any(m.when is not None for m in spec.modules.values())):
         return spec, list(range(len(spec.nodes)))
     with _located(spec, "values" if spec.values else "args", None, "cannot compute the class's values"):
-        env = with_values(bind(spec.args, [], {}), spec.values)
+        env = with_values(bind(spec.args, [], {}), spec.values, spec_functions(spec))
     env.update(cases(spec.nodes)[0])  # a graph that depends on the mode or the call: eval, every input given
     instance, wheres = _resolved(spec, env)
     return instance, [int(where[1]) if len(where) == 2 else None for where in wheres]
@@ -511,7 +513,8 @@ def concrete_declarations(spec: Spec, values: Mapping[str, Any]) -> Spec:
     parameters = {path: _concrete_tensor(p, values) for path, p in spec.parameters.items()}
     buffers = {path: _concrete_tensor(b, values) for path, b in spec.buffers.items()}
     return Spec(name=spec.name, nodes=spec.nodes, modules=modules, parameters=parameters, buffers=buffers,
-                fxgen=spec.fxgen, classes=spec.classes, document=spec.document, scope=spec.scope)  # fmt: skip
+                fxgen=spec.fxgen, classes=spec.classes, functions=spec.functions, document=spec.document,
+                scope=spec.scope)  # fmt: skip
 
 
 def _concrete_tensor(declared: _Tensor, values: Mapping[str, Any]) -> _Tensor:

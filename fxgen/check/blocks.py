@@ -15,14 +15,14 @@ import builtins
 import inspect
 import keyword
 import typing
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from types import UnionType
 from typing import Any
 
 from fxgen._errors import Suggestions
 from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES
 from fxgen.read.yaml_events import JsonPath
-from fxgen.spec.expr import ExprError, names, parse, tested
+from fxgen.spec.expr import ExprError, call_problems, names, parse, tested
 from fxgen.spec.resolve import (
     TRAINING,
     arg_expressions,
@@ -45,6 +45,7 @@ __all__ = [
     "is_arg",
     "module_values",
     "unknown_names",
+    "use_cycle",
     "uses",
     "value_name_problems",
     "value_problems",
@@ -63,7 +64,7 @@ def block_names(data: dict[str, Any]) -> set[str]:
 def format_problems(data: dict[str, Any]) -> list[Problem]:
     """Format-2 features in a spec that says ``fxgen: 1``, and bad block names in one that says 2."""
     if data.get("fxgen") == 1:
-        found: list[Problem] = [((key,), f"`{key}` needs `fxgen: 2`") for key in ("args", "values", "variants", "classes", "imports") if key in data]
+        found: list[Problem] = [((key,), f"`{key}` needs `fxgen: 2`") for key in ("args", "values", "functions", "variants", "classes", "imports") if key in data]
         for k, item in enumerate(data.get("nodes", [])):
             if isinstance(item, dict) and (is_construct(item) or item.get("op") == "alias"):
                 what = "`alias`" if item.get("op") == "alias" else f"`{'if' if 'if' in item else 'for'}`"
@@ -225,6 +226,7 @@ def class_depth(data: dict[str, Any]) -> list[Problem]:
 def declaration_problems(
     value: Any, where: JsonPath, arguments: list[str], scope: str, values: list[str] | None = None,
     taken: Collection[str] = RESERVED_NAMES,
+    functions: Mapping[str, tuple[int, int]] | None = None,
 ) -> list[Problem]:
     """What is wrong with the ``{arg: ...}`` expressions and repeats in a declaration value:
     each must parse and name only arguments and named ``values`` of its class (``scope`` names
@@ -233,7 +235,7 @@ def declaration_problems(
     problems: list[Problem] = []
     for path, text, bound in _scoped_expressions(value, where, ()):
         known = [*(values or []), *bound]
-        problems += [(path, f"{{arg: {text}}}: {message}") for message in _unknown(text, arguments, known, scope)]
+        problems += [(path, f"{{arg: {text}}}: {message}") for message in _unknown(text, arguments, known, scope, functions or {})]
     for path, item, bound in _module_loops(value, where, ()):
         problems += _loop_problems(item, path, [*arguments, *(values or [])], bound, scope, taken)
     return problems
@@ -298,15 +300,18 @@ def _loop_problems(
     return problems
 
 
-def _unknown(text: str, arguments: list[str], values: list[str], scope: str) -> list[str]:
-    """Why ``text`` does not parse, or the names it uses that are neither an argument nor a value."""
+def _unknown(
+    text: str, arguments: list[str], values: list[str], scope: str, functions: Mapping[str, tuple[int, int]]
+) -> list[str]:
+    """Why ``text`` does not parse, the names it uses that are neither an argument nor a value,
+    and its calls of functions the spec does not declare (``functions``: name -> arity)."""
     try:
         tree = parse(text)
     except ExprError as exc:
         return [str(exc)]
     if tested(tree):
         return [PRESENCE_ONLY_IN_CONDITIONS]
-    return unknown_names(names(tree), arguments, values, scope)
+    return unknown_names(names(tree), arguments, values, scope) + call_problems(tree, functions)
 
 
 PRESENCE_ONLY_IN_CONDITIONS = ("`NAME is None` asks whether an optional input of forward was given, which is known "
@@ -362,7 +367,7 @@ def _name_problem(name: str, what: str, taken: Collection[str], shadows: Sequenc
     return None
 
 
-def value_problems(body: dict[str, Any], scope: str) -> list[Problem]:
+def value_problems(body: dict[str, Any], scope: str, functions: Mapping[str, tuple[int, int]] | None = None) -> list[Problem]:
     """What is wrong with the expressions of a class's named values: each parses and uses the
     arguments and the values written before it (so none uses itself, through others or not),
     and each value is used, by a declaration or a value. The generated ``__init__`` assigns
@@ -372,7 +377,7 @@ def value_problems(body: dict[str, Any], scope: str) -> list[Problem]:
     problems: list[Problem] = []
     uses_of: dict[str, list[str]] = {}
     for name, text in values.items():
-        unknown = _unknown(text, arguments, list(values), scope)
+        unknown = _unknown(text, arguments, list(values), scope, functions or {})
         problems += [(("values", name), f"value {name!r} ({text}): {message}") for message in unknown]
         if not unknown:
             uses_of[name] = names(parse(text))
@@ -381,7 +386,7 @@ def value_problems(body: dict[str, Any], scope: str) -> list[Problem]:
         later = [other for other in used if other in values and order.index(other) >= order.index(name)]
         if not later:
             continue
-        cycle = _cycle(uses_of, name)
+        cycle = use_cycle(uses_of, name)
         if cycle:
             message = (f"value {name!r} uses itself ({' -> '.join(cycle)}); a value is computed from the "
                        "arguments and the values written before it")  # fmt: skip
@@ -399,7 +404,7 @@ def value_problems(body: dict[str, Any], scope: str) -> list[Problem]:
     return problems
 
 
-def _cycle(uses_of: dict[str, list[str]], start: str) -> list[str] | None:
+def use_cycle(uses_of: dict[str, list[str]], start: str) -> list[str] | None:
     """A path of uses from ``start`` back to itself, or None."""
     stack: list[tuple[str, list[str]]] = [(start, [start])]
     seen: set[str] = set()

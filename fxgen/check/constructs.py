@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import builtins
 import keyword
+from collections.abc import Mapping
 from typing import Any
 
 from fxgen.check.blocks import PRESENCE_ONLY_IN_CONDITIONS, unknown_names
 from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES
 from fxgen.read.yaml_events import JsonPath
-from fxgen.spec.expr import ExprError, parse, tested, untested
+from fxgen.spec.expr import ExprError, call_problems, parse, tested, untested
 from fxgen.spec.resolve import (
     MAX_NESTING,
     MAX_TESTED,
@@ -45,15 +46,19 @@ def shown_path(path: JsonPath) -> str:
     return out
 
 
-def construct_problems(items: list[dict[str, Any]], arguments: list[str], values: list[str], label: str,
-                       attributes: dict[str, str] | None = None) -> list[Problem]:  # fmt: skip
+def construct_problems(
+    items: list[dict[str, Any]], arguments: list[str], values: list[str], label: str,
+    attributes: dict[str, str] | None = None, functions: Mapping[str, tuple[int, int]] | None = None,
+) -> list[Problem]:
     """What is wrong with the conditionals, repeats and aliases of a node list (as data), and
-    with the expressions its items hold; ``label`` names the class in messages. ``attributes``
-    are the class's own attribute names (its modules', parameters' and buffers' first path
-    segments -> which kind): an argument or value the nodes read is kept as ``self.NAME`` by the
-    generated class, so it cannot share its name with one of them."""
+    with the expressions its items hold; ``label`` names the class in messages, ``functions``
+    are the spec's (name -> the fewest and most arguments a call gives). ``attributes`` are the
+    class's own attribute names (its modules', parameters' and buffers' first path segments ->
+    which kind): an argument or value the nodes read is kept as ``self.NAME`` by the generated
+    class, so it cannot share its name with one of them."""
     walker = _Walker(arguments, values, label)
     walker.attributes = attributes or {}
+    walker.functions = functions or {}
     walker.inputs = {item["name"]: "default" in item and item["default"] is None
                      for item in items if item.get("op") == "placeholder" and isinstance(item.get("name"), str)}  # fmt: skip
     walker.items(items, ("nodes",), {}, [], 0)
@@ -74,6 +79,7 @@ class _Walker:
         self.arguments = arguments
         self.values = values
         self.label = label
+        self.functions: Mapping[str, tuple[int, int]] = {}
         self.problems: list[Problem] = []
         self.hidden: dict[str, str] = {}  # a name not visible here -> why (for the message at its use)
         self.uses_training = False
@@ -258,6 +264,8 @@ class _Walker:
                                              f"it as self.{name}, but self.{name} is the {self.attributes[name]} "
                                              f"{name!r} of {self.label}: rename the {kind} or the "
                                              f"{self.attributes[name]}"))  # fmt: skip
+        for message in call_problems(tree, self.functions):
+            self.problems.append((where, f"{what} `{value}`: {message}"))
 
     def presence_problem(self, name: str, condition: bool) -> str | None:
         """Why ``NAME is None`` cannot be asked of ``name`` here, or None."""

@@ -42,6 +42,7 @@ from fxgen.check.blocks import (
 )
 from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES, Construct, MakeTensor
 from fxgen.check.documents import BodyDocument
+from fxgen.check.functions import arities, function_problems
 from fxgen.check.module_init import init_problems
 from fxgen.check.nodes import NodeChecks
 from fxgen.check.passes import Catalogue, check_passes
@@ -55,13 +56,24 @@ from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.choice import Choice
 from fxgen.spec.compact import desugared
-from fxgen.spec.expr import ExprError, names, parse, tested
+from fxgen.spec.expr import (
+    CALLS,
+    FUNCTIONS,
+    ExprError,
+    Function,
+    names,
+    parse,
+    shown,
+    tested,
+    user_calls,
+)
 from fxgen.spec.init import check_init
 from fxgen.spec.literals import literal_problem
 from fxgen.spec.model import (
     ArgSpec,
     BufferSpec,
     ClassSpec,
+    FunctionSpec,
     ModuleSpec,
     ParameterSpec,
     Spec,
@@ -71,6 +83,7 @@ from fxgen.spec.packed import PACKED_TOTAL_LIMIT, PackedError, check_packed, pac
 from fxgen.spec.resolve import (
     BindError,
     bind,
+    callable_functions,
     declared,
     has_arguments,
     is_module_loop,
@@ -242,7 +255,11 @@ class Checker(NodeChecks):
             self.instantiated: dict[tuple[str, str], Any] = {}  # (block, its values) -> a stand-in module
             self.active: set[str] = set()  # blocks being checked now (a cycle is reported, not followed)
             self.init_kinds: dict[tuple[str, ...], dict[str, str]] = {}  # (scope..., module) -> its init's kinds
+            self.arities = arities(self.doc.data)  # the spec's functions -> (fewest, most) arguments
+            self.callables: dict[str, Function] = {}  # the spec's functions, once they check
             env = self.top_values()
+        elif env is not None and top.callables:
+            env = {**env, CALLS: top.callables}
         self.env = env  # the values of this body's arguments, when known
 
     def top_values(self) -> dict[str, Any] | None:
@@ -255,6 +272,7 @@ class Checker(NodeChecks):
     def run(self) -> None:
         if not self.scope:
             self.check_class_name()
+            self.check_functions()
         self.check_arguments()
         self.check_named_values()
         self.check_paths()
@@ -333,6 +351,10 @@ class Checker(NodeChecks):
             if tested(tree):
                 self.error(("checks", i), f"check {text!r}: {PRESENCE_ONLY_IN_CONDITIONS}")
                 continue
+            if user_calls(tree):
+                self.error(("checks", i), f"check {text!r}: calls {user_calls(tree)[0]}(), but a check calls only "
+                           f"the built-in functions ({' '.join(FUNCTIONS)}): it is checked in forward, on sizes")  # fmt: skip
+                continue
             unknown = [name for name in names(tree) if name not in dims]
             if unknown:
                 close = Suggestions(dims).closest(unknown[0])
@@ -387,6 +409,23 @@ class Checker(NodeChecks):
                 self.error(where, f"argument {name!r} of the top class needs a default: fxgen.load builds the "
                            f"model with it (`{name}: {{type: {arg.type}, default: ...}}`)", key=True)  # fmt: skip
 
+    def check_functions(self) -> None:
+        """The spec's ``functions:`` (``fxgen.check.functions``); once they check, the
+        expressions of every class may call them (``CALLS`` in the environment)."""
+        bodies = [self.doc.data, *self.doc.data.get("classes", {}).values()]
+        imported = {name.split(".")[-1] for body in bodies for entry in body.get("modules", {}).values()
+                    for _, name in uses(entry)}  # a class the file may import by its own name  # fmt: skip
+        problems = function_problems(self.doc.data, self.class_names | imported)
+        for where, message in problems:
+            self.error(where, message, key=len(where) == 2)
+        if problems:
+            self.env = None  # one error for a bad function, not one per call
+        elif self.arities:
+            self.callables = callable_functions(
+                {name: FunctionSpec.from_data(f) for name, f in self.doc.data["functions"].items()}, self.doc.locate)
+            if self.env is not None:
+                self.env = {**self.env, CALLS: self.callables}
+
     def check_named_values(self) -> None:
         """The class's named values: their names and expressions (``value_problems``), then,
         with argument values, what they compute, added to ``env`` for the declarations."""
@@ -394,7 +433,7 @@ class Checker(NodeChecks):
             return
         for where, message in value_name_problems(self.data, self.top.class_names | RESERVED_NAMES, self.label):
             self.error(where, message, key=True)
-        problems = value_problems(self.data, self.label)
+        problems = value_problems(self.data, self.label, self.top.arities)
         for where, message in problems:
             self.error(where, message)
         if problems or self.env is None:
@@ -423,7 +462,7 @@ class Checker(NodeChecks):
         """The expressions in a declaration value name this body's arguments; module values
         name classes that exist. Reported here, at their own place; True if all is well."""
         problems = declaration_problems(value, where, self.arguments, self.label, self.value_names,
-                                        self.top.class_names | RESERVED_NAMES)  # fmt: skip
+                                        taken=self.top.class_names | RESERVED_NAMES, functions=self.top.arities)
         names_ok = True
         for rel, used in module_values(value):
             decl = _item(value, rel[:-1])  # the module value's {class, args, kwargs}
@@ -856,7 +895,7 @@ def _written(value: Any) -> str:
 
 
 def _shown(env: dict[str, Any] | None) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in (env or {}).items()) or "no arguments"
+    return shown(env or {}) or "no arguments"
 
 
 @functools.cache

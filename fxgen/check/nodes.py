@@ -18,8 +18,10 @@ import torch
 from fxgen._errors import SpecError
 from fxgen.check.checker import DECODE_ERRORS, IDENTIFIER, RESERVED_NAMES, CheckerBase
 from fxgen.check.constructs import construct_problems, shown_path
+from fxgen.check.functions import arities
 from fxgen.policy.policy import TargetError
 from fxgen.read.yaml_events import JsonPath
+from fxgen.spec.expr import shown
 from fxgen.spec.resolve import (
     TRAINING,
     NodesError,
@@ -54,7 +56,8 @@ class NodeChecks(CheckerBase):
         """A node list with conditionals, repeats, aliases or ``{arg: ...}`` values: its rules
         as written (``fxgen.check.constructs``), then, with this instance's argument values,
         the graph it resolves to, node by node, each located at the item it comes from."""
-        problems = construct_problems(nodes, self.arguments, self.value_names, self.label, self.attribute_names())
+        problems = construct_problems(nodes, self.arguments, self.value_names, self.label,
+                                      attributes=self.attribute_names(), functions=arities(self.doc.data))
         for where, message in problems:
             self.error(where, message)
         self.canonical_types.extend(self.check_type(node, where) for where, node in walk_data(nodes))
@@ -73,7 +76,7 @@ class NodeChecks(CheckerBase):
             try:
                 flat = expand_nodes(nodes, env)
             except NodesError as exc:
-                self.error(exc.path, f"{exc} (with {', '.join(f'{k}={v!r}' for k, v in env.items()) or 'no arguments'})")
+                self.error(exc.path, f"{exc} (with {shown(env) or 'no arguments'})")
                 return  # (the other mode's graph would mostly report it again)
             reported = len(self.errors)
             self.check_node_list(flat, types=False)

@@ -30,6 +30,7 @@ from fxgen.codegen.constructor import (
     reached_items,
     variant_methods,
 )
+from fxgen.codegen.functions import function_defs
 from fxgen.codegen.render import (
     FORWARD_DEPTH,
     Imports,
@@ -97,13 +98,14 @@ def _docstring(doc: str | None) -> list[str]:
 def render_spec(
     spec: Spec, *, label: str, digest: str, shapes: dict[int, str] | None = None, passes: Iterable[str] = ()
 ) -> str:
-    """The complete file text for ``spec`` (header included): its blocks (format 2), each after
-    the blocks it uses, then its own class. ``shapes`` are end-of-line comments for the top
+    """The complete file text for ``spec`` (header included): its functions (format 2), its
+    blocks, each after the blocks it uses, then its own class. ``shapes`` are end-of-line comments for the top
     class's statements, by node index; ``passes`` names the passes the spec went through (a
     comment line under the header)."""
     imports = Imports()
     bodies = [spec.block(name) for name in block_order(spec)] + [spec]
     render.plan_names(bodies, imports, _module_of)
+    functions = function_defs(spec, imports)
     classes: list[dict[str, Any]] = []
     for body in bodies:
         classes += _render_class(body, imports, owner=None if body is spec else body.name,
@@ -114,7 +116,7 @@ def render_spec(
     import_lines = formatter.block(imports.lines(), 0)
     if render.imports_other_packages(imports):
         import_lines = [render.UNTYPED_IMPORTS, "", *import_lines]
-    text = _template().render(imports=import_lines, classes=classes, packed_lines=packed)
+    text = _template().render(imports=import_lines, functions=functions, classes=classes, packed_lines=packed)
     names = list(passes)
     if names:  # identifiers (validated pass names) only
         text = f"# Transformed by the spec's passes: {', '.join(names)}. The code is the transformed spec's.\n" + text

@@ -46,7 +46,7 @@ from fxgen.spec.model import (
     walk_nodes,
 )
 from fxgen.spec.packed import pack, unpack
-from fxgen.spec.resolve import has_arguments, resolve_nodes, with_values
+from fxgen.spec.resolve import has_arguments, resolve_nodes, spec_functions, with_values
 from fxgen.spec.values import UnencodableValue, dtype_name, encode
 
 __all__ = ["Submodules", "avoid_reserved_names", "graph_module_to_spec", "input_checks", "loadable_class_name",
@@ -217,7 +217,7 @@ def _graph_nodes(gm: torch.fx.GraphModule, body: Spec | ClassSpec) -> list[Item]
     declared = gm.meta.get(META_KEY)
     if declared is not None:
         written = declared.written if declared.written is not None else body.nodes
-        env = with_values(declared.values, body.values)
+        env = with_values(declared.values, body.values, spec_functions(declared.spec))
         envs = case_envs(written)
         if set(envs) == set(nodes) and all(resolve_nodes(written, {**env, **envs[c]}) == nodes[c] for c in nodes):
             return list(written)

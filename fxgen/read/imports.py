@@ -6,9 +6,11 @@ A spec can take classes from another spec file of the same project::
       - {from: blocks.yaml, classes: [Conv, C2f]}
 
 Each import is read here, where files are read, and its classes (with every class of that file
-they use, and whatever that file imports in turn) are added to the spec's own ``classes:``. The
-stages below see one spec, so the generated file stays standalone. Each class is still located
-in its own file: a diagnostic about an imported class names that file's line.
+they use, and whatever that file imports in turn) are added to the spec's own ``classes:``, and
+the named functions of that file they call (``functions:``, and the functions those call) to the
+spec's own ``functions:``. The stages below see one spec, so the generated file stays standalone.
+Each class and function is still located in its own file: a diagnostic about one names that
+file's line.
 
 A spec is untrusted data, so an import is a relative path that stays inside the project (the
 nearest folder above the importing spec holding ``pyproject.toml``, ``.git`` or ``.fxgen-root``,
@@ -79,10 +81,13 @@ class ImportedDocument(Document):
     own: Document | None = field(default=None, repr=False, compare=False)
     origins: dict[str, Document] = field(default_factory=dict, repr=False, compare=False)
     imported_files: list[tuple[str, bytes]] = field(default_factory=list, repr=False, compare=False)
+    function_origins: dict[str, Document] = field(default_factory=dict, repr=False, compare=False)
 
     def _origin(self, path: JsonPath) -> Document:
         if len(path) >= 2 and path[0] == "classes" and isinstance(path[1], str) and path[1] in self.origins:
             return self.origins[path[1]]
+        if len(path) >= 2 and path[0] == "functions" and isinstance(path[1], str) and path[1] in self.function_origins:
+            return self.function_origins[path[1]]
         assert self.own is not None
         return self.own
 
@@ -128,10 +133,14 @@ class _Resolver:
         if not _wants_imports(data) or not _well_formed(data["imports"]):
             return doc
         own_classes = data.get("classes", {})
-        if not isinstance(own_classes, dict):
+        own_functions = data.get("functions", {})
+        if not isinstance(own_classes, dict) or not isinstance(own_functions, dict):
             return doc
         merged: dict[str, Any] = {}
         origins: dict[str, Document] = {}
+        functions: dict[str, Any] = {}  # the functions the imported classes call
+        function_origins: dict[str, Document] = {}
+        function_where: dict[str, Location] = {}  # the import that brought each function, for a clash
         where: dict[str, Location] = {}  # the import that brought each class, for a clash
         files: list[tuple[str, bytes]] = []
         errors: list[Diagnostic] = []
@@ -170,6 +179,19 @@ class _Resolver:
                         merged[used] = available[used]
                         origins[used] = _origin_of(source, used)
                         where[used] = doc.locate(("imports", i, "classes", j))
+                        at_import = doc.locate(("imports", i, "classes", j))
+                        for name_called, body in _called_functions(available[used], source.data).items():
+                            if name_called in functions and functions[name_called] is body:
+                                continue
+                            if name_called in own_functions or name_called in functions:
+                                first = function_where.get(name_called) or doc.key_location(("functions", name_called))
+                                errors.append(Diagnostic(at_import, f"function {name_called!r} (from {shown}, called by "
+                                                         f"class {used!r}) is already declared at {first}; rename one "
+                                                         "of them"))  # fmt: skip
+                                continue
+                            functions[name_called] = body
+                            function_origins[name_called] = _function_origin_of(source, name_called)
+                            function_where[name_called] = at_import
         if errors:
             raise SpecError(errors)
         if len({shown for shown, _ in files}) > MAX_IMPORTED_FILES:
@@ -177,8 +199,10 @@ class _Resolver:
                                "gather the classes into fewer files")  # fmt: skip
         combined = {key: value for key, value in data.items()}
         combined["classes"] = {**merged, **own_classes}
+        if functions:
+            combined["functions"] = {**functions, **own_functions}
         return ImportedDocument(combined, doc.path, doc.raw, doc.plain_json, own=doc, origins=origins,
-                                imported_files=_unique(files))  # fmt: skip
+                                imported_files=_unique(files), function_origins=function_origins)  # fmt: skip
 
     def _target(self, text: str, importer: Path, importer_shown: str) -> tuple[Path, str]:
         """The file an import names, and how diagnostics show it; ValueError says why not."""
@@ -211,6 +235,49 @@ def _origin_of(source: Document, name: str) -> Document:
     if isinstance(source, ImportedDocument):
         return source.origins.get(name) or source.own or source
     return source
+
+
+def _function_origin_of(source: Document, name: str) -> Document:
+    """The document that locates function ``name`` of ``source``."""
+    if isinstance(source, ImportedDocument):
+        return source.function_origins.get(name) or source.own or source
+    return source
+
+
+def _called_functions(body: Any, data: Any) -> dict[str, Any]:
+    """The functions of a spec file (``data``'s ``functions:``) that a class ``body`` of it calls,
+    directly or through another, in the order the file declares them. Read from the text of its
+    expressions (a name followed by ``(``; docstrings aside): the check stage parses them, and
+    refuses a function brought here that nothing calls."""
+    available = data.get("functions") if isinstance(data, dict) else None
+    if not isinstance(available, dict) or not available:
+        return {}
+    seen: set[str] = set()
+    todo = [body]
+    while todo:
+        for found in _CALLED_NAME.findall(" ".join(_texts(todo.pop()))):
+            if found in available and found not in seen:
+                seen.add(found)
+                todo.append(available[found])
+    return {name: function for name, function in available.items() if name in seen}
+
+
+def _texts(value: Any) -> list[str]:
+    """Every string in ``value`` outside a ``doc``."""
+    out: list[str] = []
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict):
+            todo.extend(v for k, v in item.items() if k != "doc")
+        elif isinstance(item, list):
+            todo.extend(item)
+    return out
+
+
+_CALLED_NAME = re.compile(r"(?<![A-Za-z0-9_.])([A-Za-z_][A-Za-z0-9_]*)\s*\(")  # a name called in an expression
 
 
 def _used_classes(name: str, classes: dict[str, Any]) -> list[str]:

@@ -18,7 +18,11 @@ model's width, depth and channel rules need (torchvision's ``_make_divisible``, 
                  | "(" expression ")"
 
 NAME is an argument or a named value of the enclosing class; NUMBER an integer (``8``) or a
-float (``0.9``, ``1e-3``); FUNCTION one of ``min max round int ceil floor abs sqrt``.
+float (``0.9``, ``1e-3``); FUNCTION one of ``min max round int ceil floor abs sqrt`` or a
+function the spec declares under ``functions:`` (``Function``: arguments, named values and one
+returned expression, all in this grammar). Any other identifier parses as a call too; the check
+stage refuses a call to a function that is neither (``call_problems``), and ``evaluate`` one it
+is not given.
 ``NAME is None`` / ``NAME is not None`` asks whether an optional input of ``forward`` was given
 (the NAME a placeholder whose default is None): it parses anywhere, and the check stage allows it
 only in a node list's ``if:`` (``fxgen.check.constructs``); ``None`` is written nowhere else.
@@ -48,15 +52,22 @@ import functools
 import keyword
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "CALLS",
     "FUNCTIONS",
+    "MAX_CALLS",
+    "MAX_CALL_DEPTH",
     "MAX_DEPTH",
     "MAX_LENGTH",
+    "REQUIRED",
     "Expr",
     "ExprError",
+    "Function",
+    "call_problems",
     "evaluate",
     "functions",
     "names",
@@ -64,7 +75,9 @@ __all__ = [
     "parse",
     "renamed",
     "render",
+    "shown",
     "source",
+    "user_calls",
 ]
 
 Expr = tuple[Any, ...]
@@ -73,6 +86,9 @@ MAX_LENGTH = 200  # an argument expression is a short formula, not a program
 MAX_DEPTH = 32  # parentheses, calls, unary operators and conditionals nested in each other
 MAX_INT = 2**63  # the magnitude of an integer an expression may compute
 MAX_EXPONENT = 64  # the magnitude of a ``**`` exponent
+MAX_CALL_DEPTH = 8  # a spec's functions calling each other: a rule and the rules it uses, not a program
+MAX_CALLS = 10_000  # calls of a spec's functions one evaluation makes (each calling two others would double per level)
+CALLS = "()"  # the key of an environment holding the spec's functions (no name can be it)
 
 # name -> (fewest, most arguments); the order is the one messages list them in
 FUNCTIONS: dict[str, tuple[int, int]] = {
@@ -287,7 +303,7 @@ class _Parser:
         raise ExprError(f"unexpected {value!r} in {self.text!r}")
 
     def call(self, function: str) -> Expr:
-        if function not in FUNCTIONS:
+        if keyword.iskeyword(function) or function in _WORDS or function.startswith("__"):
             raise ExprError(f"`{function}(` is not allowed: expressions use {ALLOWED}")
         self.pos += 1  # the "("
         self.nested()
@@ -301,6 +317,8 @@ class _Parser:
         if self.peek() != ")":
             raise ExprError(f"a parenthesis is not closed in {self.text!r}")
         self.pos += 1
+        if function not in FUNCTIONS:
+            return ("call", function, *args)  # a spec's function: the check stage knows its arguments
         fewest, most = FUNCTIONS[function]
         if not fewest <= len(args) <= most:
             wanted = f"{fewest}" if fewest == most else f"{fewest} to {most}"
@@ -363,47 +381,170 @@ def _walk(tree: Expr) -> list[Expr]:
     return out
 
 
+# -- the spec's functions ------------------------------------------------------------------
+class _Required:
+    """Marks a function's argument without a default."""
+
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+_TYPES: dict[str, tuple[type, ...]] = {"int": (int,), "float": (int, float), "bool": (bool,)}  # as Python's annotations read
+
+
+@dataclass(frozen=True)
+class Function:
+    """A function a spec declares under ``functions:``: arguments ``(name, type, default or
+    REQUIRED)``, named values computed in order from them, and the expression it returns, of
+    type ``type`` (``int``, ``float`` or ``bool``). ``where`` says where a part of it is written
+    (``("values", "down")``, ``("return",)``) for messages, ``functions``-relative."""
+
+    name: str
+    args: tuple[tuple[str, str, Any], ...]
+    values: tuple[tuple[str, str], ...]
+    returns: str
+    type: str
+    where: Callable[[tuple[str, ...]], str] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def arity(self) -> tuple[int, int]:
+        """(fewest, most) arguments a call gives."""
+        return sum(default is REQUIRED for _, _, default in self.args), len(self.args)
+
+
+def user_calls(tree: Expr) -> list[str]:
+    """The functions ``tree`` calls that are not built in (the spec's), in order of first call."""
+    return list(dict.fromkeys(node[1] for node in _walk(tree) if node[0] == "call" and node[1] not in FUNCTIONS))
+
+
+def call_problems(tree: Expr, declared: Mapping[str, tuple[int, int]]) -> list[str]:
+    """Why the calls of ``tree`` to functions that are not built in are wrong: a function the
+    spec does not declare (``declared``: name -> its fewest and most arguments), or a call
+    with too few or too many arguments."""
+    out: list[str] = []
+    for node in _walk(tree):
+        if node[0] != "call" or node[1] in FUNCTIONS:
+            continue
+        name, given = node[1], len(node) - 2
+        if name not in declared:
+            known = f", and the spec's functions {' '.join(declared)}" if declared else ""
+            out.append(f"`{name}(` is not allowed: expressions use {ALLOWED}{known}; declare {name} under "
+                       "`functions:` to call it")  # fmt: skip
+            continue
+        fewest, most = declared[name]
+        if not fewest <= given <= most:
+            wanted = f"{fewest}" if fewest == most else f"{fewest} to {most}"
+            out.append(f"{name}() takes {wanted} argument{'s' * (most != 1)}, not {given}")
+    return list(dict.fromkeys(out))
+
+
+def shown(env: Mapping[str, Any]) -> str:
+    """An environment's values as ``name=value, ...`` for a message (its functions left out)."""
+    return ", ".join(f"{k}={v!r}" for k, v in env.items() if k != CALLS)
+
+
 # -- evaluation ----------------------------------------------------------------------------
 def evaluate(tree: Expr, values: Mapping[str, Any]) -> Any:
     """The value of ``tree`` with the class's argument (and named) ``values``: Python's own
-    arithmetic, in Python's order; ExprError for what Python refuses or the bounds do."""
-    kind = tree[0]
-    if kind in ("num", "bool"):
-        return tree[1]
-    if kind == "name":
-        if tree[1] not in values:
-            raise ExprError(f"{tree[1]!r} has no value here")
-        return values[tree[1]]
-    if kind == "if":
-        return evaluate(tree[1] if _truth(evaluate(tree[2], values), "if") else tree[3], values)
-    if kind in ("and", "or"):
-        left = evaluate(tree[1], values)
-        if _truth(left, kind) == (kind == "or"):
-            return left
-        right = evaluate(tree[2], values)
-        _truth(right, kind)
-        return right
-    if kind == "not":
-        return not _truth(evaluate(tree[1], values), "not")
-    if kind in _PRESENCE:
-        name = tree[1][1]
-        if name not in values:
-            raise ExprError(f"`{render(tree)}` asks whether the input {name!r} was given, known only when forward "
-                            "is called")  # fmt: skip
-        return (values[name] is None) == (kind == "is")
-    if kind == "call":
-        args = [evaluate(arg, values) for arg in tree[2:]]
-        return _checked(_call(tree[1], args), tree)
-    if kind == "neg":
-        return _checked(-_numeric(evaluate(tree[1], values), "-"), tree)
-    left, right = evaluate(tree[1], values), evaluate(tree[2], values)
-    if kind in ("==", "!="):
-        _scalar(left, kind)
-        _scalar(right, kind)
-        return (left == right) if kind == "==" else (left != right)
-    _numeric(left, kind)
-    _numeric(right, kind)
-    return _checked(_binary(kind, left, right, tree), tree)
+    arithmetic, in Python's order; ExprError for what Python refuses or the bounds do. The
+    spec's functions, when it calls them, are ``values[CALLS]`` (name -> ``Function``)."""
+    return _Evaluation().run(tree, values)
+
+
+class _Evaluation:
+    """One evaluation: the calls of the spec's functions it has made, and how deep they nest."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.depth = 0
+
+    def run(self, tree: Expr, values: Mapping[str, Any]) -> Any:
+        kind = tree[0]
+        if kind in ("num", "bool"):
+            return tree[1]
+        if kind == "name":
+            if tree[1] not in values:
+                raise ExprError(f"{tree[1]!r} has no value here")
+            return values[tree[1]]
+        if kind == "if":
+            return self.run(tree[1] if _truth(self.run(tree[2], values), "if") else tree[3], values)
+        if kind in ("and", "or"):
+            left = self.run(tree[1], values)
+            if _truth(left, kind) == (kind == "or"):
+                return left
+            right = self.run(tree[2], values)
+            _truth(right, kind)
+            return right
+        if kind == "not":
+            return not _truth(self.run(tree[1], values), "not")
+        if kind in _PRESENCE:
+            name = tree[1][1]
+            if name not in values:
+                raise ExprError(f"`{render(tree)}` asks whether the input {name!r} was given, known only when forward "
+                                "is called")  # fmt: skip
+            return (values[name] is None) == (kind == "is")
+        if kind == "call":
+            args = [self.run(arg, values) for arg in tree[2:]]
+            if tree[1] not in FUNCTIONS:
+                return self.function(tree[1], args, values)
+            return _checked(_call(tree[1], args), tree)
+        if kind == "neg":
+            return _checked(-_numeric(self.run(tree[1], values), "-"), tree)
+        left, right = self.run(tree[1], values), self.run(tree[2], values)
+        if kind in ("==", "!="):
+            _scalar(left, kind)
+            _scalar(right, kind)
+            return (left == right) if kind == "==" else (left != right)
+        _numeric(left, kind)
+        _numeric(right, kind)
+        return _checked(_binary(kind, left, right, tree), tree)
+
+    def function(self, name: str, args: list[Any], values: Mapping[str, Any]) -> Any:
+        """A call of the spec's function ``name``, computed as the generated ``def`` computes it."""
+        functions = values.get(CALLS) or {}
+        function = functions.get(name)
+        if function is None:
+            raise ExprError(f"`{name}(` is not allowed: expressions use {ALLOWED}; declare {name} under `functions:`")
+        fewest, most = function.arity
+        if not fewest <= len(args) <= most:
+            wanted = f"{fewest}" if fewest == most else f"{fewest} to {most}"
+            raise ExprError(f"{name}() takes {wanted} argument{'s' * (most != 1)}, not {len(args)}")
+        env: dict[str, Any] = {CALLS: functions}
+        called = name
+        for i, (arg, kind, default) in enumerate(function.args):
+            value = args[i] if i < len(args) else default
+            if isinstance(value, bool) != (kind == "bool") or not isinstance(value, _TYPES[kind]):
+                raise ExprError(f"{name}()'s argument {arg!r} is {kind}, not {type(value).__name__} {value!r}")
+            env[arg] = value
+        called = f"{name}({shown(env)})"  # with its argument values
+        self.calls += 1
+        if self.calls > MAX_CALLS:
+            raise ExprError(f"calls the spec's functions more than {MAX_CALLS} times; compute the repeated calls "
+                            "once, as named values")  # fmt: skip
+        if self.depth >= MAX_CALL_DEPTH:
+            raise ExprError(f"the spec's functions call each other more than {MAX_CALL_DEPTH} deep")
+        self.depth += 1
+        part: tuple[str, ...] = ("return",)
+        try:
+            for value_name, text in function.values:
+                part = ("values", value_name)
+                env[value_name] = self.run(parse(text), env)
+            part = ("return",)
+            result = self.run(parse(function.returns), env)
+        except ExprError as exc:
+            at = f" at {function.where(part)}" if function.where is not None else ""
+            what = f"value {part[1]!r}" if part[0] == "values" else "its return"
+            raise ExprError(f"{called}: {what}{at}: {exc}") from None
+        finally:
+            self.depth -= 1
+        if isinstance(result, bool) != (function.type == "bool") or not isinstance(result, _TYPES[function.type]):
+            at = f" at {function.where(('return',))}" if function.where is not None else ""
+            raise ExprError(f"{called} returns {type(result).__name__} {result!r}, but it is declared "
+                            f"to return {function.type}{at}; make it {function.type} (`int(...)`, `round(...)`), "
+                            "or declare the type it gives")  # fmt: skip
+        return result
 
 
 def _binary(kind: str, left: Any, right: Any, tree: Expr) -> Any:

@@ -27,6 +27,7 @@ __all__ = [
     "BufferSpec",
     "ClassSpec",
     "ForNodes",
+    "FunctionSpec",
     "IfNodes",
     "InputSpec",
     "Item",
@@ -298,6 +299,32 @@ class ArgSpec:
         return cls(data) if isinstance(data, str) else cls(data["type"], data.get("default", NO_DEFAULT))
 
 
+@dataclass
+class FunctionSpec:
+    """A function of a format-2 spec (``functions:``): pure, over numbers. Its arguments (as a
+    class's: a type, or ``{type, default}``), named values computed from them in order, the
+    expression it returns (``return``) and that value's type (``int``, ``float`` or ``bool``);
+    every expression of the spec may call it, and the generated file defines it with ``def``."""
+
+    args: dict[str, ArgSpec]
+    returns: str
+    type: str
+    values: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"args": {name: arg.to_dict() for name, arg in self.args.items()}}
+        if self.values:
+            out["values"] = dict(self.values)
+        out["return"] = self.returns
+        out["type"] = self.type
+        return out
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> FunctionSpec:
+        return cls(args={name: ArgSpec.from_data(a) for name, a in data.get("args", {}).items()},
+                   returns=data["return"], type=data["type"], values=dict(data.get("values", {})))  # fmt: skip
+
+
 _TABLES = ("modules", "parameters", "buffers")
 
 
@@ -368,6 +395,7 @@ class Spec:
     args: dict[str, ArgSpec] = field(default_factory=dict)
     classes: dict[str, ClassSpec] = field(default_factory=dict)
     values: dict[str, str] = field(default_factory=dict)  # format 2: named values of the top class
+    functions: dict[str, FunctionSpec] = field(default_factory=dict)  # format 2: what its expressions may call
     variants: dict[str, dict[str, Any]] = field(default_factory=dict)  # format 2: name -> argument presets
     inputs: dict[str, InputSpec] = field(default_factory=dict)
     checks: list[str] | None = None  # the forward checks its inputs against ``inputs`` and these conditions
@@ -391,7 +419,7 @@ class Spec:
         body = self.classes[name]
         return Spec(name=name, nodes=body.nodes, doc=body.doc, modules=body.modules, parameters=body.parameters,
                     buffers=body.buffers, fxgen=self.fxgen, args=body.args, values=body.values,
-                    classes=self.classes,
+                    classes=self.classes, functions=self.functions,
                     document=self.document, scope=("classes", name))  # fmt: skip
 
     # -- dict form -------------------------------------------------------------------------
@@ -402,6 +430,7 @@ class Spec:
             fxgen=data["fxgen"],
             name=data["name"],
             classes={name: ClassSpec.from_dict(c) for name, c in data.get("classes", {}).items()},
+            functions={name: FunctionSpec.from_data(f) for name, f in data.get("functions", {}).items()},
             variants={name: dict(v) for name, v in data.get("variants", {}).items()},
             inputs={name: InputSpec(**i) for name, i in data.get("inputs", {}).items()},
             checks=list(data["checks"]) if "checks" in data else None,
@@ -422,6 +451,8 @@ class Spec:
             out["args"] = body.pop("args")
         if "values" in body:
             out["values"] = body.pop("values")
+        if self.functions:
+            out["functions"] = {name: f.to_dict() for name, f in self.functions.items()}
         if self.variants:
             out["variants"] = self.variants
         if self.classes:
@@ -476,7 +507,7 @@ def _yaml_body(data: dict[str, Any], indent: str, lines: list[str]) -> None:
     """A graph body's keys in block style (a block's body one level deeper, under its name)."""
     inner = indent + "  "
     for key, value in data.items():
-        if key in (*_TABLES, "args", "values", "variants", "inputs"):
+        if key in (*_TABLES, "args", "values", "functions", "variants", "inputs"):
             lines.append(f"{indent}{key}:")
             for path, item in value.items():
                 lines.append(_flow_entry(f"{inner}{_scalar(path)}: ", item, inner + "  "))

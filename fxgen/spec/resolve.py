@@ -15,11 +15,11 @@ everywhere. Data in, data out: nothing here constructs or imports anything.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from fxgen.spec.expr import ExprError, evaluate, names, parse, tested
-from fxgen.spec.model import NO_DEFAULT, ArgSpec, Item, Node
+from fxgen.spec.expr import CALLS, REQUIRED, ExprError, Function, evaluate, names, parse, tested
+from fxgen.spec.model import NO_DEFAULT, ArgSpec, FunctionSpec, Item, Node, Spec
 from fxgen.spec.tags import lookup
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "NodesError",
     "arg_expressions",
     "bind",
+    "callable_functions",
     "cases",
     "data_cases",
     "data_needs_resolution",
@@ -49,6 +50,7 @@ __all__ = [
     "needs_resolution",
     "node_expressions",
     "resolve_nodes",
+    "spec_functions",
     "substitute",
     "substitute_declaration",
     "substitute_init",
@@ -88,10 +90,42 @@ def bind(params: Mapping[str, ArgSpec], args: list[Any], kwargs: Mapping[str, An
     return env
 
 
-def with_values(env: Mapping[str, Any], values: Mapping[str, str]) -> dict[str, Any]:
+def callable_functions(
+    functions: Mapping[str, FunctionSpec], locate: Callable[[tuple[str | int, ...]], Any] | None = None
+) -> dict[str, Function]:
+    """The spec's ``functions:`` as the evaluator calls them; ``locate`` (a JSON path of the
+    spec -> its location) lets a failure inside one name the line of the part that failed."""
+    out = {}
+    for name, spec in functions.items():
+        where = None if locate is None else _locator(locate, name)
+        out[name] = Function(
+            name, tuple((arg, a.type, REQUIRED if a.default is NO_DEFAULT else a.default) for arg, a in spec.args.items()),
+            tuple(spec.values.items()), spec.returns, spec.type, where,
+        )  # fmt: skip
+    return out
+
+
+def spec_functions(spec: Spec) -> dict[str, Function]:
+    """``callable_functions`` of a spec, each located in the file it was read from."""
+    if not spec.functions:
+        return {}
+    return callable_functions(spec.functions, spec.document.locate if spec.document is not None else None)
+
+
+def _locator(locate: Callable[[tuple[str | int, ...]], Any], name: str) -> Callable[[tuple[str, ...]], str]:
+    return lambda part: str(locate(("functions", name, *part)))
+
+
+def with_values(
+    env: Mapping[str, Any], values: Mapping[str, str], functions: Mapping[str, Function] | None = None
+) -> dict[str, Any]:
     """``env`` (the bound arguments) and the class's named ``values``, each computed in the
-    order written, from the arguments and the values before it; ExprError names the value."""
+    order written, from the arguments and the values before it; ExprError names the value.
+    ``functions`` (``callable_functions``) are what the expressions may call: the result holds
+    them under ``CALLS``, for every expression evaluated with it."""
     out = dict(env)
+    if functions:
+        out[CALLS] = functions
     for name, text in values.items():
         try:
             out[name] = evaluate(parse(text), out)

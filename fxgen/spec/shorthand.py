@@ -69,21 +69,22 @@ class CallError(ValueError):
 
 
 # -- one call --------------------------------------------------------------------------------
-def parse_call(text: str) -> dict[str, Any]:
+def parse_call(text: str, functions: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The canonical declaration ``{class, args, kwargs}`` a call string stands for; CallError
-    says what is wrong and what is allowed."""
+    says what is wrong and what is allowed. A call of one of the spec's ``functions`` inside
+    it is an expression (``make_divisible(c * width)``), not a module."""
     if len(text) > MAX_CALL_LENGTH:
         raise CallError(f"a module written as a call has at most {MAX_CALL_LENGTH} characters (this one has "
                         f"{len(text)}); declare its parts as modules or classes of their own")  # fmt: skip
-    return _call(text, 0)
+    return _call(text, 0, functions)
 
 
-def _call(text: str, depth: int) -> dict[str, Any]:
+def _call(text: str, depth: int, functions: frozenset[str]) -> dict[str, Any]:
     match = _CALL.fullmatch(text)
     if match is None:
         raise CallError(f"{text.strip()!r} is not a call; {CALL_ALLOWED}")
     name, inner = match.groups()
-    if name in FUNCTIONS:
+    if name in FUNCTIONS or name in functions:
         raise CallError(f"{name}(...) is an expression's function, not a module class; {CALL_ALLOWED}")
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
@@ -93,12 +94,12 @@ def _call(text: str, depth: int) -> dict[str, Any]:
             if kwargs:
                 raise CallError(f"in {text.strip()!r}, the positional argument {piece.strip()!r} comes after a "
                                 "keyword argument; positional arguments come first")  # fmt: skip
-            args.append(_value(piece, text, depth))
+            args.append(_value(piece, text, depth, functions))
             continue
         key, value = keyword.groups()
         if key in kwargs:
             raise CallError(f"in {text.strip()!r}, the keyword argument {key!r} is given twice; give each once")
-        kwargs[key] = _value(value, text, depth)
+        kwargs[key] = _value(value, text, depth, functions)
     out: dict[str, Any] = {"class": name}
     if args:
         out["args"] = args
@@ -136,7 +137,7 @@ def _split(inner: str, text: str) -> list[str]:
     return pieces
 
 
-def _value(piece: str, text: str, depth: int) -> Any:
+def _value(piece: str, text: str, depth: int, functions: frozenset[str]) -> Any:
     """One argument of a call as an encoded value."""
     if depth >= MAX_DEPTH:
         raise CallError(f"{text.strip()!r} nests more than {MAX_DEPTH} deep; declare its parts as modules of their own")
@@ -148,14 +149,16 @@ def _value(piece: str, text: str, depth: int) -> Any:
     if stripped == "None":
         return None
     if stripped[:1] == "[" and stripped[-1:] == "]" and _closes(stripped):
-        return [_value(p, text, depth + 1) for p in _split(stripped[1:-1], text)]
+        return [_value(p, text, depth + 1, functions) for p in _split(stripped[1:-1], text)]
     if stripped[:1] == "(" and stripped[-1:] == ")" and _closes(stripped):
         items = _split(stripped[1:-1], text)
         if len(items) != 1 or stripped[1:-1].rstrip().endswith(","):
-            return {"tuple": [_value(p, text, depth + 1) for p in items]}
+            return {"tuple": [_value(p, text, depth + 1, functions) for p in items]}
     call = _CALL.fullmatch(stripped)
-    if call is not None and call.group(1) not in FUNCTIONS and _closes(stripped[stripped.index("(") :]):
-        return {"module": _call(stripped, depth + 1)}
+    if call is not None and call.group(1) not in FUNCTIONS and call.group(1) not in functions and _closes(
+        stripped[stripped.index("(") :]
+    ):
+        return {"module": _call(stripped, depth + 1, functions)}
     if "\\" in stripped or "'" in stripped or '"' in stripped:
         raise CallError(f"argument {stripped!r} of {text.strip()!r}: a string is quoted whole, without backslashes; "
                         f"{CALL_ALLOWED}")  # fmt: skip
@@ -194,8 +197,13 @@ def desugar_declarations(data: Any) -> tuple[Any, dict[JsonPath, Source] | None,
     nothing is a shorthand: ``data`` is then returned as it is), and the problems found."""
     if not isinstance(data, dict):
         return data, None, []
-    state = _Desugar()
+    functions = data.get("functions")
+    state = _Desugar(frozenset(functions) if isinstance(functions, dict) else frozenset())
     out = state.body(data, ())
+    if isinstance(functions, dict):
+        new_functions = {name: state.function(body, ("functions", name)) for name, body in functions.items()}
+        if any(new_functions[name] is not functions[name] for name in functions):
+            out = {**out, "functions": new_functions}
     classes = data.get("classes")
     if isinstance(classes, dict):
         new = {name: state.body(body, ("classes", name)) if isinstance(body, dict) else body
@@ -208,9 +216,18 @@ def desugar_declarations(data: Any) -> tuple[Any, dict[JsonPath, Source] | None,
 
 
 class _Desugar:
-    def __init__(self) -> None:
+    def __init__(self, functions: frozenset[str]) -> None:
+        self.functions = functions  # the spec's functions: a call of one is an expression, not a module
         self.sources: dict[JsonPath, Source] = {}
         self.problems: list[Problem] = []
+
+    def function(self, body: Any, where: JsonPath) -> Any:
+        """A function of ``functions:`` with its arguments declared by their defaults desugared."""
+        if not isinstance(body, dict) or not isinstance(body.get("args"), dict):
+            return body
+        args = body["args"]
+        new_args = {name: self.argument(decl, (*where, "args", name)) for name, decl in args.items()}
+        return {**body, "args": new_args} if any(new_args[n] is not args[n] for n in args) else body
 
     def body(self, body: dict[str, Any], where: JsonPath) -> dict[str, Any]:
         """``body`` (the top level or a class) with its argument and module shorthands desugared."""
@@ -349,7 +366,7 @@ class _Desugar:
 
     def call(self, text: str, at: JsonPath) -> dict[str, Any] | None:
         try:
-            parsed = parse_call(text)
+            parsed = parse_call(text, self.functions)
         except CallError as exc:
             self.problems.append((at, str(exc)))
             return None

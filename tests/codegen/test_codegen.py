@@ -982,10 +982,10 @@ def check_classes_traced(spec: Spec, generated: torch.nn.Module, gm: torch.fx.Gr
     whose graph depends on the mode: traced in each mode, against that mode's graph)."""
     from fxgen.assemble.module import META_KEY, instance_spec
     from fxgen.describe.to_spec import _node
-    from fxgen.spec.resolve import TRAINING, uses_training, with_values
+    from fxgen.spec.resolve import TRAINING, spec_functions, uses_training, with_values
 
     def instances(body: Spec, path: str) -> list[tuple[bool, Spec]]:
-        env = with_values(gm.get_submodule(path).meta[META_KEY].values, body.values)
+        env = with_values(gm.get_submodule(path).meta[META_KEY].values, body.values, spec_functions(body))
         if not uses_training(body.nodes):
             return [(False, instance_spec(body, env))]
         return [(mode, instance_spec(body, {**env, TRAINING: mode})) for mode in (False, True)]

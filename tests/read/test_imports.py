@@ -208,3 +208,68 @@ def test_every_spec_file_is_read_with_its_imports() -> None:
     readers = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
                      if "read_document" in p.read_text() and p.parent.name != "read")  # fmt: skip
     assert readers == []
+
+
+FUNCTION_BLOCKS = """\
+fxgen: 2
+name: Blocks
+functions:
+  make_divisible:
+    args: {v: float, divisor: 8}
+    values: {down: "max(divisor, int(v + divisor / 2) // divisor * divisor)"}
+    return: down + divisor if down < 0.9 * v else down
+    type: int
+  half: {args: {v: int}, return: make_divisible(v / 2), type: int}
+  other: {args: {v: int}, return: v + 1, type: int}
+classes:
+  Wide:
+    doc: Calls half(c), make_divisible(...) and other(c) in its docstring only for those two.
+    args: {c: int, width: float}
+    modules:
+      fc: torch.nn.Linear(c, make_divisible(c * width))
+      out: torch.nn.Linear(make_divisible(c * width), half(c))
+    nodes: [h: fc, o: out]
+  Plain:
+    modules: {fc: "torch.nn.Linear(4, other(4))"}
+    nodes: [o: fc]
+modules: {w: "Wide(16, 0.75)", p: Plain()}
+nodes: [y: w, z: p]
+"""
+
+
+def test_an_imported_class_brings_the_functions_it_calls(project: Path) -> None:
+    write(project, "common/fblocks.yaml", FUNCTION_BLOCKS)
+    path = write(project, "models/net.yaml", "fxgen: 2\nname: Net\nimports: [{from: ../common/fblocks.yaml, "
+                                             "classes: [Wide]}]\nargs: {width: 1.5}\nmodules: {body: \"Wide(16, width)\"}\n"
+                                             "nodes: [y: body]\n")  # fmt: skip
+    spec = fxgen.load_spec(path)
+    assert list(spec.functions) == ["make_divisible", "half"]  # what Wide calls, directly or through half; not other
+    source = fxgen.generate(path)
+    tree = ast.parse(source)
+    assert [n.name for n in tree.body if isinstance(n, ast.FunctionDef)] == ["make_divisible", "half"]
+    namespace: dict[str, object] = {}
+    exec(compile(source, "net.py", "exec"), namespace)  # standalone: every function it calls is in it
+    gm = fxgen.load(path)
+    model = namespace["Net"]()  # type: ignore[operator]
+    assert [tuple(t.shape) for t in model.state_dict().values()] == [tuple(t.shape) for t in gm.state_dict().values()]  # type: ignore[attr-defined]
+    assert gm.body.out.out_features == 8  # half(16) = make_divisible(8.0)
+
+
+def test_an_error_in_an_imported_function_names_its_own_file(project: Path) -> None:
+    write(project, "common/fblocks.yaml", FUNCTION_BLOCKS.replace("half(c))", "half(c - 16))")
+          .replace("make_divisible(v / 2)", "make_divisible(16 / v)"))
+    path = write(project, "models/net.yaml", "fxgen: 2\nname: Net\nimports: [{from: ../common/fblocks.yaml, "
+                                             "classes: [Wide]}]\nmodules: {body: \"Wide(16, 1.0)\"}\nnodes: [y: body]\n")  # fmt: skip
+    (message,) = errors(path)
+    assert message.startswith("common/fblocks.yaml:17:"), message  # the call, in the class's file
+    assert "half(v=0): its return at common/fblocks.yaml:9:" in message and "divides by zero" in message
+
+
+def test_an_imported_function_clashing_with_one_declared_here_is_refused(project: Path) -> None:
+    write(project, "common/fblocks.yaml", FUNCTION_BLOCKS)
+    path = write(project, "models/net.yaml", "fxgen: 2\nname: Net\nimports: [{from: ../common/fblocks.yaml, "
+                                             "classes: [Wide]}]\nfunctions: {half: {args: {v: int}, return: v, type: int}}\n"
+                                             "modules: {body: \"Wide(16, 1.0)\"}\nnodes: [y: body]\n")  # fmt: skip
+    (message,) = errors(path)
+    assert "models/net.yaml:3:" in message and "function 'half' (from common/fblocks.yaml, called by class 'Wide') " \
+           "is already declared at models/net.yaml:4:" in message  # fmt: skip

@@ -134,8 +134,6 @@ def test_booleans_comparisons_and_conditionals() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("foo(x)", "`foo(` is not allowed: expressions use argument names, numbers, + - * / // % **, comparisons, "
-                   "and/or/not, `a if c else b`, and min max round int ceil floor abs"),
         ("__import__(os)", "`__import__(` is not allowed"),
         ("x.real", "'.' is not allowed"),
         ("x[0]", "'[' is not allowed"),
@@ -275,8 +273,9 @@ def test_generated_source_is_what_black_writes(tree: Expr) -> None:
 
 
 def test_every_function_is_in_the_message() -> None:
+    # any identifier parses as a call (a spec's own function); calling one the spec does not declare is refused
     with pytest.raises(ExprError) as info:
-        parse("nope(1)")
+        evaluate(parse("nope(1)"), {})
     assert all(name in str(info.value) for name in FUNCTIONS)
 
 
