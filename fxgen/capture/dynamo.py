@@ -16,7 +16,12 @@ not specialised, so a capture at batch 1 is a capture of every batch) and withou
 from its inputs, and what the capture assumed is kept in the ``ShapeEnv`` it ends with, which
 ``fxgen.capture.dims`` turns into the spec's named dimensions and checks. ``dynamic=False``
 specialises every size, as before; a mapping names each input's dimensions (a name keeps one
-dynamic under that name, None makes it static). A graph break is one ExportError naming the user's line and the
+dynamic under that name, None makes it static). A dimension the forward guards on more than
+``GUARD_LIMIT`` times is specialised to its example size (torch's
+``symbol_guard_limit_before_specialize``), and the spec's inputs say so: TensorFlow-style "same"
+padding, computed from the size before every convolution (EfficientNet-B0b), nests a ``ceil``
+per layer into each size, and reasoning about those expressions grows so fast that the capture
+did not end. A graph break is one ExportError naming the user's line and the
 reason Dynamo gives. The model is left as it was found: attributes and containers by
 ``fxgen.capture.preserve``, the values of its buffers (a forward may update them in place)
 and the random generator by this module.
@@ -46,6 +51,10 @@ from fxgen.capture.preserve import Snapshot
 from fxgen.capture.trace import HIDDEN_PARAMETERS, at_user_line
 
 __all__ = ["Captured", "Dynamic", "capture_dynamo", "example_arguments", "kept_state", "no_parameter_requires_grad"]
+
+# Guards on one dimension after which the capture fixes it at its example size (deterministic,
+# unlike a time limit): the zoo's transformers, vision transformers and kornia models stay below.
+GUARD_LIMIT = 20
 
 # Which dimensions a capture keeps symbolic: all (True), none (False), or by input, one entry
 # per dimension, a name (dynamic, so named) or None (static); dimensions not given are dynamic.
@@ -172,7 +181,8 @@ def capture_dynamo(
         # meanwhile: Dynamo then inlines a custom autograd.Function's forward, as without
         # gradients, where it would otherwise record a higher-order op no spec can write.
         with torch.enable_grad(), torch.random.fork_rng(), no_parameter_requires_grad(module), \
-                fx_config.patch(backed_size_oblivious=True, use_duck_shape=False):  # type: ignore[attr-defined]  # fmt: skip
+                fx_config.patch(backed_size_oblivious=True, use_duck_shape=False,  # type: ignore[attr-defined]
+                                symbol_guard_limit_before_specialize=GUARD_LIMIT):  # fmt: skip
             torch.manual_seed(0)
             result = compiled(**clones, **kwargs)
         refuse_new_hooks(module, mark)

@@ -5,6 +5,7 @@ Each model is run through ``fxgen.load`` and the generated class both."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,35 @@ def test_an_input_outside_what_the_capture_proved_raises_a_clear_error(tmp_path:
         with pytest.raises(ValueError, match=r"^input 'x' has 3 dimensions; the model was exported for 4: "
                                              r"\[x_dim0, x_dim1, x_dim2, x_dim3\]$"):  # fmt: skip
             copy(torch.randn(3, 5, 4))
+
+
+class SamePad(nn.Module):  # TensorFlow's "same" padding from the size before each convolution (EfficientNet-B0b)
+    def __init__(self) -> None:
+        super().__init__()
+        self.convs = nn.ModuleList(nn.Conv2d(2, 2, 3, stride=1 + i % 2) for i in range(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for conv in self.convs:
+            h, s = x.shape[2], conv.stride[0]
+            pad = max((math.ceil(float(h) / s) - 1) * s + 3 - h, 0)
+            x = conv(F.pad(x, [pad // 2, pad - pad // 2, pad // 2, pad - pad // 2]))
+        return x
+
+
+def test_a_size_guarded_past_the_limit_is_fixed_at_the_example_and_checked(tmp_path: Path) -> None:
+    # Each layer nests a ceil into the height's expressions; reasoning about them grew so fast
+    # that a capture of EfficientNet-B0b did not end. Past GUARD_LIMIT guards the height is static.
+    from fxgen.capture.dynamo import GUARD_LIMIT
+
+    assert GUARD_LIMIT == 20
+    model = SamePad().eval()
+    spec = _export(model, torch.randn(1, 2, 64, 48))
+    assert spec.inputs["x"].shape == ["x_dim0", 2, 64, "x_dim3"]
+    x = torch.randn(3, 2, 64, 40)
+    for copy in _both(model, spec, tmp_path):
+        assert torch.equal(copy(x), model(x))
+        with pytest.raises(ValueError, match=r"^input 'x': dimension 2 is 80; the model was exported for 64 there$"):
+            copy(torch.randn(1, 2, 80, 48))
 
 
 def test_a_view_by_the_batch_size_captured_at_batch_1_runs_at_batch_2(tmp_path: Path) -> None:
