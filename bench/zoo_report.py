@@ -145,6 +145,17 @@ BEYOND_LIMITATIONS: dict[str, tuple[str, str]] = {
                     ("train", "SpecAugment's `_compute_mask_indices` draws its time masks with NumPy from the input's "
                      "sizes in train mode (`np.random.rand`, `int(...)` of a size), which symbolic tracing cannot and "
                      f"whose draws neither capture records; exported without example inputs, {_EVAL_ONLY}")),
+    "monai.VQVAE": ("train", "its codebook's exponential moving average is updated under `torch.no_grad()` in train mode "
+                    "(`dw = torch.mm(encodings.t(), flat_input)`), a grad-mode region no spec can write (issue 34), "
+                    f"so {_EVAL_ONLY}"),
+    "pytorchcv.resdropresnet20_cifar10": ("train", "ResDrop's stochastic depth draws `torch.bernoulli(...)` and scales "
+                                          "by `float(b)` in train mode, a Python number of a draw that symbolic "
+                                          "tracing cannot make and would freeze; exported without example inputs, "
+                                          f"{_EVAL_ONLY}"),
+    **dict.fromkeys(["vit_pytorch.CCT", "vit_pytorch.CCT[sine]"],
+                    ("train", "its DropPath builds the mask's shape as `(batch, *((1,) * (x.ndim - 1)))` in train mode "
+                     "only, unpacking a traced size, which symbolic tracing cannot; exported without example inputs, "
+                     f"{_EVAL_ONLY}")),
     "kornia.CornerHarris": ("shape", f"{_SIZE_FIXED}: kornia's filter2d passes `groups=tmp_kernel.size(0)`, batch "
                             "times channels, to conv2d, which takes a number"),
     "kornia.KeyNet": ("shape", f"{_SIZE_FIXED}: its train-mode capture fixes every size, and the spec takes what "
