@@ -418,18 +418,21 @@ class _Parser:
             self._take("[")
             self._expect_space("")
             self._expression()
-            self._expect_space(" ")
-            self._take("NAME", priority=COMPREHENSION_PRIORITY)  # for
-            self._expect_space(" ")
-            if self._peek() != "NAME" or keyword.iskeyword(self.tokens[self.pos][1]):
-                raise Unsupported("a loop variable")
-            self._take("NAME")  # a name, or ``_``
-            if self._peek() != "NAME" or self.tokens[self.pos][1] != "in":
-                raise Unsupported("a comprehension other than [item for name in values]")
-            self._expect_space(" ")
-            self._take("NAME")  # in
-            self._expect_space(" ")
-            self._expression(ternary=False)  # an or_test: `if` there would begin a comprehension's condition
+            while self._peek() == "NAME" and self.tokens[self.pos][1] == "for":  # each ``for`` clause
+                self._expect_space(" ")
+                self._take("NAME", priority=COMPREHENSION_PRIORITY)  # for
+                self._expect_space(" ")
+                self._loop_variable()
+                while self._peek() == ",":  # ``for t, c in rows``: a tuple of names, unparenthesized
+                    self._take(",")
+                    self._expect_space(" ")
+                    self._loop_variable()
+                if self._peek() != "NAME" or self.tokens[self.pos][1] != "in":
+                    raise Unsupported("a comprehension other than [item for names in values ...]")
+                self._expect_space(" ")
+                self._take("NAME")  # in
+                self._expect_space(" ")
+                self._expression(ternary=False)  # an or_test: `if` there would begin a comprehension's condition
             self._take("]")
         elif kind == "[":
             self._take("[")
@@ -441,6 +444,11 @@ class _Parser:
                 raise Unsupported("trailing comma")
         else:
             raise Unsupported(f"unexpected {kind!r}")
+
+    def _loop_variable(self) -> None:
+        if self._peek() != "NAME" or keyword.iskeyword(self.tokens[self.pos][1]):
+            raise Unsupported("a loop variable")
+        self._take("NAME")  # a name, or ``_``
 
     def _comprehension_ahead(self) -> bool:
         """Is the list opening here ``[item for name in values]`` (a ``for`` at its own depth)?"""

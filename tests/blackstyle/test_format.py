@@ -148,10 +148,11 @@ operator_statements = st.one_of(
 # -- format 2's __init__ lines: a repeat's ``*[Block(a) for _ in range(n)]`` among a call's
 # arguments, a module list built by a comprehension, argument expressions with parenthesised
 # operands (``(image_size // patch) * (image_size // patch) + 1``)
-_comprehensions = st.tuples(
-    st.one_of(calls, small_expressions, binary_expressions), st.one_of(names, st.just("_")),
-    st.one_of(calls, names, binary_expressions),
-).map(lambda t: f"[{t[0]} for {t[1]} in {t[2]}]")  # fmt: skip
+_loop_targets = st.one_of(names, st.just("_"), st.lists(names, min_size=2, max_size=5, unique=True).map(", ".join))
+_comprehensions = st.tuples(  # a ``for`` over module declarations: ``for t, c, n, s in rows for i in range(n)``
+    st.one_of(calls, small_expressions, binary_expressions),
+    st.lists(st.tuples(_loop_targets, st.one_of(calls, names, binary_expressions)), min_size=1, max_size=2),
+).map(lambda t: f"[{t[0]} " + " ".join(f"for {target} in {values}" for target, values in t[1]) + "]")  # fmt: skip
 _starred = st.one_of(_comprehensions, names, dotted, calls).map("*".__add__)
 _grouped = st.tuples(operands, st.sampled_from(BINARY_OPS), operands).map(lambda t: f"({' '.join(t)})")
 _grouped_arithmetic = st.one_of(
@@ -461,7 +462,7 @@ def _same_length(kind: str, value: str) -> str:
         "x = y[a + 1 :]",  # an operator in a subscript: black's complex-subscript spacing
         "x = (a + b)",  # parentheses black drops
         "x = [a for b in c if d]",  # a comprehension with a condition
-        "x = [a for b, c in d]",
+        "x = [a for (b, c) in d]",  # a parenthesized loop target
         "x = {a: b for a in c}",
         '"a" + b',  # a bare string first: a docstring where it stands
         "x = a+b",  # spacing black would change
