@@ -10,9 +10,9 @@ right exactly where those hold. Here they become what a spec says (``inputs:``, 
   a name (symbolic; a name repeated means the capture assumed those sizes equal);
 - each guard as a condition in fxgen's expression grammar over those names
   (``height % 8 != 0``), so the generated forward refuses an input outside them;
-- a guard that pins a symbol (``x_dim1 * x_dim2 == 12``) or that the grammar cannot write
-  fixes that symbol at its example size instead (a check of that size): never wider than what
-  the capture proved;
+- a guard that pins a symbol (``x_dim1 * x_dim2 == 12``) or that the grammar cannot write (or
+  not within its length and nesting limits) fixes that symbol at its example size instead (a
+  check of that size): never wider than what the capture proved;
 - for each symbol the graph reads, where it comes from at run time: an input's dimension
   (``x.size(2)``) or a number.
 """
@@ -28,7 +28,7 @@ import sympy
 import torch
 
 from fxgen._errors import ExportError
-from fxgen.spec.expr import Expr, render
+from fxgen.spec.expr import Expr, ExprError, parse, render
 
 __all__ = ["DimFacts", "dim_facts"]
 
@@ -98,7 +98,7 @@ def dim_facts(
         guard = guard.xreplace(subst)
         if guard is sympy.true or guard == sympy.true:
             continue
-        tree = _tree(guard, spelled)
+        tree = _writable(guard, spelled)
         if tree is None:
             raise ExportError(f"the capture assumed {guard}, which fxgen cannot write as a check; report it, or "
                               "mark the dimensions it names static (dynamic=)")  # fmt: skip
@@ -126,6 +126,8 @@ def _settled(guards: list[Any], lines: list[str], sizes: dict[str, list[Any]], h
     expression of symbols (``2 * s0``) fixes them too."""
     subst: dict[Any, Any] = {}
     why: dict[Any, str] = {}
+    # the names the checks will likely use (``x_dim2``), so that a guard too long to write is known now
+    named = {size: f"{name}_dim{d}" for name, shape in sizes.items() for d, size in enumerate(shape) if size.is_Symbol}
 
     def pin(expr: Any, line: str = "") -> None:
         for symbol in expr.free_symbols:
@@ -136,9 +138,9 @@ def _settled(guards: list[Any], lines: list[str], sizes: dict[str, list[Any]], h
 
     for guard, line in zip(guards, lines, strict=True):
         guard = guard.xreplace(subst)
-        if guard == sympy.true or not (isinstance(guard, sympy.Eq) or _tree(guard, {}) is None):
+        if guard == sympy.true or not (isinstance(guard, sympy.Eq) or _writable(guard, named) is None):
             continue
-        if _tree(guard, {}) is not None and all(
+        if _writable(guard, named) is not None and all(
             _true(guard.xreplace({s: sympy.Integer(hints[s] * k) for s in guard.free_symbols})) for k in (2, 3)
         ):
             continue  # holds beyond the example: written as a check
@@ -217,6 +219,20 @@ def _fresh(name: str, taken: set[str]) -> str:
 
 _RELATIONS = {sympy.Eq: "==", sympy.Ne: "!=", sympy.Lt: "<", sympy.Le: "<=", sympy.Gt: ">", sympy.Ge: ">="}
 _CALLS = {"Max": "max", "Min": "min"}
+
+
+def _writable(expr: Any, spelled: Mapping[Any, str]) -> Expr | None:
+    """``_tree`` of a guard, or None also where the check it writes would be past what a spec's
+    expression may hold (``fxgen.spec.expr``'s length and nesting limits: a size computed through
+    many layers, EfficientNet's or ENet's padding, nests a floor division per layer)."""
+    tree = _tree(expr, spelled)
+    if tree is None:
+        return None
+    try:
+        parse(render(tree))
+    except ExprError:
+        return None
+    return tree
 
 
 def _tree(expr: Any, spelled: Mapping[Any, str]) -> Expr | None:
