@@ -91,6 +91,11 @@ DYNAMO_LIMITATIONS: dict[str, str] = {
     "kornia.XFeatModel": "its forward normalises the image under `torch.no_grad()` (`x.mean(...)` and an "
     "InstanceNorm2d), so the original gives the input no gradient there; a spec has no grad-mode regions, and export "
     "refuses one that would change a gradient (issue 34), naming the line",
+    "pytorchcv.fractalnet_cifar10": "its forward draws with NumPy on every call, "
+    "`np.random.randint(0, n, size=(int(x.size(0) * ratio),))`, which a capture with symbolic sizes records as a "
+    "wrapped NumPy function no spec may name (torch.fx cannot take `int()` of a traced size); with "
+    "`dynamic=False` TorchDynamo computes the draw once, as in the last full run (exact in eval mode, where the "
+    "draw is unused, but a constant in train mode, where it chooses the columns to drop)",
     "monai.VoxelMorph": "TorchDynamo cannot test `'indexing' in torch.meshgrid.__kwdefaults__` (missing "
     "sq_contains) in MONAI's meshgrid_ij; torch.fx cannot branch on the shapes it compares",
 }
