@@ -25,6 +25,7 @@ import torch.fx
 from torch.fx._symbolic_trace import _assert_is_none
 
 from fxgen._errors import ExportError, Location
+from fxgen.capture.decided import Decisions
 from fxgen.capture.effects import (
     NOTES_KEY,
     global_state_notes,
@@ -101,6 +102,7 @@ def trace(
     calls = ModuleCalls()
     tracer_methods = _methods(base)  # a custom tracer's own frames are not the model's lines
     disabled: dict[torch.fx.Node, tuple[str, int, str] | None] = {}  # node -> the user's line it was made at
+    decisions = Decisions(lambda: _innermost_user(traceback.extract_stack(), skip=tracer_methods))
 
     class _Tracer(base):  # type: ignore[valid-type, misc]
         def is_leaf_module(self, m: torch.nn.Module, qualname: str) -> bool:
@@ -125,6 +127,9 @@ def trace(
             calls.record(key, args, kwargs, result)
             return result
 
+        def proxy(self, node: torch.fx.Node) -> torch.fx.Proxy:
+            return decisions.watch(super().proxy(node))  # (a branch the tracer answers becomes a check)
+
         def create_node(self, *args: Any, **kwargs: Any) -> torch.fx.Node:
             node = super().create_node(*args, **kwargs)
             if not torch.is_grad_enabled() and not in_autograd_function():  # a region (the trace enables them)
@@ -146,6 +151,7 @@ def trace(
         with torch.enable_grad(), draws, traced_strings() as formatted, ModeWatch(module) as watch:
             graph = tracer.trace(module, concrete_args)
         _name_none_arguments(graph, concrete_args, type(module).__name__)
+        decisions.keep(graph, type(module).__name__)
         _lint(graph)
         _refuse_frozen(graph, tracer.root, draws, formatted)
         refuse_new_hooks(module, mark)

@@ -108,8 +108,12 @@ def refused_when(spec: Spec, guards: dict[str, str]) -> Spec:
     ``guards`` holds (``mask is None``, ``training``): after the inputs, before anything is
     computed. It is how a spec says what it was not captured for, instead of computing something
     else there."""
-    items: list[Item] = [IfNodes(cond, [Node("call_function", None, "torch._assert", [False, message])])
-                         for cond, message in guards.items()]  # fmt: skip
+    taken = {str(n.name) for n in walk_nodes(spec.nodes)}
+    items: list[Item] = []
+    for cond, message in guards.items():  # (named: an unnamed one is torch.fx's `_assert`, which a later node may be)
+        name = _fresh_name("refused", taken)
+        taken.add(name)
+        items.append(IfNodes(cond, [Node("call_function", name, "torch._assert", [False, message])]))
     first = next(k for k, n in enumerate(spec.nodes) if not (isinstance(n, Node) and n.op == "placeholder"))
     return dataclasses.replace(spec, fxgen=2, nodes=[*spec.nodes[:first], *items, *spec.nodes[first:]])
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import exactness_fixtures as fx
 import pytest
 import torch
+from helpers import import_source
 
 import fxgen
 
@@ -126,3 +127,52 @@ def test_spectral_norm_is_refused_with_the_way_out() -> None:
     model = torch.nn.Sequential(torch.nn.utils.parametrizations.spectral_norm(torch.nn.Linear(4, 4)))
     with pytest.raises(fxgen.ExportError, match=r"inside a parametrization of module '0\..*remove_parametrizations"):
         fxgen.export(model)
+
+
+class _SizedProxy(torch.fx.Proxy):
+    """Answers ``if proxy:`` from its value on the tracer's example, as HFTracer's proxies do."""
+
+    def __bool__(self) -> bool:
+        return bool(self.tracer.value(self.node))  # type: ignore[attr-defined]
+
+
+class _SizedTracer(torch.fx.Tracer):
+    example = torch.zeros(1, 2, 4, 8)  # the tracer's own example (HFTracer's dummy inputs)
+
+    def proxy(self, node: torch.fx.Node) -> torch.fx.Proxy:
+        return _SizedProxy(node, self)
+
+    def value(self, node: torch.fx.Node) -> object:
+        env: dict[torch.fx.Node, object] = {}
+        for n in self.graph.nodes:
+            args = torch.fx.node.map_arg(n.args, env.__getitem__)
+            if n.op == "placeholder":
+                env[n] = self.example
+            elif n.op == "call_method":
+                env[n] = getattr(args[0], str(n.target))(*args[1:])
+            elif n.op == "call_function":
+                env[n] = n.target(*args)  # type: ignore[operator]
+            if n is node:
+                return env[n]
+        raise AssertionError(node)
+
+
+class _PadToWindow(torch.nn.Module):  # Swin's padding to its window: a branch on a size
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        width = x.size(3)
+        if width % 4 != 0:
+            x = torch.nn.functional.pad(x, (0, 4 - width % 4))
+        return x * 2
+
+
+def test_a_branch_the_tracer_answered_from_its_example_becomes_a_check(tmp_path: Path) -> None:
+    # The trace holds the branch for width 8 (no padding); at width 10 the original pads to 12,
+    # and the traced graph returned width 10, silently. Now the graph asserts the branch it took.
+    spec = fxgen.export(_PadToWindow(), tracer_class=_SizedTracer)
+    x = torch.randn(1, 2, 4, 8)
+    copies = [fxgen.load(spec), getattr(import_source(fxgen.generate(spec), "padtowindow", tmp_path), spec.name)()]
+    for copy in copies:
+        assert torch.equal(copy(x), _PadToWindow()(x)) and torch.equal(copy(x[..., :4]), _PadToWindow()(x[..., :4]))
+        with pytest.raises(AssertionError, match=r"_PadToWindow was traced with a branch at .*test_exactness\.py:\d+ "
+                                                 r"\(`if width % 4 != 0:`\) decided False .*capture='dynamo'"):  # fmt: skip
+            copy(torch.randn(1, 2, 4, 10))
