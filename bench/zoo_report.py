@@ -114,11 +114,10 @@ _DROP_CONNECT = ("its drop_connect reads `len(inputs.shape)` in train mode only,
                  "capture with TorchDynamo, gave the same result in one run: not investigated further)")  # fmt: skip
 _HF_DECIDED = ("Hugging Face's HFTracer answers an `if` on a traced size from its own dummy inputs' sizes, so the "
                "trace holds one branch (DINOv2's `if num_patches == num_positions and height == width:` returns the "
-               "position embeddings uninterpolated; Swin's `if width % self.window_size != 0:` pads or not), and at "
-               "another resolution the generated class fails with PyTorch's size mismatch (RuntimeError), not a wrong "
-               "result but not an error naming the input either; fxgen does not record that decision yet (HFProxy's "
-               "`__bool__` answers from its metadata, outside torch), and captured with TorchDynamo "
-               "(`capture='dynamo'`) the sizes are symbolic, with the checks the capture needed")  # fmt: skip
+               "position embeddings uninterpolated; Swin's `if width % self.window_size != 0:` pads or not); export "
+               "keeps each such answer as a `torch._assert`, and an input taking the other branch gets its "
+               "AssertionError naming the line (captured with TorchDynamo, `capture='dynamo'`, the sizes are "
+               "symbolic, with the checks the capture needed)")  # fmt: skip
 _REFUSED = "the model was exported for"  # the message of a spec's input checks (fxgen.spec.checks)
 BEYOND_LIMITATIONS: dict[str, tuple[str, str]] = {
     "hf_decoders.OPTForCausalLM": ("train", _LAYERDROP),
@@ -142,9 +141,6 @@ BEYOND_LIMITATIONS: dict[str, tuple[str, str]] = {
                                     "(`if self.calls_since_last_redraw >= self.feature_redraw_interval:`), which "
                                     f"TorchDynamo cannot capture; {_EVAL_ONLY}, and the "
                                     "counter the original increments stays as it was"),
-    **dict.fromkeys([f"transformers.{name}" for name in ("Dinov2Model", "Dinov2ForImageClassification", "SwinModel",
-                     "SwinForImageClassification", "SwinForMaskedImageModeling", "DonutSwinModel")],
-                    ("shape", _HF_DECIDED)),
     **dict.fromkeys([f"transformers.{name}" for name in ("Wav2Vec2Model", "Wav2Vec2ForCTC", "Wav2Vec2ForSequenceClassification",
                      "HubertModel")],
                     ("train", "SpecAugment's `_compute_mask_indices` draws its time masks with NumPy from the input's "
@@ -409,6 +405,8 @@ def _explained(name: str, column: str, text: str) -> str | None:
         return BEYOND_LIMITATIONS[name][1]
     if _REFUSED in text:
         return f"{_SIZE_FIXED} (the checks at the top of its forward refused the input)"
+    if "was traced with a branch at" in text:
+        return _HF_DECIDED
     if column == "train" and "turns a random draw of" in text and "exported in eval mode only" in text:
         return _RANDOM_BRANCH
     if column == "train" and text.startswith("error (batch)") and "train mode cannot be captured" in text:
