@@ -44,6 +44,7 @@ __all__ = [
     "format_problems",
     "is_arg",
     "module_values",
+    "names_or_none",
     "unknown_names",
     "use_cycle",
     "uses",
@@ -394,8 +395,8 @@ def value_problems(body: dict[str, Any], scope: str, functions: Mapping[str, tup
             message = (f"value {name!r} uses {later[0]!r}, which is written after it; values are computed in "
                        f"the order written: move {later[0]!r} before {name!r}")  # fmt: skip
         problems.append((("values", name), message))
-    used_by_declarations = {n for _, text in _body_expressions(body) for n in _names_or_none(text)}
-    used_by_declarations |= {n for text in node_expressions(body.get("nodes", [])) for n in _names_or_none(text)}
+    used_by_declarations = {n for _, text in _body_expressions(body) for n in names_or_none(text)}
+    used_by_declarations |= {n for text in node_expressions(body.get("nodes", [])) for n in names_or_none(text)}
     used_by_values = {n for used in uses_of.values() for n in used}
     for name in values:
         if name not in used_by_declarations and name not in used_by_values:
@@ -419,7 +420,8 @@ def use_cycle(uses_of: dict[str, list[str]], start: str) -> list[str] | None:
     return None
 
 
-def _names_or_none(text: str) -> list[str]:
+def names_or_none(text: str) -> list[str]:
+    """The names ``text`` uses, or none where it does not parse (its own error says why)."""
     try:
         return names(parse(text))
     except ExprError:

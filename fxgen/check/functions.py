@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from fxgen._errors import Suggestions
-from fxgen.check.blocks import use_cycle
+from fxgen.check.blocks import names_or_none, use_cycle
 from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.expr import (
@@ -135,12 +135,12 @@ def _body_problems(name: str, function: dict[str, Any], declared: Mapping[str, t
         if problem is not None:
             problems.append((at, problem))
         problems += [(at, f"value {value!r} ({text}): {m}") for m in _expression_problems(text, name, known, declared)]
-        used.update(_names(text))
+        used.update(names_or_none(text))
         known.append(value)
     returned = function["return"]
     problems += [((*where, "return"), f"return ({returned}): {m}")
                  for m in _expression_problems(returned, name, known, declared)]  # fmt: skip
-    used.update(_names(returned))
+    used.update(names_or_none(returned))
     for value in values if parsed else ():  # (a text that does not parse uses what it uses)
         if value not in used:
             problems.append(((*where, "values", value), f"value {value!r} of function {name!r} is not used; use it "
@@ -178,13 +178,6 @@ def _parses(text: str) -> bool:
     except ExprError:
         return False
     return True
-
-
-def _names(text: str) -> list[str]:
-    try:
-        return names(parse(text))
-    except ExprError:
-        return []
 
 
 def _calls(text: str) -> list[str]:
