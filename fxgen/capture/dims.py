@@ -89,7 +89,7 @@ def dim_facts(
                 continue
             if size not in spelled:  # a name the user gave twice stays one (its sizes checked equal)
                 given = bool(asked) and asked in spelled.values()
-                spelled[size] = str(asked) if given else _fresh(asked or f"{name}_dim{d}", taken)
+                spelled[size] = str(asked) if given else _fresh(asked or _dim_name(name, d), taken)
                 where[size] = (name, d)
             out.append(spelled[size])
         shapes[name] = out
@@ -127,7 +127,7 @@ def _settled(guards: list[Any], lines: list[str], sizes: dict[str, list[Any]], h
     subst: dict[Any, Any] = {}
     why: dict[Any, str] = {}
     # the names the checks will likely use (``x_dim2``), so that a guard too long to write is known now
-    named = {size: f"{name}_dim{d}" for name, shape in sizes.items() for d, size in enumerate(shape) if size.is_Symbol}
+    named = {size: _dim_name(name, d) for name, shape in sizes.items() for d, size in enumerate(shape) if size.is_Symbol}
 
     def pin(expr: Any, line: str = "") -> None:
         for symbol in expr.free_symbols:
@@ -219,6 +219,11 @@ def _fresh(name: str, taken: set[str]) -> str:
 
 _RELATIONS = {sympy.Eq: "==", sympy.Ne: "!=", sympy.Lt: "<", sympy.Le: "<=", sympy.Gt: ">", sympy.Ge: ">="}
 _CALLS = {"Max": "max", "Min": "min"}
+
+
+def _dim_name(name: str, d: int) -> str:
+    """The name a dynamic dimension gets where the user gave none (``x_dim2``)."""
+    return f"{name}_dim{d}"
 
 
 def _writable(expr: Any, spelled: Mapping[Any, str]) -> Expr | None:
