@@ -40,7 +40,7 @@ from typing import Any
 from fxgen.spec.model import IfNodes, Item, Node, walk_nodes
 from fxgen.spec.resolve import TRAINING
 
-__all__ = ["MODE_ARGUMENT", "Aligned", "Differing", "Unaligned", "align", "map_refs_node"]
+__all__ = ["MODE_ARGUMENT", "Aligned", "Differing", "Unaligned", "align", "map_refs_items", "map_refs_node"]
 
 
 MODE_ARGUMENT = {"arg": TRAINING}  # a boolean that is the mode, as a node argument
@@ -461,7 +461,7 @@ def _joined(items: list[Node | Differing], walk: _Walk) -> list[Node | Differing
                 merged.train += item.train
             else:
                 merged.eval.append(item)
-                merged.train.append(_map_item(item, _inverse(walk)))
+                merged.train += map_refs_items([item], _inverse(walk))
         items = [*items[:start], merged, *items[end + 1 :]]
 
 
@@ -477,12 +477,18 @@ def map_refs_node(node: Node, rename: Callable[[str], str]) -> Node:
                    default=_map_refs(node.default, rename))  # fmt: skip
 
 
-def _map_item(item: Any, rename: Callable[[str], str]) -> Any:
-    """A node, or a conditional and everything in it, with its names and references renamed."""
-    if isinstance(item, IfNodes):
-        return replace(item, then=[_map_item(x, rename) for x in item.then],
-                       orelse=[_map_item(x, rename) for x in item.orelse])  # fmt: skip
-    return map_refs_node(item, rename)
+def map_refs_items(items: list[Any], rename: Callable[[str], str]) -> list[Any]:
+    """``items`` (nodes, and conditionals with everything in them) with their names and
+    references passed through ``rename``; other items as they are."""
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, Node):
+            out.append(map_refs_node(item, rename))
+        elif isinstance(item, IfNodes):
+            out.append(replace(item, then=map_refs_items(item.then, rename), orelse=map_refs_items(item.orelse, rename)))
+        else:
+            out.append(item)
+    return out
 
 
 def _named(items: list[Node | Differing], walk: _Walk) -> Aligned:
@@ -512,7 +518,7 @@ def _named(items: list[Node | Differing], walk: _Walk) -> Aligned:
     out: list[Node | Differing] = []
     for item in items:
         if isinstance(item, Differing):
-            out.append(Differing(item.eval, [_map_item(n, rename) for n in item.train]))
+            out.append(Differing(item.eval, map_refs_items(item.train, rename)))
         else:
             out.append(item)
     return Aligned(out)

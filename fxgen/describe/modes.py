@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, TypeGuard, TypeVar
 
-from fxgen.describe.align import Aligned, Differing, Unaligned, align, map_refs_node
+from fxgen.describe.align import Aligned, Differing, Unaligned, align, map_refs_items
 from fxgen.spec.expr import Expr, evaluate, names, parse, render
 from fxgen.spec.model import ClassSpec, ForNodes, IfNodes, InputSpec, Item, Node, Spec, walk_nodes
 
@@ -148,15 +148,7 @@ def _alias_unless_paired(items: list[Item], value: str, argument: str) -> list[I
 def renamed(items: list[Item], old: str, new: str) -> list[Item]:
     """``items`` (plain nodes and conditionals) with the value ``old``, where it is defined and
     wherever it is read, named ``new``."""
-    out: list[Item] = []
-    for item in items:
-        if isinstance(item, Node):
-            out.append(map_refs_node(item, lambda name: new if name == old else name))
-        elif isinstance(item, IfNodes):
-            out.append(dataclasses.replace(item, then=renamed(item.then, old, new), orelse=renamed(item.orelse, old, new)))
-        else:
-            out.append(item)
-    return out
+    return map_refs_items(items, lambda name: new if name == old else name)
 
 
 def _fresh_name(base: str, taken: set[str]) -> str:
