@@ -85,7 +85,7 @@ VOCABULARY = [
     "%", ".view", ".chunk", "a, b", "q, k, v", "model.0", "m.{i}", "fc", "gamma",
     # declaration shorthands
     "call", "torch.nn.Linear(4, 4)", "Conv(c, c, 3, s=2)", "torch.nn.Sequential(torch.nn.ReLU())", "bias=False",
-    "'nearest'", "(", ")", "[", "]", "=", "n_layer", 12, 0.5, True,
+    "'nearest'", "(", ")", "[", "]", "=", "n_layer", 12, 0.5, True, ["torch.nn.ReLU()", "torch.nn.Linear(4, 4)"],
 ]  # fmt: skip
 _text = st.text(st.characters(codec="utf-8"), max_size=8)
 _scalars = st.one_of(
@@ -283,16 +283,35 @@ def _argument_text(value: Any) -> str | None:
     return None
 
 
+def _listed(decl: Any) -> list[Any] | None:
+    """A canonical Sequential declaration written as a list of its modules (each as a call where
+    a call can say it), or None where a list cannot say it (init, if, a value that is no module)."""
+    if not isinstance(decl, dict) or set(decl) - {"class", "args"} or decl.get("class") != "torch.nn.Sequential":
+        return None
+    items: list[Any] = []
+    for item in decl.get("args", []):
+        if isinstance(item, dict) and set(item) == {"module"}:
+            module = item["module"]
+            items.append(_call_text(module) or (module if isinstance(module, dict) and "class" in module else item))
+        elif isinstance(item, dict) and ("repeat" in item or "for" in item):
+            items.append(item)
+        else:
+            return None
+    return items
+
+
 @st.composite
 def called(draw: st.DrawFn, data: dict[str, Any]) -> dict[str, Any]:
     """``data`` (a valid canonical spec) with some module declarations written as call strings
-    and some arguments declared by their defaults."""
+    or (a Sequential) as a list of its modules, and some arguments declared by their defaults."""
     out = copy.deepcopy(data)
     for body in (out, *(b for b in out.get("classes", {}).values() if isinstance(b, dict))):
         for path, decl in body.get("modules", {}).items():
             text = _call_text(decl)
             if text is not None and draw(st.booleans()):
                 body["modules"][path] = text
+            elif _listed(decl) is not None and draw(st.booleans()):
+                body["modules"][path] = _listed(decl)
         for name, decl in body.get("args", {}).items():
             default = decl.get("default") if isinstance(decl, dict) and set(decl) == {"type", "default"} else None
             kind = {bool: "bool", int: "int", float: "float"}.get(type(default))

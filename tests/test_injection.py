@@ -1163,8 +1163,11 @@ BASE_SHORTHAND: dict[str, Any] = {
                                                               "module": "torch.nn.Linear(c, width)"}]]},
         "stages": {"class": "torch.nn.Sequential", "args": [{"for": ["k", "n"], "in": [[1, 2], ["width // 4", 1]],
                    "module": {"for": "i", "in": "n", "module": "torch.nn.Conv2d(width, width, k + i)"}}]},
+        "listed": ["torch.nn.ReLU()", ["torch.nn.Dropout(gain)", {"class": "torch.nn.Identity"}]],
+        "chain": "Chain(width)",
     },
-    "nodes": ["fc", "seq", "head"],
+    "classes": {"Chain": {"args": {"w": "int"}, "modules": {"a": "torch.nn.Linear(w, w)", "b": "torch.nn.ReLU()"}}},
+    "nodes": ["fc", "seq", "head", "listed", "chain"],
 }  # fmt: skip
 
 
@@ -1192,6 +1195,10 @@ SLOTS_SHORTHAND: dict[str, Callable[[dict[str, Any], str], None]] = {
     "for row in a table": lambda d, s: d["modules"]["stages"]["args"][0]["in"][1].__setitem__(0, s),
     "for count": lambda d, s: d["modules"]["stages"]["args"][0]["module"].__setitem__("in", s),
     "for module": lambda d, s: d["modules"]["levels"]["args"][0][0].__setitem__("module", s),
+    "list item": lambda d, s: d["modules"]["listed"].__setitem__(0, s),
+    "nested list item": lambda d, s: d["modules"]["listed"][1].__setitem__(0, s),
+    "chain module name": lambda d, s: d["classes"]["Chain"].__setitem__("modules", {"a": "torch.nn.Linear(w, w)", s: "torch.nn.ReLU()"}),
+    "chain module": lambda d, s: d["classes"]["Chain"]["modules"].__setitem__("b", s),
 }
 
 

@@ -358,6 +358,9 @@ def _message(error: ValidationError, path: tuple[Any, ...]) -> str:
             return f"missing key {name!r}: {instance.get('op')} nodes need " + ", ".join(
                 f"`{k}`" for k in error.validator_value
             )
+        if name == "nodes" and (not path or (len(path) == 2 and path[0] == "classes")):
+            return ("missing key 'nodes': a class, and the top level, has `nodes:`, or `modules:` that run in the "
+                    "order declared, each on the previous one's output")  # fmt: skip
         required = ", ".join(f"`{k}`" for k in error.validator_value)
         return f"missing key {name!r} (required here: {required})" + (hint if path else "")
     if error.validator in ("minimum", "maximum"):

@@ -49,6 +49,9 @@ PREVIOUS = "%"  # in a compact item's arguments: the previous item's value
 _NODE_KEYS = frozenset({"op", "name", "target", "args", "kwargs", "type", "default", "if", "for"})
 
 
+_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.ParameterList", "torch.nn.ParameterDict"})
+
+
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -138,19 +141,27 @@ def desugar(data: Any, reserved: Iterable[str] = ()) -> tuple[Any, dict[JsonPath
     classes = data.get("classes")
     if isinstance(classes, dict):
         bodies += [(("classes", name), body) for name, body in classes.items() if isinstance(body, dict)]
+    problems: list[tuple[JsonPath, str]] = []
+    chains: dict[JsonPath, list[str]] = {}
+    for k, (where, body) in enumerate(bodies):
+        chain = _module_chain(body, where, problems)
+        if chain:
+            chains[where] = chain
+            bodies[k] = (where, {**body, "nodes": list(chain)})
     bodies = [(where, body) for where, body in bodies if _has_compact(body.get("nodes"))]
     if not bodies:
+        if problems:
+            raise CompactError(problems)
         return data, None
     out = dict(data)
     if any(where for where, _ in bodies):
         out["classes"] = dict(classes)  # type: ignore[arg-type]
     sources: dict[JsonPath, Source] = {}
-    problems: list[tuple[JsonPath, str]] = []
     for where, body in bodies:
         graph = _Graph(body, where, frozenset(reserved))
         nodes = graph.body()
         problems += graph.problems
-        sources.update(graph.sources)
+        sources.update(_at_modules(graph.sources, where, chains[where]) if where in chains else graph.sources)
         new_body = {**body, "nodes": nodes}
         if where:
             out["classes"][where[1]] = new_body
@@ -159,6 +170,40 @@ def desugar(data: Any, reserved: Iterable[str] = ()) -> tuple[Any, dict[JsonPath
     if problems:
         raise CompactError(problems)
     return out, sources
+
+
+def _module_chain(body: dict[str, Any], where: JsonPath, problems: list[tuple[JsonPath, str]]) -> list[str]:
+    """The steps a body without ``nodes`` stands for: its modules called in the order declared,
+    each on the previous one's output (``torch.nn.Sequential``'s forward); none when it has nodes
+    (or no modules: the schema then says what is missing). A module declared with ``if:`` is not
+    in every instance, so such a body writes its nodes."""
+    modules = body.get("modules")
+    if "nodes" in body or not isinstance(modules, dict) or not modules:
+        return []
+    for path, decl in modules.items():
+        if isinstance(decl, dict) and "if" in decl:
+            problems.append(((*where, "modules", path), f"module {path!r} is declared with `if:`, so a class without "
+                             "`nodes:` cannot run its modules in order; write its nodes (a conditional runs it)"))
+            return []
+        if isinstance(decl, dict) and decl.get("class") in _CONTAINERS:
+            problems.append(((*where, "modules", path), f"module {path!r} is a {decl['class']}, which holds modules "
+                             "and cannot be called, so a class without `nodes:` cannot run its modules in order; "
+                             "write its nodes (a `for` over its items runs them)"))  # fmt: skip
+            return []
+    return [str(path) for path in modules]
+
+
+def _at_modules(sources: dict[JsonPath, Source], where: JsonPath, chain: list[str]) -> dict[JsonPath, Source]:
+    """``sources`` of a module chain's nodes, which are written nowhere: each step is located at
+    its module's declaration, the implied input and output at ``modules:``."""
+    nodes, size = (*where, "nodes"), len(where) + 1
+    moved: dict[JsonPath, Source] = {}
+    for path, (written, same) in sources.items():
+        if written[:size] == nodes:
+            index = written[size] if len(written) > size else None
+            written, same = ((*where, "modules", chain[index]) if isinstance(index, int) else (*where, "modules")), False
+        moved[path] = (written, same)
+    return moved
 
 
 def is_compact(item: Any) -> bool:

@@ -58,6 +58,12 @@ CALL_ALLOWED = (
     "{class: ..., args: [...], kwargs: {...}}"
 )
 
+SEQUENTIAL_ALLOWED = (
+    "a list of modules is a torch.nn.Sequential of them, each item a module written as a call "
+    '("torch.nn.ReLU()"), a mapping {class: ..., args: [...]}, a list (a Sequential), or {module: ...}, '
+    "{repeat: N, module: ...}, {for: NAMES, in: ..., module: ...}"
+)
+
 ARG_ALLOWED = (
     "an argument is declared by its type (`int`), by its default (`12`, `0.5`, `true`: the type is int, float "
     "or bool, as the literal's), or as {type: ..., default: ...}"
@@ -82,6 +88,10 @@ def parse_call(text: str, functions: frozenset[str] = frozenset()) -> dict[str, 
 def _call(text: str, depth: int, functions: frozenset[str]) -> dict[str, Any]:
     match = _CALL.fullmatch(text)
     if match is None:
+        if depth == 0 and text.count("(") != text.count(")"):
+            raise CallError(f"{text.strip()!r} is not a call: its parentheses do not close. YAML cuts an unquoted "
+                            "call inside [...] or {...} at each comma: put the call in quotes "
+                            '("torch.nn.Linear(d, d)")')  # fmt: skip
         raise CallError(f"{text.strip()!r} is not a call; {CALL_ALLOWED}")
     name, inner = match.groups()
     if name in FUNCTIONS or name in functions:
@@ -264,6 +274,8 @@ class _Desugar:
         may go), canonical."""
         if isinstance(decl, str):
             return self.call(decl, at) or decl
+        if isinstance(decl, list):
+            return self.sequential(decl, at)
         if not isinstance(decl, dict):
             return decl
         out = decl
@@ -293,6 +305,49 @@ class _Desugar:
             if any(new_kwargs[key] is not kwargs[key] for key in kwargs):
                 out = {**out, "kwargs": new_kwargs}
         return out
+
+    def sequential(self, items: list[Any], at: JsonPath) -> dict[str, Any]:
+        """A list of modules is a ``torch.nn.Sequential`` of them: each item a module (a call
+        string, a mapping, a list again) or a constructor argument's ``{module: ...}``,
+        ``{repeat: ...}`` or ``{for: ...}`` item."""
+        args: list[Any] = []
+        cut = 0  # the open parentheses of a call YAML cut at a comma, still to be closed by later items
+        for i, item in enumerate(items):
+            if isinstance(item, str) and (cut or item.count("(") > item.count(")")):
+                if not cut:  # one error for the call, not one per piece
+                    self.call(item, (*at, i))
+                cut = max(cut + item.count("(") - item.count(")"), 0)
+                args.append(item)
+                continue
+            module = isinstance(item, str | list) or (isinstance(item, dict) and "class" in item)
+            listed = isinstance(item, dict) and ("module" in item or "for" in item)
+            if not (module or listed):
+                self.problems.append(((*at, i), f"{item!r} is not a module: {SEQUENTIAL_ALLOWED}"))
+                args.append(item)
+                continue
+            canonical = (*at, "args", i, "module") if module else (*at, "args", i)
+            known, reported = set(self.sources), len(self.problems)
+            done = self.module(item, canonical, top=False) if module else self.values(item, canonical)
+            self.relocate(canonical, (*at, i), known, reported)
+            args.append({"module": done} if module else done)
+        self.sources[(*at, "class")] = (at, False)
+        self.sources[(*at, "args")] = (at, True)
+        return {"class": "torch.nn.Sequential", "args": args}
+
+    def relocate(self, canonical: JsonPath, written: JsonPath, known: set[JsonPath], reported: int) -> None:
+        """The sources recorded since ``known``, and the problems after the first ``reported``,
+        were located at ``canonical``, as the desugaring of one item saw it; it is written at
+        ``written``."""
+        size = len(canonical)
+
+        def moved(where: JsonPath) -> JsonPath:
+            return (*written, *where[size:]) if where[:size] == canonical else where
+
+        for path in set(self.sources) - known:
+            where, same = self.sources[path]
+            self.sources[path] = (moved(where), same)
+        self.problems[reported:] = [(moved(where), message) for where, message in self.problems[reported:]]
+        self.sources.setdefault(canonical, (written, True))
 
     def values(self, value: Any, at: JsonPath) -> Any:
         """A constructor argument with its ``{module: ...}`` and ``{repeat: ...}`` shorthands

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from conftest import ROOT
 
 import fxgen
@@ -188,3 +189,41 @@ def test_expand_keeps_a_specs_imports(tmp_path: Path, capsys: pytest.CaptureFixt
     canonical.write_text(capsys.readouterr().out)
     assert "imports:" in canonical.read_text() and "\nclasses:" not in canonical.read_text()
     assert fxgen.load_spec(canonical) == fxgen.load_spec(net)
+
+
+def test_a_body_without_nodes_runs_its_modules_in_the_order_declared() -> None:
+    text = """\
+fxgen: 2
+name: Net
+classes:
+  ConvNormAct:
+    args: {c: int}
+    modules:
+      "0": torch.nn.Conv2d(c, c, 3, padding=1)
+      "1": torch.nn.BatchNorm2d(c)
+      "2": torch.nn.ReLU()
+modules:
+  block: ConvNormAct(4)
+  head: torch.nn.Flatten()
+"""
+    doc = desugared(parse_text(text, "net.yaml"), RESERVED_NAMES)
+    assert doc.data["classes"]["ConvNormAct"]["nodes"] == [
+        {"op": "placeholder", "name": "x", "type": "torch.Tensor"},
+        {"op": "call_module", "name": "_0", "target": "0", "args": ["%x"]},
+        {"op": "call_module", "name": "_1", "target": "1", "args": ["%_0"]},
+        {"op": "call_module", "name": "_2", "target": "2", "args": ["%_1"]},
+        {"op": "output", "args": ["%_2"], "type": "torch.Tensor"},
+    ]
+    assert [node.get("target") for node in doc.data["nodes"]] == [None, "block", "head", None]
+    # each step is located at its module's declaration (the nodes are written nowhere)
+    assert doc.locate(("classes", "ConvNormAct", "nodes", 2)).line == 8
+    assert doc.locate(("nodes", 2)).line == 12
+    module = fxgen.load(parse_text(text).data)
+    x = torch.randn(2, 4, 5, 5)
+    assert torch.equal(module(x), module.head(module.block(x)))
+
+
+def test_a_body_with_nodes_or_without_modules_is_not_a_module_chain() -> None:
+    assert "nodes" not in desugar({"fxgen": 2, "name": "N", "parameters": {"w": {"shape": [2]}}})[0]
+    written = {"fxgen": 2, "name": "N", "modules": {"fc": "torch.nn.Linear(2, 2)"}, "nodes": [{"op": "output", "args": [1]}]}
+    assert desugar(written)[0]["nodes"] == written["nodes"]

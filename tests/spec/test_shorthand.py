@@ -170,3 +170,54 @@ def test_a_class_imported_from_a_file_brings_the_classes_its_calls_build(tmp_pat
                    "modules:\n  body: Outer(8)\nnodes: [body]\n")  # fmt: skip
     spec = fxgen.load_spec(net)
     assert list(spec.classes) == ["Inner", "Leaf", "Outer"]
+
+
+_SEQUENTIAL = """\
+fxgen: 2
+name: Net
+args: {d: 4, n: 2}
+modules:
+  body:
+    - torch.nn.Linear(d, d)
+    - {repeat: n, module: torch.nn.ReLU()}
+    - ["torch.nn.Linear(d, 2 * d)", {class: torch.nn.Tanh}]
+    - {for: k, in: [1, 2], module: "torch.nn.Linear(d * k, 2 * d * k)"}
+nodes: [out: body]
+"""
+
+
+def test_a_list_of_modules_is_a_sequential_of_them() -> None:
+    doc = desugared(parse_text(_SEQUENTIAL, "net.yaml"), RESERVED_NAMES)
+    linear = {"class": "torch.nn.Linear", "args": [{"arg": "d"}, {"arg": "2 * d"}]}
+    assert doc.data["modules"]["body"] == {
+        "class": "torch.nn.Sequential",
+        "args": [
+            {"module": {"class": "torch.nn.Linear", "args": [{"arg": "d"}, {"arg": "d"}]}},
+            {"repeat": {"arg": "n"}, "module": {"class": "torch.nn.ReLU"}},
+            {"module": {"class": "torch.nn.Sequential", "args": [{"module": linear}, {"module": {"class": "torch.nn.Tanh"}}]}},
+            {"for": "k", "in": [1, 2], "module": {"class": "torch.nn.Linear", "args": [{"arg": "d * k"}, {"arg": "2 * d * k"}]}},
+        ],
+    }
+    # each item, however deep, is located where it is written
+    assert doc.locate(("modules", "body", "args", 2, "module", "args", 0, "module")).line == 8
+    assert doc.locate(("modules", "body", "args", 3, "module")).line == 9
+    assert doc.locate(("modules", "body", "args", 1, "repeat")).line == 7
+    assert fxgen.generate(parse_text(_SEQUENTIAL).data).count("nn.Sequential(") == 2
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "line", "column", "message"),
+    [
+        ('["torch.nn.Linear(d, 2 * d)"', "[torch.nn.Linear(d, 2 * d)", 8, 8,
+         "'torch.nn.Linear(d' is not a call: its parentheses do not close. YAML cuts an unquoted call inside [...]"),
+        ("{class: torch.nn.Tanh}", "3", 8, 37, "3 is not a module: a list of modules is a torch.nn.Sequential of them"),
+        ("{repeat: n,", '{repeat: "n +",', 7, 16, "a repeat count is an integer or an expression"),
+        ("{class: torch.nn.Tanh}", "torch.nn.Tanh(e)", 8, 37, "'e' is not an argument of class 'Net'"),
+    ],
+)  # fmt: skip
+def test_a_bad_item_of_a_list_of_modules_is_one_error_at_that_item(old: str, new: str, line: int, column: int, message: str) -> None:
+    assert old in _SEQUENTIAL
+    with pytest.raises(fxgen.SpecError) as info:
+        validate_document(parse_text(_SEQUENTIAL.replace(old, new), "net.yaml"))
+    found = [(d.location.line, d.location.column, d.message) for d in info.value.diagnostics]
+    assert len(found) == 1 and found[0][:2] == (line, column) and message in found[0][2], found
