@@ -240,6 +240,7 @@ class _Graph:
         self.previous: str | None = None
         self.last: str | None = None
         self.last_source: JsonPath | None = None
+        self.lists: set[str] = set()  # the names of lists a repeat collected: returned, a list[torch.Tensor]
         self.unnamed: dict[str, dict[str, Any]] = {}  # a step nobody named yet, by the name it gets when used
 
     # -- lists -----------------------------------------------------------------------------
@@ -254,7 +255,8 @@ class _Graph:
                 self.refuse("the nodes end without an output node, and their last item has no one value to return; "
                             'end them with {op: output, args: ["%name"]}')  # fmt: skip
             elif self.last != _REFUSED:
-                out.append({"op": "output", "args": [self.value(PREVIOUS)], "type": "torch.Tensor"})
+                kind = "list[torch.Tensor]" if self.last in self.lists else "torch.Tensor"
+                out.append({"op": "output", "args": [self.value(PREVIOUS)], "type": kind})
                 self.sources[(*at, len(out) - 1)] = (self.here, False)
         if self.implied_input:
             out.insert(0, dict(_INPUT))
@@ -295,7 +297,7 @@ class _Graph:
             elif isinstance(item, dict) and "for" in item:
                 out.append(self.repeat(item, (*at, start), here, previous))
                 self.sources[(*at, start)] = (here, True)
-                previous = None
+                previous = self.last
             else:
                 nodes = self.step(item, here, previous)
                 for k, node in enumerate(nodes):
@@ -328,7 +330,12 @@ class _Graph:
         out = dict(item)
         if isinstance(item.get("nodes"), list):
             out["nodes"] = self.items(item["nodes"], (*at, "nodes"), (*here, "nodes"), previous)
-        self.last = None
+        # the one value it leaves, if one: the carried value (`for block in h: x = block(x)`) or the list collected
+        carry, collect = item.get("carry"), item.get("collect")
+        made = [*(carry if isinstance(carry, dict) else ()), *([collect] if collect is not None else [])]
+        self.last = made[0] if len(made) == 1 and isinstance(made[0], str) else None
+        if self.last is not None and self.last == collect:
+            self.lists.add(self.last)
         return out
 
     # -- one compact item --------------------------------------------------------------------

@@ -227,3 +227,24 @@ def test_a_body_with_nodes_or_without_modules_is_not_a_module_chain() -> None:
     assert "nodes" not in desugar({"fxgen": 2, "name": "N", "parameters": {"w": {"shape": [2]}}})[0]
     written = {"fxgen": 2, "name": "N", "modules": {"fc": "torch.nn.Linear(2, 2)"}, "nodes": [{"op": "output", "args": [1]}]}
     assert desugar(written)[0]["nodes"] == written["nodes"]
+
+
+@pytest.mark.parametrize(
+    ("loop", "after"),
+    [
+        ('{for: i, in: 2, nodes: [h: fc], carry: {x: "%h"}}', "%x"),  # the carried value
+        ("{for: i, in: 2, nodes: [h: fc], collect: hs}", "%hs"),  # the list collected
+    ],
+)
+def test_the_previous_value_after_a_repeat_is_the_one_value_it_leaves(loop: str, after: str) -> None:
+    nodes = _nodes(f"nodes: [x: fc, {loop}, y: [torch.add, '%', 1]]")
+    assert nodes[-2] == {"op": "call_function", "name": "y", "target": "torch.add", "args": [after, 1]}
+    assert nodes[-1] == {"op": "output", "args": ["%y"], "type": "torch.Tensor"}
+    ending = _nodes(f"nodes: [x: fc, {loop}]")  # the last value is returned
+    kind = "list[torch.Tensor]" if "collect" in loop else "torch.Tensor"
+    assert ending[-1] == {"op": "output", "args": [after], "type": kind}
+
+
+def test_after_a_repeat_carrying_two_values_there_is_no_previous_one() -> None:
+    with pytest.raises(fxgen.SpecError, match="previous"):
+        validate_document(parse_text(_HEAD + 'nodes: [x: fc, y: fc, {for: i, in: 2, nodes: [h: fc], carry: {x: "%h", y: "%h"}}, fc]'))
