@@ -12,9 +12,10 @@ import functools
 import keyword
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
-from fxgen._errors import Diagnostic
+from fxgen._errors import Diagnostic, Location
 from fxgen.policy.policy import Policy
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
@@ -54,6 +55,20 @@ module (the declaration as data; the class already resolved and its arguments ch
 MakeTensor = Callable[[str, dict[str, Any]], Any]
 """``(table, declaration) -> tensor``: how ``validate_for_load`` creates a checked parameter
 or buffer whose random initialisation must come between two module constructions."""
+
+
+@dataclass
+class _Folded:
+    """The diagnostic of a block's line in the first instance that failed there, and the other
+    instances that failed at that line too (folded into it)."""
+
+    index: int  # in the diagnostics
+    instance: str  # the first instance's " (in Block(...), built at ...)"
+    text: str  # its message without that
+    others: list[str] = field(default_factory=list)  # the other instances failing there
+
+
+_NAMED = 2  # other instances a folded diagnostic names; it counts the rest
 
 
 class CheckerBase:
@@ -98,8 +113,11 @@ class CheckerBase:
         self.keyword_names: set[str] = set()  # keyword argument names already found usable
         self.arities: dict[str, Any] = {}  # call_function target -> its operator arity, or None
         self.totals = {"packed_bytes": 0}  # bytes the packed tensors checked so far declare (the spec's limit)
+        # location -> the diagnostic of a block's line in its first failing instance: a line fails
+        # in every instance alike, and one mistake is one diagnostic
+        self.folded: dict[Location, _Folded] = {}
         if parent is not None:  # a block of the same document: one list of diagnostics, one set of memos
-            self.errors, self.totals = parent.errors, parent.totals
+            self.errors, self.totals, self.folded = parent.errors, parent.totals, parent.folded
             self.meta_builds, self.bindings = parent.meta_builds, parent.bindings
             self.keyword_names, self.arities = parent.keyword_names, parent.arities
 
@@ -107,7 +125,18 @@ class CheckerBase:
         path = (*self.scope, *path)
         loc = self.doc.key_location(path) if key else self.doc.locate(path)
         # One line, always: messages may quote torch's or the policy's multi-line exceptions.
-        self.errors.append(Diagnostic(loc, " ".join(message.splitlines()) + self.instance))
+        text = " ".join(message.splitlines())
+        first = self.folded.get(loc) if self.instance else None
+        if first is not None and first.instance != self.instance:  # the same line, failing in another instance
+            first.others.append(self.instance.strip()[4:-1])  # " (in X(...), built at ...)" -> "X(...), built at ..."
+            named = "".join(f"; also in {other}" for other in first.others[:_NAMED])
+            more = len(first.others) - _NAMED
+            rest = f"; and in {more} other instance{'s' * (more > 1)}" if more > 0 else ""
+            self.errors[first.index] = Diagnostic(loc, f"{first.text}{first.instance[:-1]}{named}{rest})")
+            return
+        if self.instance and first is None:
+            self.folded[loc] = _Folded(len(self.errors), self.instance, text)
+        self.errors.append(Diagnostic(loc, text + self.instance))
 
     def decode_constant(self, value: Any, where: JsonPath, *, mapping: bool = False) -> Any:
         refs = list(iter_refs(value))

@@ -439,6 +439,27 @@ nodes:
   - {op: output, args: ["%z"]}
 """
     errors = yaml_errors(text)
-    assert [(line, col) for line, col, _ in errors] == [(7, 13), (7, 13)]  # the class's own line, once per instance
-    assert "(in Attention(dim=10, heads=3), built at s.yaml:15:10)" in errors[0][2]
-    assert "(in Attention(dim=12, heads=5), built at s.yaml:16:11)" in errors[1][2]
+    assert [(line, col) for line, col, _ in errors] == [(7, 13)]  # the class's own line, once for every instance
+    assert ("(in Attention(dim=10, heads=3), built at s.yaml:15:10; also in Attention(dim=12, heads=5), built at "
+            "s.yaml:16:11)") in errors[0][2]  # fmt: skip
+
+
+def test_a_line_failing_in_many_instances_is_one_diagnostic_naming_two_and_counting_the_rest() -> None:
+    text = """\
+fxgen: 2
+name: Net
+classes:
+  Blk:
+    args: {c: int, t: int}
+    modules:
+      fc: {class: torch.nn.Sequential, args: [{repeat: "int(t != 1)", module: "torch.nn.Linear(c, c)"}]}
+modules:
+  a: Blk(4, 1)
+  b: Blk(4, 6)
+  c: Blk(8, 6)
+  d: Blk(8, 1)
+"""
+    errors = yaml_errors(text)
+    assert [(line, col) for line, col, _ in errors] == [(7, 11)]
+    assert errors[0][2].endswith("(in Blk(c=4, t=1), built at s.yaml:9:6; also in Blk(c=4, t=6), built at s.yaml:10:6; "
+                                 "also in Blk(c=8, t=6), built at s.yaml:11:6; and in 1 other instance)")  # fmt: skip
