@@ -223,8 +223,33 @@ def _split_at(data: Any, path: tuple[Any, ...]) -> tuple[Any, ...] | None:
         value = _at(data, path[:size])
         if isinstance(value, dict) and len(value) >= 2 and next(iter(value)) in TAGS:
             first = next(iter(value.values()))
-            if isinstance(first, str) and (first.count("(") > first.count(")") or first.count("[") > first.count("]")):
+            if isinstance(first, str) and _opens(first) > 0:
                 return path[:size]
+        if isinstance(value, dict) and _split_entry(value) is not None:
+            return path[:size]
+    return None
+
+
+def _opens(text: str) -> int:
+    """How many more brackets ``text`` opens than it closes."""
+    return text.count("(") - text.count(")") + text.count("[") - text.count("]")
+
+
+def _split_entry(value: dict[Any, Any]) -> tuple[Any, list[Any]] | None:
+    """The entry of ``value`` whose text a comma cut (``last: f(a`` then the key ``b)``), and the
+    keys its pieces became; None when there is none."""
+    items = list(value.items())
+    for i, (key, text) in enumerate(items):
+        if not isinstance(text, str) or _opens(text) <= 0:
+            continue
+        depth, pieces = _opens(text), []
+        for piece, rest in items[i + 1 :]:
+            if depth <= 0 or not isinstance(piece, str) or _opens(piece) >= 0 and rest is None:
+                break
+            pieces.append(piece)
+            depth += _opens(piece) + (_opens(rest) if isinstance(rest, str) else 0)
+        if pieces and depth <= 0:
+            return key, pieces
     return None
 
 
@@ -238,6 +263,14 @@ def _at(data: Any, path: tuple[Any, ...]) -> Any:
 
 
 def _split_message(value: dict[str, Any]) -> str:
+    entry = _split_entry(value) if next(iter(value)) not in TAGS else None
+    if entry is not None:
+        key, pieces = entry
+        keys = [key, *pieces]
+        written = ", ".join(f"{k}: {value[k]}" if value[k] is not None else str(k) for k in pieces)
+        whole = f"{value[key]}, {written}"
+        return (f"a comma inside {{...}} separates its entries, so `{key}: {whole}` reads as {len(keys)} keys "
+                f"({', '.join(map(repr, keys))}); quote a value that holds a comma: {key}: \"{whole}\"")
     tag, text = next(iter(value.items()))
     rest = ", ".join(str(key) if item is None else f"{key}: {item}" for key, item in list(value.items())[1:])
     return (f"a comma inside {{...}} separates its entries, so {{{tag}: {text}, {rest}}} reads as {len(value)} keys "
