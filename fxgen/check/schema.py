@@ -244,7 +244,7 @@ def _split_entry(value: dict[Any, Any]) -> tuple[Any, list[Any]] | None:
             continue
         depth, pieces = _opens(text), []
         for piece, rest in items[i + 1 :]:
-            if depth <= 0 or not isinstance(piece, str) or _opens(piece) >= 0 and rest is None:
+            if depth <= 0 or not isinstance(piece, str) or (_opens(piece) >= 0 and rest is None):
                 break
             pieces.append(piece)
             depth += _opens(piece) + (_opens(rest) if isinstance(rest, str) else 0)
