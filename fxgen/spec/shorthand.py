@@ -13,6 +13,9 @@ shorthand stands for exactly one canonical declaration:
   list ``[...]`` or tuple ``(a, b)`` of arguments, a module written as a call (``Conv(c, c,
   3)`` inside ``torch.nn.Sequential(...)``: ``{module: ...}``), or else an expression of
   ``fxgen.spec.expr`` over the class's arguments and values (``{arg: EXPR}``);
+* a **list of modules** wherever a module is declared: ``[torch.nn.Dropout(p), "torch.nn.Linear(a,
+  b)"]`` is ``{class: torch.nn.Sequential, args: [{module: ...}, ...]}``, each item a module or
+  an item of constructor arguments (``{repeat: ...}``, ``{for: ...}``), located where written;
 * ``{repeat: EXPR}`` with the count an expression string: ``{repeat: {arg: EXPR}}``;
 * ``{for: NAMES, in: ..., module: ...}`` (a ``for`` over module declarations) with ``in:`` an
   expression string (``{arg: EXPR}``, a count) or rows holding expression strings (each
