@@ -300,6 +300,18 @@ def _listed(decl: Any) -> list[Any] | None:
     return items
 
 
+def _module_list_item(decl: Any) -> dict[str, Any] | None:
+    """A canonical ModuleList of one ``{repeat: ...}`` or ``{for: ...}`` written as that item
+    (None where it is not one)."""
+    if not isinstance(decl, dict) or set(decl) - {"class", "args"} or decl.get("class") != "torch.nn.ModuleList":
+        return None
+    args = decl.get("args")
+    if not (isinstance(args, list) and len(args) == 1 and isinstance(args[0], list) and len(args[0]) == 1):
+        return None
+    item = args[0][0]
+    return item if isinstance(item, dict) and "module" in item and ("repeat" in item or "for" in item) else None
+
+
 @st.composite
 def called(draw: st.DrawFn, data: dict[str, Any]) -> dict[str, Any]:
     """``data`` (a valid canonical spec) with some module declarations written as call strings
@@ -312,6 +324,8 @@ def called(draw: st.DrawFn, data: dict[str, Any]) -> dict[str, Any]:
                 body["modules"][path] = text
             elif _listed(decl) is not None and draw(st.booleans()):
                 body["modules"][path] = _listed(decl)
+            elif _module_list_item(decl) is not None and draw(st.booleans()):
+                body["modules"][path] = _module_list_item(decl)
         for name, decl in body.get("args", {}).items():
             default = decl.get("default") if isinstance(decl, dict) and set(decl) == {"type", "default"} else None
             kind = {bool: "bool", int: "int", float: "float"}.get(type(default))

@@ -1165,6 +1165,8 @@ BASE_SHORTHAND: dict[str, Any] = {
                    "module": {"for": "i", "in": "n", "module": "torch.nn.Conv2d(width, width, k + i)"}}]},
         "listed": ["torch.nn.ReLU()", ["torch.nn.Dropout(gain)", {"class": "torch.nn.Identity"}]],
         "chain": "Chain(width)",
+        "repeated": {"repeat": "width // 2", "module": "torch.nn.Linear(width, width)"},
+        "looped": {"for": "c", "in": ["width", "width * 2"], "module": "torch.nn.Linear(c, width)"},
     },
     "classes": {"Chain": {"args": {"w": "int"}, "modules": {"a": "torch.nn.Linear(w, w)", "b": "torch.nn.ReLU()"}}},
     "nodes": ["fc", "seq", "head", "listed", "chain"],
@@ -1199,6 +1201,10 @@ SLOTS_SHORTHAND: dict[str, Callable[[dict[str, Any], str], None]] = {
     "nested list item": lambda d, s: d["modules"]["listed"][1].__setitem__(0, s),
     "chain module name": lambda d, s: d["classes"]["Chain"].__setitem__("modules", {"a": "torch.nn.Linear(w, w)", s: "torch.nn.ReLU()"}),
     "chain module": lambda d, s: d["classes"]["Chain"]["modules"].__setitem__("b", s),
+    "module list count": lambda d, s: d["modules"]["repeated"].__setitem__("repeat", s),
+    "module list module": lambda d, s: d["modules"]["repeated"].__setitem__("module", s),
+    "module list for name": lambda d, s: d["modules"]["looped"].__setitem__("for", s),
+    "module list for row": lambda d, s: d["modules"]["looped"]["in"].__setitem__(1, s),
 }
 
 

@@ -263,7 +263,9 @@ def _at(data: Any, path: tuple[Any, ...]) -> Any:
 
 
 def _split_message(value: dict[str, Any]) -> str:
-    entry = _split_entry(value) if next(iter(value)) not in TAGS else None
+    first = next(iter(value.values()))
+    tagged = next(iter(value)) in TAGS and isinstance(first, str) and _opens(first) > 0
+    entry = None if tagged else _split_entry(value)
     if entry is not None:
         key, pieces = entry
         keys = [key, *pieces]

@@ -16,6 +16,9 @@ shorthand stands for exactly one canonical declaration:
 * a **list of modules** wherever a module is declared: ``[torch.nn.Dropout(p), "torch.nn.Linear(a,
   b)"]`` is ``{class: torch.nn.Sequential, args: [{module: ...}, ...]}``, each item a module or
   an item of constructor arguments (``{repeat: ...}``, ``{for: ...}``), located where written;
+* a ``{repeat: ...}`` or ``{for: ...}`` **declared as a module** is a ``torch.nn.ModuleList`` of
+  what it makes: ``m: {repeat: n, module: "Block(c)"}`` is ``{class: torch.nn.ModuleList, args:
+  [[{repeat: n, module: ...}]]}``;
 * ``{repeat: EXPR}`` with the count an expression string: ``{repeat: {arg: EXPR}}``;
 * ``{for: NAMES, in: ..., module: ...}`` (a ``for`` over module declarations) with ``in:`` an
   expression string (``{arg: EXPR}``, a count) or rows holding expression strings (each
@@ -281,6 +284,8 @@ class _Desugar:
             return self.sequential(decl, at)
         if not isinstance(decl, dict):
             return decl
+        if "module" in decl and (set(decl) <= {"repeat", "module"} or set(decl) <= {"for", "in", "module"}):
+            return self.module_list(decl, at)
         out = decl
         if top and "call" in decl:
             if not isinstance(decl["call"], str):
@@ -336,6 +341,18 @@ class _Desugar:
         self.sources[(*at, "class")] = (at, False)
         self.sources[(*at, "args")] = (at, True)
         return {"class": "torch.nn.Sequential", "args": args}
+
+    def module_list(self, decl: dict[str, Any], at: JsonPath) -> dict[str, Any]:
+        """A ``{repeat: ...}`` or ``{for: ...}`` declared as a module is a ``torch.nn.ModuleList``
+        of what it makes (``nn.ModuleList(Block(c) for c in ch)``)."""
+        canonical = (*at, "args", 0, 0)
+        known, reported = set(self.sources), len(self.problems)
+        item = self.values(decl, canonical)
+        self.relocate(canonical, at, known, reported)
+        self.sources[(*at, "class")] = (at, False)
+        self.sources[(*at, "args")] = (at, False)
+        self.sources[(*at, "args", 0)] = (at, False)
+        return {"class": "torch.nn.ModuleList", "args": [[item]]}
 
     def relocate(self, canonical: JsonPath, written: JsonPath, known: set[JsonPath], reported: int) -> None:
         """The sources recorded since ``known``, and the problems after the first ``reported``,

@@ -221,3 +221,33 @@ def test_a_bad_item_of_a_list_of_modules_is_one_error_at_that_item(old: str, new
         validate_document(parse_text(_SEQUENTIAL.replace(old, new), "net.yaml"))
     found = [(d.location.line, d.location.column, d.message) for d in info.value.diagnostics]
     assert len(found) == 1 and found[0][:2] == (line, column) and message in found[0][2], found
+
+
+def test_a_repeat_or_for_declared_as_a_module_is_a_module_list() -> None:
+    text = """\
+fxgen: 2
+name: Net
+args: {d: 4, n: 2}
+modules:
+  blocks: {repeat: n, module: "torch.nn.Linear(d, d)"}
+  levels: {for: c, in: [d, 2 * d], module: "torch.nn.Linear(c, d)"}
+nodes:
+  - {for: i, in: n, nodes: [h: "blocks.{i}"], carry: {x: "%h"}}
+  - out: [levels.0, "%x"]
+"""
+    doc = desugared(parse_text(text, "net.yaml"), RESERVED_NAMES)
+    assert doc.data["modules"] == {
+        "blocks": {"class": "torch.nn.ModuleList",
+                   "args": [[{"repeat": {"arg": "n"}, "module": {"class": "torch.nn.Linear", "args": [{"arg": "d"}, {"arg": "d"}]}}]]},
+        "levels": {"class": "torch.nn.ModuleList",
+                   "args": [[{"for": "c", "in": [{"arg": "d"}, {"arg": "2 * d"}],
+                              "module": {"class": "torch.nn.Linear", "args": [{"arg": "c"}, {"arg": "d"}]}}]]},
+    }  # fmt: skip
+    assert doc.locate(("modules", "levels", "args", 0, 0, "module")).column == 44
+    assert doc.locate(("modules", "blocks", "class")).line == 5
+    source = fxgen.generate(parse_text(text).data)
+    assert "self.blocks = nn.ModuleList([nn.Linear(d, d) for _ in range(n)])" in source
+    with pytest.raises(fxgen.SpecError) as info:
+        validate_document(parse_text(text.replace("2 * d]", "2 * e]"), "net.yaml"))
+    first = info.value.diagnostics[0]
+    assert (first.location.line, first.location.column) == (6, 28) and "'e' is not an argument" in first.message
