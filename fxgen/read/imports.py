@@ -32,7 +32,7 @@ from fxgen._errors import Diagnostic, Location, SpecError
 from fxgen.read.reader import Document, read_document
 from fxgen.read.yaml_events import JsonPath
 
-__all__ = ["MAX_IMPORTED_FILES", "imported_digest", "read_spec", "with_imports"]
+__all__ = ["MAX_IMPORTED_FILES", "class_names", "imported_digest", "read_spec", "with_imports"]
 
 
 MAX_IMPORTED_FILES = 256  # files one spec may reach through its imports: a project's block library, not a crawl
@@ -286,14 +286,14 @@ def _used_classes(name: str, classes: dict[str, Any]) -> list[str]:
     seen = {name}
     todo = [name]
     while todo:
-        for found in _class_names(classes.get(todo.pop())):
+        for found in class_names(classes.get(todo.pop())):
             if found in classes and found not in seen:
                 seen.add(found)
                 todo.append(found)
     return [known for known in classes if known in seen]
 
 
-def _class_names(value: Any) -> list[str]:
+def class_names(value: Any) -> list[str]:
     """Every ``class:`` value in a class body, however deeply nested, and every class a module
     written as a call string names (``Conv(c, c, 3)``, ``torch.nn.Sequential(Conv(...))``: the
     shorthand ``fxgen.spec.shorthand`` desugars after reading)."""

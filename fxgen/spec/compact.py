@@ -38,6 +38,8 @@ from typing import Any
 from fxgen._errors import Diagnostic, Location, SpecError
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
+from fxgen.spec.chains import at_modules, module_chain
+from fxgen.spec.returns import callees_first, class_at, typed_output
 from fxgen.spec.shorthand import Source, desugar_declarations
 
 __all__ = ["PREVIOUS", "CompactDocument", "desugar", "desugared", "fx_name", "implied_op", "is_compact"]
@@ -47,9 +49,6 @@ PREVIOUS = "%"  # in a compact item's arguments: the previous item's value
 
 
 _NODE_KEYS = frozenset({"op", "name", "target", "args", "kwargs", "type", "default", "if", "for"})
-
-
-_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.ParameterList", "torch.nn.ParameterDict"})
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -144,10 +143,12 @@ def desugar(data: Any, reserved: Iterable[str] = ()) -> tuple[Any, dict[JsonPath
     problems: list[tuple[JsonPath, str]] = []
     chains: dict[JsonPath, list[str]] = {}
     for k, (where, body) in enumerate(bodies):
-        chain = _module_chain(body, where, problems)
+        chain = module_chain(body, where, problems)
         if chain:
             chains[where] = chain
             bodies[k] = (where, {**body, "nodes": list(chain)})
+    blocks: dict[str, Any] = classes if isinstance(classes, dict) else {}
+    order: dict[JsonPath, int] = {("classes", name): k for k, name in enumerate(callees_first(blocks))}
     bodies = [(where, body) for where, body in bodies if _has_compact(body.get("nodes"))]
     if not bodies:
         if problems:
@@ -157,53 +158,22 @@ def desugar(data: Any, reserved: Iterable[str] = ()) -> tuple[Any, dict[JsonPath
     if any(where for where, _ in bodies):
         out["classes"] = dict(classes)  # type: ignore[arg-type]
     sources: dict[JsonPath, Source] = {}
-    for where, body in bodies:
-        graph = _Graph(body, where, frozenset(reserved))
+    # block -> the type it returns: written, or (compact blocks go first, each after those it uses) implied
+    types = {name: str(body["nodes"][-1]["type"]) for name, body in blocks.items() if typed_output(body)}
+    for where, body in sorted(bodies, key=lambda entry: order.get(entry[0], len(order))):
+        graph = _Graph(body, where, frozenset(reserved), types)
         nodes = graph.body()
+        if where and nodes and isinstance(nodes[-1], dict) and nodes[-1].get("op") == "output":
+            types[str(where[1])] = str(nodes[-1].get("type", "torch.Tensor"))
         problems += graph.problems
-        sources.update(_at_modules(graph.sources, where, chains[where]) if where in chains else graph.sources)
-        new_body = {**body, "nodes": nodes}
+        sources.update(at_modules(graph.sources, where, chains[where]) if where in chains else graph.sources)
         if where:
-            out["classes"][where[1]] = new_body
+            out["classes"][where[1]] = {**body, "nodes": nodes}
         else:
-            out.update(new_body)
+            out["nodes"] = nodes
     if problems:
         raise CompactError(problems)
     return out, sources
-
-
-def _module_chain(body: dict[str, Any], where: JsonPath, problems: list[tuple[JsonPath, str]]) -> list[str]:
-    """The steps a body without ``nodes`` stands for: its modules called in the order declared,
-    each on the previous one's output (``torch.nn.Sequential``'s forward); none when it has nodes
-    (or no modules: the schema then says what is missing). A module declared with ``if:`` is not
-    in every instance, so such a body writes its nodes."""
-    modules = body.get("modules")
-    if "nodes" in body or not isinstance(modules, dict) or not modules:
-        return []
-    for path, decl in modules.items():
-        if isinstance(decl, dict) and "if" in decl:
-            problems.append(((*where, "modules", path), f"module {path!r} is declared with `if:`, so a class without "
-                             "`nodes:` cannot run its modules in order; write its nodes (a conditional runs it)"))
-            return []
-        if isinstance(decl, dict) and decl.get("class") in _CONTAINERS:
-            problems.append(((*where, "modules", path), f"module {path!r} is a {decl['class']}, which holds modules "
-                             "and cannot be called, so a class without `nodes:` cannot run its modules in order; "
-                             "write its nodes (a `for` over its items runs them)"))  # fmt: skip
-            return []
-    return [str(path) for path in modules]
-
-
-def _at_modules(sources: dict[JsonPath, Source], where: JsonPath, chain: list[str]) -> dict[JsonPath, Source]:
-    """``sources`` of a module chain's nodes, which are written nowhere: each step is located at
-    its module's declaration, the implied input and output at ``modules:``."""
-    nodes, size = (*where, "nodes"), len(where) + 1
-    moved: dict[JsonPath, Source] = {}
-    for path, (written, same) in sources.items():
-        if written[:size] == nodes:
-            index = written[size] if len(written) > size else None
-            written, same = ((*where, "modules", chain[index]) if isinstance(index, int) else (*where, "modules")), False
-        moved[path] = (written, same)
-    return moved
 
 
 def is_compact(item: Any) -> bool:
@@ -227,7 +197,7 @@ def _has_compact(nodes: Any) -> bool:
 class _Graph:
     """One class's node list desugared: the nodes, their sources, and the problems found."""
 
-    def __init__(self, body: dict[str, Any], where: JsonPath, reserved: frozenset[str]) -> None:
+    def __init__(self, body: dict[str, Any], where: JsonPath, reserved: frozenset[str], types: dict[str, str]) -> None:
         self.where = where
         self.modules = _keys(body.get("modules"))
         self.tensors = _keys(body.get("parameters")) | _keys(body.get("buffers"))
@@ -241,6 +211,9 @@ class _Graph:
         self.last: str | None = None
         self.last_source: JsonPath | None = None
         self.lists: set[str] = set()  # the names of lists a repeat collected: returned, a list[torch.Tensor]
+        declared = body.get("modules")
+        self.declared: dict[str, Any] = declared if isinstance(declared, dict) else {}
+        self.types = types  # the output type of each block desugared before this body
         self.unnamed: dict[str, dict[str, Any]] = {}  # a step nobody named yet, by the name it gets when used
 
     # -- lists -----------------------------------------------------------------------------
@@ -255,13 +228,23 @@ class _Graph:
                 self.refuse("the nodes end without an output node, and their last item has no one value to return; "
                             'end them with {op: output, args: ["%name"]}')  # fmt: skip
             elif self.last != _REFUSED:
-                kind = "list[torch.Tensor]" if self.last in self.lists else "torch.Tensor"
-                out.append({"op": "output", "args": [self.value(PREVIOUS)], "type": kind})
+                returned = self.value(PREVIOUS)
+                kind = "list[torch.Tensor]" if self.last in self.lists else self.returns(out, returned)
+                out.append({"op": "output", "args": [returned], "type": kind})
                 self.sources[(*at, len(out) - 1)] = (self.here, False)
         if self.implied_input:
             out.insert(0, dict(_INPUT))
             self.shift(at, at)
         return out
+
+    def returns(self, out: list[Any], returned: Any) -> str:
+        """The type the implied output has: a block's, when the value returned is a call of a
+        module of this class that is an instance of a block (``Detect`` returns a list), else
+        ``torch.Tensor``."""
+        node = next((n for n in out if isinstance(n, dict) and n.get("name") == str(returned)[1:]), None)
+        if node is None or node.get("op") != "call_module" or not isinstance(node.get("target"), str):
+            return "torch.Tensor"
+        return self.types.get(class_at(self.declared, node["target"]) or "", "torch.Tensor")
 
     def shift(self, at: JsonPath, first: JsonPath) -> None:
         """The implied input went first (located at ``first``): every item of the top list moves

@@ -248,3 +248,53 @@ def test_the_previous_value_after_a_repeat_is_the_one_value_it_leaves(loop: str,
 def test_after_a_repeat_carrying_two_values_there_is_no_previous_one() -> None:
     with pytest.raises(fxgen.SpecError, match="previous"):
         validate_document(parse_text(_HEAD + 'nodes: [x: fc, y: fc, {for: i, in: 2, nodes: [h: fc], carry: {x: "%h", y: "%h"}}, fc]'))
+
+
+@pytest.mark.parametrize("written", [True, False])
+def test_an_implied_output_returns_what_the_block_it_calls_returns(written: bool) -> None:
+    """Detect returns a list (written, or implied by the list its repeat collects): a chain whose
+    last step is a Detect, directly or as an item of a Sequential, returns a list too."""
+    detect = ('[{op: placeholder, name: x, type: "list[torch.Tensor]"}, {for: i, in: 2, nodes: [p: [operator.getitem, '
+              '"%x", {arg: i}], out: ["heads.{i}", "%p"]], collect: outs}]')  # fmt: skip
+    if written:
+        detect = detect[:-1] + ', {op: output, args: ["%outs"], type: "list[torch.Tensor]"}]'
+    text = f"""\
+fxgen: 2
+name: Net
+classes:
+  Top:
+    modules: {{stem: torch.nn.Identity(), head: Detect()}}
+    nodes: [y: stem, out: [head, ["%y", "%y"]]]
+  Detect:
+    modules: {{heads: {{repeat: 2, module: torch.nn.ReLU()}}}}
+    nodes: {detect}
+modules:
+  model: [torch.nn.Identity(), Top()]
+nodes: [model.1]
+"""
+    doc = desugared(parse_text(text, "net.yaml"), RESERVED_NAMES)
+    assert doc.data["classes"]["Top"]["nodes"][-1]["type"] == "list[torch.Tensor]"
+    assert doc.data["nodes"][-1] == {"op": "output", "args": ["%model_1"], "type": "list[torch.Tensor]"}
+    assert list(doc.data["classes"]) == ["Top", "Detect"]  # written order kept
+
+
+def test_blocks_are_desugared_callees_first_and_items_of_containers_have_their_class() -> None:
+    from fxgen.spec.returns import callees_first, class_at
+
+    classes = {"Top": {"modules": {"a": {"class": "Mid"}}}, "Mid": {"modules": {"b": {"class": "torch.nn.Sequential",
+               "args": [{"module": {"class": "Leaf"}}]}}}, "Leaf": {"nodes": []}, "Loop": {"modules": {"x": {"class": "Loop"}}}}  # fmt: skip
+    assert callees_first(classes) == ["Leaf", "Mid", "Top", "Loop"]
+    modules = {"seq": {"class": "torch.nn.Sequential", "args": [{"module": {"class": "A"}}, {"module": {"class": "B"}}]},
+               "rep": {"class": "torch.nn.ModuleList", "args": [[{"repeat": 2, "module": {"class": "C"}}]]},
+               "x.y": {"class": "D"}}  # fmt: skip
+    assert [class_at(modules, t) for t in ("seq.1", "seq", "rep.0", "x.y", "x.y.0", "nope")] == ["B", "torch.nn.Sequential", None, "D", None, None]
+
+
+def test_a_module_chain_is_its_module_names_and_refuses_what_cannot_run() -> None:
+    from fxgen.spec.chains import module_chain
+
+    problems: list[Any] = []
+    assert module_chain({"modules": {"a": {"class": "X"}, "0": {"class": "Y"}}}, (), problems) == ["a", "0"]
+    assert module_chain({"modules": {"a": {"class": "X"}}, "nodes": []}, (), problems) == [] and not problems
+    assert module_chain({"modules": {"a": {"class": "torch.nn.ModuleDict"}}}, ("classes", "C"), problems) == []
+    assert problems[0][0] == ("classes", "C", "modules", "a") and "cannot be called" in problems[0][1]
