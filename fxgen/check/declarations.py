@@ -314,8 +314,11 @@ class Checker(NodeChecks):
         for name, entry in inputs.items():
             if name not in placeholders:
                 known = ", ".join(repr(p) for p in placeholders if p) or "none"
+                written = name in {n.get("name") for n in self.data["nodes"]} or not placeholders
+                hint = "" if written else (f", or write its placeholder ({{op: placeholder, name: {name}}}): `inputs:` "
+                                           "implies the placeholders only of compact nodes that write none")  # fmt: skip
                 self.error(("inputs", name), f"input {name!r} is not a placeholder of the graph (its placeholders: "
-                           f"{known}); name a placeholder", key=True)  # fmt: skip
+                           f"{known}); name a placeholder{hint}", key=True)  # fmt: skip
             for i, dim in enumerate(entry["shape"]):
                 if isinstance(dim, str) and not IDENTIFIER.fullmatch(dim):
                     self.error(("inputs", name, "shape", i), f"symbolic dimension {dim!r} is not an identifier; "
