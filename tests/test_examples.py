@@ -144,6 +144,13 @@ def test_check_jsonschema_accepts_the_examples() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_each_example_names_the_schema_for_editors(example: Path) -> None:
+    """The first line is the YAML language server's `$schema`, a path from the spec to the schema."""
+    first = example.read_text().splitlines()[0]
+    assert first.startswith("# yaml-language-server: $schema="), first
+    assert (example.parent / first.split("=", 1)[1]).resolve() == ROOT / "schemas" / "fxgen.schema.json", first
+
+
 def test_check_jsonschema_metaschema() -> None:
     result = _run("check-jsonschema", "--check-metaschema", "schemas/fxgen.schema.json")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -218,9 +218,13 @@ mutants = mutated(bases)
 @st.composite
 def compacted(draw: st.DrawFn, data: dict[str, Any]) -> dict[str, Any]:
     """``data`` (a valid canonical spec) with some of its nodes written compactly: no `op` where the
-    target implies it, `.method` for a method, `"%"` for a reference to the named node before."""
+    target implies it, `.method` for a method, `"%"` for a reference to the named node before; and
+    sometimes its inputs declared under `inputs:` (in both), and the placeholders left to it where
+    none has a default (the first step's previous value is then the first input)."""
     out = copy.deepcopy(data)
     modules, tensors = set(out.get("modules", {})), set(out.get("parameters", {})) | set(out.get("buffers", {}))
+    placeholders = [node for node in out["nodes"] if node.get("op") == "placeholder"]
+    by_inputs = all("default" not in node for node in placeholders) and draw(st.booleans())
     previous = None
     for i, node in enumerate(out["nodes"]):
         op, target = node.get("op"), node.get("target")
@@ -233,6 +237,12 @@ def compacted(draw: st.DrawFn, data: dict[str, Any]) -> dict[str, Any]:
                 item["args"] = json.loads(json.dumps(item.get("args", [])).replace(json.dumps("%" + previous), '"%"'))
             out["nodes"][i] = item
         previous = node.get("name") if op != "output" else None
+        if by_inputs and op == "placeholder":
+            previous = placeholders[0]["name"]
+    if by_inputs:
+        out["inputs"] = {node["name"]: {"shape": [2, 4]} for node in placeholders}
+        if any("op" not in item for item in out["nodes"]):  # a compact list: the inputs are its placeholders
+            out["nodes"] = out["nodes"][len(placeholders) :]
     return out
 
 
@@ -241,6 +251,8 @@ def compacted(draw: st.DrawFn, data: dict[str, Any]) -> dict[str, Any]:
 def test_compact_nodes_desugar_to_exactly_the_canonical_ones(case: tuple[dict[str, Any], dict[str, Any]]) -> None:
     """A spec and the same spec partly written compactly validate to the same Spec."""
     canonical, compact = case
+    if "inputs" in compact:
+        canonical = {**canonical, "inputs": compact["inputs"]}
     assert validate_data(compact) == validate_data(canonical)
 
 

@@ -1137,6 +1137,7 @@ SLOTS_COMPACT: dict[str, Callable[[dict[str, Any], str], None]] = {
     "node without op name": lambda d, s: d["nodes"][5].__setitem__("name", s),
     "node without op target": lambda d, s: d["nodes"][6].__setitem__("target", s),
     "node without op kwarg": lambda d, s: d["nodes"][5].__setitem__("kwargs", {s: 0}),
+    "input implied as a placeholder": lambda d, s: d.__setitem__("inputs", {s: {"shape": [2, 4]}}),
 }
 
 

@@ -112,7 +112,9 @@ class CheckerBase:
         self.bindings: dict[tuple[type, str], str | None] = {}  # the same, for signature binding
         self.keyword_names: set[str] = set()  # keyword argument names already found usable
         self.arities: dict[str, Any] = {}  # call_function target -> its operator arity, or None
-        self.totals = {"packed_bytes": 0}  # bytes the packed tensors checked so far declare (the spec's limit)
+        # bytes the packed tensors checked so far declare (the spec's limit); problems found so far,
+        # folded or not (a check asks whether its part failed by this count: `reported`)
+        self.totals = {"packed_bytes": 0, "errors": 0}
         # location -> the diagnostic of a block's line in its first failing instance: a line fails
         # in every instance alike, and one mistake is one diagnostic
         self.folded: dict[Location, _Folded] = {}
@@ -125,6 +127,7 @@ class CheckerBase:
         path = (*self.scope, *path)
         loc = self.doc.key_location(path) if key else self.doc.locate(path)
         # One line, always: messages may quote torch's or the policy's multi-line exceptions.
+        self.totals["errors"] += 1
         text = " ".join(message.splitlines())
         first = self.folded.get(loc) if self.instance else None
         if first is not None and first.instance != self.instance:  # the same line, failing in another instance
@@ -137,6 +140,11 @@ class CheckerBase:
         if self.instance and first is None:
             self.folded[loc] = _Folded(len(self.errors), self.instance, text)
         self.errors.append(Diagnostic(loc, text + self.instance))
+
+    @property
+    def reported(self) -> int:
+        """How many problems were found so far (one folded into another's diagnostic counts)."""
+        return self.totals["errors"]
 
     def decode_constant(self, value: Any, where: JsonPath, *, mapping: bool = False) -> Any:
         refs = list(iter_refs(value))

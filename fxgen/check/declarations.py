@@ -314,8 +314,11 @@ class Checker(NodeChecks):
         for name, entry in inputs.items():
             if name not in placeholders:
                 known = ", ".join(repr(p) for p in placeholders if p) or "none"
+                written = name in {n.get("name") for n in self.data["nodes"]} or not placeholders
+                hint = "" if written else (f", or write its placeholder ({{op: placeholder, name: {name}}}): `inputs:` "
+                                           "implies the placeholders only of compact nodes that write none")  # fmt: skip
                 self.error(("inputs", name), f"input {name!r} is not a placeholder of the graph (its placeholders: "
-                           f"{known}); name a placeholder", key=True)  # fmt: skip
+                           f"{known}); name a placeholder{hint}", key=True)  # fmt: skip
             for i, dim in enumerate(entry["shape"]):
                 if isinstance(dim, str) and not IDENTIFIER.fullmatch(dim):
                     self.error(("inputs", name, "shape", i), f"symbolic dimension {dim!r} is not an identifier; "
@@ -502,10 +505,10 @@ class Checker(NodeChecks):
             checker = Checker(self.doc, self.policy, scope=("classes", name), env=values, top=top)
             shown = ", ".join(f"{arg}={value!r}" for arg, value in values.items())
             checker.instance = f" (in {name}({shown}), built at {self.doc.locate((*self.scope, *where))})"
-            reported = len(self.errors)
+            reported = self.reported
             checker.run()
             top.block_types.setdefault(name, checker.canonical_types)
-            top.instantiated[key] = None if len(self.errors) > reported else checker.stand_in(name)
+            top.instantiated[key] = None if self.reported > reported else checker.stand_in(name)
         finally:
             top.active.discard(name)
         return top.instantiated[key]
@@ -813,9 +816,9 @@ class Checker(NodeChecks):
 
     def check_tensors(self, table: str) -> None:
         for path, entry in self.data.get(table, {}).items():
-            reported = len(self.errors)
+            reported = self.reported
             self.check_tensor(table, path, entry)
-            if len(self.errors) > reported:
+            if self.reported > reported:
                 self.refused.add(path)
 
     def check_tensor(self, table: str, path: str, entry: dict[str, Any]) -> None:

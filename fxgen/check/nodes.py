@@ -78,9 +78,9 @@ class NodeChecks(CheckerBase):
             except NodesError as exc:
                 self.error(exc.path, f"{exc} (with {shown(env) or 'no arguments'})")
                 return  # (the other mode's graph would mostly report it again)
-            reported = len(self.errors)
+            reported = self.reported
             self.check_node_list(flat, types=False)
-            if len(self.errors) > reported:
+            if self.reported > reported:
                 return
             if any(n.get("name") is None and n["op"] != "output" for n, _ in flat):
                 self.check_unnamed(flat)

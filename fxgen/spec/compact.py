@@ -15,10 +15,11 @@ compact items, each standing for exactly the canonical nodes it desugars to:
 
 The op is implied by what the target names: a declared module (or an item of one) is
 ``call_module``, a declared parameter or buffer ``get_attr``, ``.name`` ``call_method``, anything
-else ``call_function``. A class whose nodes are compact needs no placeholder when the first step
-takes the previous value (the input ``x: torch.Tensor`` is implied) and no output node (the last
-value is returned, as a ``torch.Tensor``). A step nobody named gets the name torch.fx would give
-it. The canonical list stays the definition: ``fxgen expand`` prints it, everything below the read
+else ``call_function``. A class whose nodes are compact needs no placeholder: when the first step
+takes the previous value, the input ``x: torch.Tensor`` is implied (at the top level with
+``inputs:``, each input is a placeholder, in order, and the first step takes the first); and no
+output node: the last value is returned, as a ``torch.Tensor``. A step nobody named gets the name
+torch.fx would give it. The canonical list stays the definition: ``fxgen expand`` prints it, everything below the read
 stage sees only it, and every desugared node keeps the location of the compact item it comes from,
 so every later error points into the compact text (:class:`CompactDocument`).
 
@@ -37,7 +38,7 @@ from typing import Any
 
 from fxgen._errors import Diagnostic, Location, SpecError
 from fxgen.read.reader import Document
-from fxgen.read.yaml_events import JsonPath
+from fxgen.read.yaml_events import KEY, JsonPath
 from fxgen.spec.chains import at_modules, module_chain
 from fxgen.spec.returns import callees_first, class_at, typed_output
 from fxgen.spec.shorthand import Source, desugar_declarations
@@ -205,6 +206,7 @@ class _Graph:
         self.problems: list[tuple[JsonPath, str]] = []
         self.taken = set(_written_names(body.get("nodes"))) | set(reserved) | {"self", "output", _INPUT["name"]}
         self.nodes: list[Any] = body["nodes"]
+        self.inputs = body.get("inputs")
         self.implied_input = False
         self.here: JsonPath = (*where, "nodes")
         self.previous: str | None = None
@@ -220,7 +222,12 @@ class _Graph:
     def body(self) -> list[Any]:
         items, at = self.nodes, (*self.where, "nodes")
         first_is_input = bool(items) and isinstance(items[0], dict) and items[0].get("op") == "placeholder"
-        out = self.items(items, at, at, None if first_is_input else _IMPLIED)
+        declared = None if self.where else self.declared_inputs()
+        if declared is None:
+            first = None if first_is_input else _IMPLIED
+        else:  # the first input (none: one was refused)
+            first = declared[0][0]["name"] if declared else _REFUSED
+        out = self.items(items, at, at, first)
         last = out[-1] if out else None
         if not (isinstance(last, dict) and last.get("op") == "output"):
             self.here, self.previous = (self.last_source or at), self.last
@@ -233,8 +240,10 @@ class _Graph:
                 out.append({"op": "output", "args": [returned], "type": kind})
                 self.sources[(*at, len(out) - 1)] = (self.here, False)
         if self.implied_input:
-            out.insert(0, dict(_INPUT))
-            self.shift(at, at)
+            declared = [(dict(_INPUT), at)]
+        for k, (node, _) in enumerate(declared or ()):
+            out.insert(k, node)
+        self.shift(at, [where for _, where in declared or ()])
         return out
 
     def returns(self, out: list[Any], returned: Any) -> str:
@@ -246,17 +255,44 @@ class _Graph:
             return "torch.Tensor"
         return self.types.get(class_at(self.declared, node["target"]) or "", "torch.Tensor")
 
-    def shift(self, at: JsonPath, first: JsonPath) -> None:
-        """The implied input went first (located at ``first``): every item of the top list moves
-        down one."""
-        size = len(at)
+    def declared_inputs(self) -> list[tuple[dict[str, Any], JsonPath]] | None:
+        """The placeholders the top level's ``inputs:`` implies, each located at its input's key:
+        one ``NAME: torch.Tensor`` per input, in the order written, when the nodes write no
+        placeholder (None when they do, or when there is no ``inputs:`` to say them: then a chain's
+        input is ``x``). An input whose name cannot be a placeholder's is refused."""
+        inputs = self.inputs
+        written = any(isinstance(item, dict) and item.get("op") == "placeholder" for _, item in _spliced(self.nodes, ()))
+        if not isinstance(inputs, dict) or not inputs or written:
+            return None
+        out: list[tuple[dict[str, Any], JsonPath]] = []
+        names = set(_written_names(self.nodes))
+        for name in inputs:
+            self.here = ("inputs", name, KEY)
+            if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
+                self.refuse(f"input {name!r} is not an identifier, yet names a placeholder: the nodes write none, so "
+                            "`inputs:` implies one per input; name it with letters, digits and _ (not starting with "
+                            "a digit), or write the placeholders")  # fmt: skip
+            elif name in names:
+                self.refuse(f"input {name!r} is also the name of a value of the nodes: they write no placeholder, so "
+                            "`inputs:` implies one per input, named as the input; rename the input or that value")  # fmt: skip
+            else:
+                out.append(({"op": "placeholder", "name": name, "type": "torch.Tensor"}, self.here))
+                self.taken.add(name)
+        return out if len(out) == len(inputs) else []
+
+    def shift(self, at: JsonPath, firsts: list[JsonPath]) -> None:
+        """The implied inputs went first (each located where ``firsts`` says): every item of the top
+        list moves down as many."""
+        size, n = len(at), len(firsts)
+        if not n:
+            return
         moved: dict[JsonPath, Source] = {}
         for path, source in self.sources.items():
             index = path[size] if path[:size] == at and len(path) > size else None
             if isinstance(index, int):
-                path = (*at, index + 1, *path[size + 1 :])
+                path = (*at, index + n, *path[size + 1 :])
             moved[path] = source
-        moved[(*at, 0)] = (first, False)
+        moved.update({(*at, k): (first, False) for k, first in enumerate(firsts)})
         self.sources = moved
 
     def items(self, items: list[Any], at: JsonPath, source: JsonPath, previous: str | None) -> list[Any]:

@@ -6,7 +6,8 @@ a person reads the compact form (docs/spec-format.md, "The compact node form"). 
 node as the shortest item ``fxgen.spec.compact`` desugars to that very node: the op left to the
 target (``{y: conv}``, ``{gv: [.view, "%g", 1, -1]}``, ``{out: "%y"}``), the previous value as
 ``"%"``, a step nobody else reads left unnamed when torch.fx would give it the same name
-(``- relu``), a chain's input ``x: torch.Tensor`` and returned last value left implied. A node
+(``- relu``), a chain's input ``x: torch.Tensor`` (or the top level's placeholders, where its
+``inputs:`` imply them) and returned last value left implied. A node
 the compact form cannot say (a placeholder with a default, an op its target does not imply, a
 field no compact item has) stays canonical, and the two mix freely.
 
@@ -40,26 +41,30 @@ def compacted(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` (a spec's canonical data, ``Spec.to_dict``) with the node list of the top class
     and of each block written compactly where that desugars to the same nodes."""
     out = dict(data)
-    out["nodes"] = _class_nodes(data)
+    inputs = data.get("inputs")
+    out["nodes"] = _class_nodes(data, list(inputs) if isinstance(inputs, dict) else [])
     if isinstance(data.get("classes"), dict):
-        out["classes"] = {name: {**body, "nodes": _class_nodes(body)} for name, body in data["classes"].items()}
+        out["classes"] = {name: {**body, "nodes": _class_nodes(body, [])} for name, body in data["classes"].items()}
     return out
 
 
-def _class_nodes(body: dict[str, Any]) -> list[Any]:
-    """One class's nodes, compact where they round-trip (its canonical nodes otherwise)."""
+def _class_nodes(body: dict[str, Any], inputs: list[str]) -> list[Any]:
+    """One class's nodes, compact where they round-trip (its canonical nodes otherwise): first with
+    the placeholders ``inputs`` (the top level's ``inputs:``) implies left to it, then written."""
     canonical: list[Any] = body["nodes"]
     want = _items(canonical)
-    writer = _Writer(body)
-    while True:
-        nodes = writer.top(canonical)
-        got = _desugared(body, nodes)
-        if got == want:
-            return nodes
-        wrong = _differing(want, got) - writer.named
-        if got is None or not wrong:
-            return canonical
-        writer.named |= wrong
+    for implied in ([inputs, []] if inputs else [[]]):
+        writer = _Writer(body, implied)
+        while True:
+            nodes = writer.top(canonical)
+            got = _desugared(body, nodes)
+            if got == want:
+                return nodes
+            wrong = _differing(want, got) - writer.named
+            if got is None or not wrong:
+                break
+            writer.named |= wrong
+    return canonical
 
 
 def _items(nodes: list[Any]) -> list[Any]:
@@ -84,7 +89,7 @@ def _walk(items: list[Any]) -> list[dict[str, Any]]:
 
 def _desugared(body: dict[str, Any], nodes: list[Any]) -> list[Any] | None:
     """The items ``nodes`` desugar to in ``body``'s class (None: not well formed)."""
-    tables = {key: body[key] for key in ("modules", "parameters", "buffers") if key in body}
+    tables = {key: body[key] for key in ("modules", "parameters", "buffers", "inputs") if key in body}
     try:
         data, _ = desugar({**tables, "nodes": nodes})
         return _items(data["nodes"])
@@ -108,20 +113,27 @@ def _differing(want: list[Any], got: list[Any] | None) -> set[str]:
 class _Writer:
     """Writes one class's canonical items as compact ones; ``named``: the nodes to keep named."""
 
-    def __init__(self, body: dict[str, Any]) -> None:
+    def __init__(self, body: dict[str, Any], inputs: list[str]) -> None:
         self.modules = _keys(body.get("modules"))
         self.tensors = _keys(body.get("parameters")) | _keys(body.get("buffers"))
+        self.implied = [{"op": "placeholder", "name": name, "type": "torch.Tensor"} for name in inputs]
         self.named: set[str] = set()
 
     def top(self, nodes: list[Any]) -> list[Any]:
-        """The class's list: its lone input ``x: torch.Tensor`` implied when the first step takes
-        it as the previous value, its output implied when it returns the last value."""
+        """The class's list: its placeholders implied where they are those of its ``inputs:`` (the
+        first step's previous value the first of them), else its lone input ``x: torch.Tensor``
+        when the first step takes it as the previous value; its output implied when it returns
+        the last value."""
         end = nodes[-1] if nodes else None
         returns_last = isinstance(end, dict) and end == {"op": "output", "args": end.get("args"), "type": "torch.Tensor"}
-        out, last = self.items(nodes[:-1] if returns_last else nodes, None)
+        body = nodes[:-1] if returns_last else nodes
+        size = len(self.implied)
+        by_inputs = bool(size) and body[:size] == self.implied and len(body) > size
+        by_inputs = by_inputs and not any(node.get("op") == "placeholder" for node in body[size:])
+        out, last = self.items(body[size:], body[0]["name"]) if by_inputs else self.items(body, None)
         if returns_last and not (out and last is not None and end["args"] == [f"%{last}"]):  # type: ignore[index]
             out.append(end)
-        if len(out) >= 2 and out[0] == _INPUT and _takes_previous(out[1]):
+        if not by_inputs and len(out) >= 2 and out[0] == _INPUT and _takes_previous(out[1]):
             out = out[1:]
         return out
 

@@ -4,6 +4,7 @@ expand` prints the canonical spec, which loads to the same Spec."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +48,43 @@ def test_a_chain_needs_no_placeholder_output_names_or_ops() -> None:
         {"op": "get_attr", "name": "gamma", "target": "gamma"},
         {"op": "output", "args": ["%gamma"], "type": "torch.Tensor"},
     ]
+
+
+def test_the_inputs_imply_the_top_levels_placeholders_in_their_order() -> None:
+    inputs = "inputs: {idx: {shape: [2]}, mask: {shape: [2]}}\n"
+    placeholders = [{"op": "placeholder", "name": name, "type": "torch.Tensor"} for name in ("idx", "mask")]
+    # the first step's previous value is the first input
+    assert _nodes(inputs + 'nodes: [fc, out: [operator.mul, "%", "%mask"]]')[:3] == [
+        *placeholders, {"op": "call_module", "name": "fc", "target": "fc", "args": ["%idx"]}]
+    # implied too when no step takes the previous value: the inputs declare them
+    assert _nodes(inputs + 'nodes: [out: [operator.add, "%mask", "%idx"]]')[:2] == placeholders
+    # a step nobody named is not named as an input
+    assert _nodes('inputs: {fc: {shape: [2]}}\nnodes: [fc, torch.relu]')[1]["name"] == "fc_1"
+
+
+def test_written_placeholders_win_and_without_inputs_the_chains_input_is_x() -> None:
+    written = 'nodes: [{op: placeholder, name: mask}, out: [torch.relu, "%"]]'
+    assert _nodes("inputs: {idx: {shape: [2]}}\n" + written) == _nodes(written)
+    assert _nodes(written)[0] == {"op": "placeholder", "name": "mask"}
+    for inputs in ("", "inputs: {}\n", "inputs: {x: {shape: [2]}}\n"):
+        assert _nodes(inputs + "nodes: [fc]")[0] == {"op": "placeholder", "name": "x", "type": "torch.Tensor"}
+    # a class has no inputs: its chain's input is x
+    text = "classes:\n  Block: {modules: {fc: torch.nn.Linear(4, 4)}, nodes: [fc]}\ninputs: {idx: {shape: [2]}}\nnodes: [fc]"
+    data, _ = desugar(parse_text(_HEAD + text).data, RESERVED_NAMES)
+    assert data["classes"]["Block"]["nodes"][0]["name"] == "x" and data["nodes"][0]["name"] == "idx"
+
+
+@pytest.mark.parametrize("json_syntax", [False, True])
+def test_an_implied_placeholder_is_located_at_its_inputs_key(json_syntax: bool) -> None:
+    text = _HEAD + "inputs:\n  x: {shape: [2, 4]}\n  lambda:\n    shape: [2, 4]\nnodes: [fc]"
+    key = "lambda:"
+    if json_syntax:
+        text, key = json.dumps(parse_text(text).data, indent=1), '"lambda":'
+    [(line, column)] = [(i + 1, row.index(key) + 1) for i, row in enumerate(text.splitlines()) if key in row]
+    with pytest.raises(fxgen.SpecError) as info:
+        validate_document(parse_text(text, json_syntax=json_syntax))
+    found = [(d.location.line, d.location.column, d.message) for d in info.value.diagnostics]
+    assert found == [(line, column, "node name 'lambda' is a Python keyword; choose another name")]
 
 
 def test_named_steps_arguments_aliases_and_unpacking() -> None:

@@ -158,3 +158,35 @@ def test_fxgen_export_writes_the_compact_form(tmp_path: Path) -> None:
     text = out.read_text()
     assert text.endswith("nodes:\n  - fc\n  - norm\n  - torch.relu\n  - add: [operator.add, '%', '%x']\n")
     assert fxgen.load_spec(out) == fxgen.export(Chainy())
+
+
+@settings(max_examples=60, deadline=None)
+@given(spec_dicts())
+def test_random_specs_with_inputs_leave_their_placeholders_to_them(data: dict) -> None:
+    """With ``inputs:`` declaring every placeholder (none has a default), a compact list writes
+    none of them; with a default among them, every one is written."""
+    placeholders = [node for node in data["nodes"] if node["op"] == "placeholder"]
+    spec = as_spec({**data, "inputs": {node["name"]: {"shape": [2, 4]} for node in placeholders
+                                      if "default" not in node}}, policy_for(None))  # fmt: skip
+    text = assert_round_trips(spec)
+    nodes = parse_text(text).data["nodes"]
+    written = [item for item in nodes if isinstance(item, dict) and item.get("op") == "placeholder"]
+    compact = any(not (isinstance(item, dict) and "op" in item) for item in nodes)
+    assert written == ([] if compact and all("default" not in node for node in placeholders) else placeholders)
+
+
+def test_the_placeholders_inputs_imply_are_left_to_them_in_their_order() -> None:
+    text = CHAIN.replace("  - {op: placeholder, name: x, type: torch.Tensor}\n",
+                         "  - {op: placeholder, name: x, type: torch.Tensor}\n"
+                         "  - {op: placeholder, name: m, type: torch.Tensor}\n")  # fmt: skip
+    text = text.replace("'%add', '%x'", "'%add', '%m'") + "inputs: {x: {shape: [2, 4]}, m: {shape: [2, 4]}}\n"
+    nodes = compacted(_read(text).to_dict())["nodes"]
+    assert nodes[:2] == ["fc", {"relu": "torch.relu"}]  # fc takes the first input, x
+    assert nodes[-2] == {"y": ["torch.add", "%", "%m"]}
+    assert_round_trips(_read(text))
+    # the inputs in another order than the placeholders: they are written
+    swapped = text.replace("inputs: {x: {shape: [2, 4]}, m: {shape: [2, 4]}}", "inputs: {m: {shape: [2, 4]}, x: {shape: [2, 4]}}")
+    assert compacted(_read(swapped).to_dict())["nodes"][:3] == [
+        {"op": "placeholder", "name": "x", "type": "torch.Tensor"}, {"op": "placeholder", "name": "m", "type": "torch.Tensor"},
+        {"fc": ["fc", "%x"]}]  # fmt: skip
+    assert_round_trips(_read(swapped))
