@@ -7,7 +7,8 @@ node as the shortest item ``fxgen.spec.compact`` desugars to that very node: the
 target (``{y: conv}``, ``{gv: [.view, "%g", 1, -1]}``, ``{out: "%y"}``), the previous value as
 ``"%"``, a step nobody else reads left unnamed when torch.fx would give it the same name
 (``- relu``), a chain's input ``x: torch.Tensor`` (or the top level's placeholders, where its
-``inputs:`` imply them) and returned last value left implied. A node
+``inputs:`` imply them) and returned last value left implied; a body whose nodes are then only
+its modules' names, in the order declared, writes no nodes at all. A node
 the compact form cannot say (a placeholder with a default, an op its target does not imply, a
 field no compact item has) stays canonical, and the two mix freely.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fxgen.spec.chains import module_chain
 from fxgen.spec.compact import PREVIOUS, CompactError, desugar, fx_name, implied_op
 
 __all__ = ["compacted"]
@@ -40,12 +42,22 @@ _NODE_KEYS = frozenset({"op", "name", "target", "args", "kwargs", "type", "defau
 def compacted(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` (a spec's canonical data, ``Spec.to_dict``) with the node list of the top class
     and of each block written compactly where that desugars to the same nodes."""
-    out = dict(data)
     inputs = data.get("inputs")
-    out["nodes"] = _class_nodes(data, list(inputs) if isinstance(inputs, dict) else [])
+    out = _chained(data, _class_nodes(data, list(inputs) if isinstance(inputs, dict) else []))
     if isinstance(data.get("classes"), dict):
-        out["classes"] = {name: {**body, "nodes": _class_nodes(body, [])} for name, body in data["classes"].items()}
+        out["classes"] = {name: _chained(body, _class_nodes(body, [])) for name, body in data["classes"].items()}
     return out
+
+
+def _chained(body: dict[str, Any], nodes: list[Any]) -> dict[str, Any]:
+    """``body`` with its compact ``nodes``; without them where they are the chain of its modules
+    in the order declared, which a body without nodes stands for (``fxgen.spec.chains``)."""
+    bare = {key: value for key, value in body.items() if key != "nodes"}
+    problems: list[Any] = []
+    chain = module_chain(bare, (), problems)
+    if chain and not problems and _desugared(body, list(chain)) == _items(body["nodes"]):
+        return bare
+    return {**body, "nodes": nodes}
 
 
 def _class_nodes(body: dict[str, Any], inputs: list[str]) -> list[Any]:

@@ -190,3 +190,11 @@ def test_the_placeholders_inputs_imply_are_left_to_them_in_their_order() -> None
         {"op": "placeholder", "name": "x", "type": "torch.Tensor"}, {"op": "placeholder", "name": "m", "type": "torch.Tensor"},
         {"fc": ["fc", "%x"]}]  # fmt: skip
     assert_round_trips(_read(swapped))
+
+
+def test_a_body_whose_nodes_run_its_modules_in_order_is_written_without_nodes() -> None:
+    spec = fxgen.load_spec(ROOT / "model_specs" / "mobilenet_v2.yaml")
+    text = assert_round_trips(spec)
+    block = text[text.index("  Conv2dNormActivation:") : text.index("  InvertedResidual:")]
+    assert "nodes" not in block and "'2': {class: torch.nn.ReLU6" in block
+    assert "nodes:" in text[text.index("  InvertedResidual:") :]  # a conditional: written
