@@ -10,7 +10,7 @@ outputs it takes (the ``from`` column); ``parse_model`` builds the ``nn.Sequenti
         - [[-1, 0], "Concat(1)"]
 
 stands for exactly ``modules: {model: {class: torch.nn.Sequential, args: [{module: MODULE},
-...]}}`` (added after the body's own modules) and one compact node item per row, put before
+...]}}`` (after the body's own modules) and one compact node item per row, put before
 the body's own nodes (after their placeholders, if they begin with some): row i is
 ``{model_i: [model.i, FROM]}``, named as torch.fx names that call, its argument the value FROM
 names. FROM -1 is the previous row's value (row 0's is the previous value of the compact form:
@@ -30,7 +30,7 @@ from fxgen.read.yaml_events import KEY, JsonPath
 
 __all__ = ["FROM_ALLOWED", "desugar_layers"]
 
-Source = tuple[JsonPath, bool]  # as fxgen.spec.shorthand's (which imports this module's users)
+Source = tuple[JsonPath, bool]  # as fxgen.spec.shorthand's: where a path is written, and whether the paths below follow
 Problem = tuple[JsonPath, str]
 
 FROM_ALLOWED = (
@@ -67,6 +67,8 @@ def desugar_layers(
 
 
 class _Table:
+    """The layer tables of one spec desugared: their bodies, the produced paths' sources, the problems."""
+
     def __init__(self, node_name: Callable[[str], str]) -> None:
         self.node_name = node_name
         self.sources: dict[JsonPath, Source] = {}
@@ -76,9 +78,14 @@ class _Table:
         """``body`` with its ``layers:`` desugared (``body`` itself when it has none)."""
         if "layers" not in body:
             return body
+        return {key: value for key, value in self.table(body, where).items() if key != "layers"}
+
+    def table(self, body: dict[str, Any], where: JsonPath) -> dict[str, Any]:
+        """``body`` with the module and the nodes its ``layers:`` stands for (``body`` itself
+        when the table is not well formed: the problems say why)."""
         at = (*where, "layers")
         table = body["layers"]
-        out = {key: value for key, value in body.items() if key != "layers"}
+        out = body
         if not isinstance(table, dict) or len(table) != 1 or not isinstance(next(iter(table)), str):
             self.problems.append((at, _ROW_ALLOWED))
             return out
@@ -88,19 +95,21 @@ class _Table:
         if not isinstance(modules, dict):
             return out  # the schema says what `modules:` is
         if name in modules:
-            self.problems.append(((*here, KEY), f"`layers:` declares the container {name!r}, which `modules:` declares too; "
-                                        "declare it once (remove it from `modules:` or rename the table)"))  # fmt: skip
+            self.problems.append(((*here, KEY), f"`layers:` declares the container {name!r}, which `modules:` "
+                                                 "declares too; declare it once (remove it from `modules:` or rename "
+                                                 "the table)"))  # fmt: skip
             return out
         if not isinstance(rows, list) or not rows:
             self.problems.append((here, f"the rows of {name!r} are a non-empty list; {_ROW_ALLOWED}"))
             return out
-        bad = [i for i, row in enumerate(rows) if not isinstance(row, list) or len(row) != 2 or not isinstance(row[1], str | dict)]
+        bad = [i for i, row in enumerate(rows) if not (isinstance(row, list) and len(row) == 2 and isinstance(row[1], str | dict))]
         for i in bad:
             self.problems.append(((*here, i), f"row {i} of {name!r} is not [FROM, MODULE]; {_ROW_ALLOWED}"))
         if bad:
             return out
         path = (*where, "modules", name)
-        out["modules"] = {**modules, name: {"class": "torch.nn.Sequential", "args": [{"module": row[1]} for row in rows]}}
+        out = _in_place(out, "modules", {**modules, name: {"class": "torch.nn.Sequential",
+                                                            "args": [{"module": row[1]} for row in rows]}})  # fmt: skip
         self.sources[path] = (here, False)
         for i in range(len(rows)):
             self.sources[(*path, "args", i)] = ((*here, i), False)
@@ -115,7 +124,7 @@ class _Table:
         if not isinstance(own, list):
             return out  # the schema says what `nodes:` is
         start = next((k for k, item in enumerate(own) if not _placeholder(item)), len(own))
-        out["nodes"] = [*own[:start], *(step for _, step in steps), *own[start:]]
+        out = _in_place(out, "nodes", [*own[:start], *(step for _, step in steps), *own[start:]])
         nodes = (*where, "nodes")
         if "nodes" not in body:
             self.sources[nodes] = (here, False)
@@ -147,6 +156,19 @@ class _Table:
             self.problems.append((at, f"row {i} takes the value {-written} rows back, before row 0; {FROM_ALLOWED}"))
             return None
         return f"%{names[j]}"
+
+
+def _in_place(body: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """``body`` with ``key`` set to ``value``, where it is, else just before ``layers`` (so
+    ``fxgen expand`` prints the Sequential and the nodes where the table was written)."""
+    if key in body:
+        return {**body, key: value}
+    out: dict[str, Any] = {}
+    for k, v in body.items():
+        if k == "layers":
+            out[key] = value
+        out[k] = v
+    return out
 
 
 def _placeholder(item: Any) -> bool:
