@@ -48,6 +48,8 @@ from fxgen.check.validate import validate_data
 from fxgen.cli.main import main
 from fxgen.read.reader import parse_text
 from fxgen.spec import expr
+from fxgen.spec.compact import fx_name
+from fxgen.spec.layers import desugar_layers
 from fxgen.spec.shorthand import desugar_declarations
 
 EXAMPLE_DICTS = [parse_text(p.read_bytes(), str(p)).data for p in EXAMPLES]
@@ -181,7 +183,9 @@ _PASSES = ["eliminate_dead_code", {"replace": {"target": "torch.relu", "by": "to
 WITH_PASSES = [{**d, "passes": copy.deepcopy(_PASSES)} for d in EXAMPLE_DICTS if d["fxgen"] == 1]
 # The examples with named values, one expression drawn from every form of the grammar.
 # (canonical: the strategy edits module declarations, which the examples may write as call strings)
-WITH_VALUES = [desugar_declarations(d)[0] for d in EXAMPLE_DICTS if d.get("values")]
+# the examples with named values, their declarations canonical (a layer table's Sequential declared under `modules:`)
+WITH_VALUES = [desugar_declarations(desugar_layers(d, lambda path: fx_name("call_module", path))[0])[0]
+               for d in EXAMPLE_DICTS if d.get("values")]  # fmt: skip
 
 
 def _checks(data: dict[str, Any]) -> list[str]:
