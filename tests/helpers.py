@@ -123,3 +123,16 @@ def loaded_and_generated(data: dict[str, Any], prefix: str) -> tuple[torch.nn.Mo
     generated = getattr(module, data["name"])()
     generated.load_state_dict(gm.state_dict(), strict=True)
     return gm, generated
+
+
+def diagnostics(text: str) -> list[tuple[int, int, str]]:
+    """(line, column, message) of each problem fxgen finds in spec ``text`` (none: it is valid)."""
+    import fxgen
+    from fxgen.check.validate import validate_document
+    from fxgen.read.reader import parse_text
+
+    try:
+        validate_document(parse_text(text))
+    except fxgen.SpecError as exc:
+        return [(d.location.line, d.location.column, d.message) for d in exc.diagnostics]
+    return []

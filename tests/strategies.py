@@ -352,6 +352,36 @@ def module_loop_specs(draw: st.DrawFn) -> dict[str, Any]:
     }  # fmt: skip
 
 
+# -- the layer table ---------------------------------------------------------------------------------
+@st.composite
+def layer_table_specs(draw: st.DrawFn) -> dict[str, Any]:
+    """A format-2 spec whose top level is a layer table (``layers: {CONTAINER: [[FROM, MODULE],
+    ...]}``) of 1 to 6 rows over ``x`` [2, 4]: each FROM drawn from -1, other indices (some
+    forward, some before row 0), lists of them and things that are no FROM; a list argument goes
+    to ``Cat`` (torch.cat along dim 0, so every value stays [n, 4]), a single one to a ReLU,
+    Identity or Linear(4, 4). Sometimes the body's own nodes return a list of some rows' values."""
+    container = draw(st.sampled_from(["model", "layers", "m", "body2"]))
+    index = st.integers(-4, 6)
+    source = st.one_of(st.just(-1), index, st.lists(index, min_size=1, max_size=3),
+                       st.sampled_from(["a", True, 1.5, [], [[0]], None]))  # fmt: skip
+    rows: list[Any] = []
+    for _ in range(draw(st.integers(1, 6))):
+        written = draw(source)
+        single = draw(st.sampled_from(["torch.nn.ReLU()", "torch.nn.Identity()", "torch.nn.Linear(4, 4)",
+                                       {"class": "torch.nn.Linear", "args": [4, 4], "kwargs": {"bias": False}}]))  # fmt: skip
+        rows.append([written, "Cat()" if isinstance(written, list) else single])
+    data: dict[str, Any] = {
+        "fxgen": 2, "name": "Table",
+        "classes": {"Cat": {"nodes": [{"op": "placeholder", "name": "x", "type": "list[torch.Tensor]"},
+                                      {"out": ["torch.cat", "%", 0]}]}},
+        "layers": {container: rows},
+    }  # fmt: skip
+    if draw(st.booleans()):
+        picked = draw(st.lists(st.integers(0, len(rows) - 1), min_size=1, max_size=3))
+        data["nodes"] = [{"op": "output", "args": [[f"%{container}_{i}" for i in picked]], "type": "list[torch.Tensor]"}]
+    return data
+
+
 # -- conditionals and repeats of nodes -----------------------------------------------------------------
 @st.composite
 def construct_specs(draw: st.DrawFn, max_items: int = 6) -> dict[str, Any]:

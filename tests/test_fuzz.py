@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 from strategies import (
     construct_specs,
     expression_specs,
+    layer_table_specs,
     mode_specs,
     module_loop_specs,
     presence_specs,
@@ -47,6 +48,8 @@ from fxgen.check.validate import validate_data
 from fxgen.cli.main import main
 from fxgen.read.reader import parse_text
 from fxgen.spec import expr
+from fxgen.spec.compact import fx_name
+from fxgen.spec.layers import desugar_layers
 from fxgen.spec.shorthand import desugar_declarations
 
 EXAMPLE_DICTS = [parse_text(p.read_bytes(), str(p)).data for p in EXAMPLES]
@@ -180,7 +183,9 @@ _PASSES = ["eliminate_dead_code", {"replace": {"target": "torch.relu", "by": "to
 WITH_PASSES = [{**d, "passes": copy.deepcopy(_PASSES)} for d in EXAMPLE_DICTS if d["fxgen"] == 1]
 # The examples with named values, one expression drawn from every form of the grammar.
 # (canonical: the strategy edits module declarations, which the examples may write as call strings)
-WITH_VALUES = [desugar_declarations(d)[0] for d in EXAMPLE_DICTS if d.get("values")]
+# the examples with named values, their declarations canonical (a layer table's Sequential declared under `modules:`)
+WITH_VALUES = [desugar_declarations(desugar_layers(d, lambda path: fx_name("call_module", path))[0])[0]
+               for d in EXAMPLE_DICTS if d.get("values")]  # fmt: skip
 
 
 def _checks(data: dict[str, Any]) -> list[str]:
@@ -486,6 +491,57 @@ def test_drawn_expressions_never_crash(data: dict[str, Any]) -> None:
         with torch.device("meta"):
             made = getattr(namespace[spec.name], variant)()
         assert [(k, t.shape) for k, t in made.state_dict().items()] == [(k, t.shape) for k, t in built.state_dict().items()]
+
+
+def _routed(rows: list[Any]) -> list[Any] | None:
+    """What each row of a layer table takes, by Ultralytics' rule (``_predict_once``: -1 the
+    previous value, else ``y[f]`` in the list of the values so far, negative from its end), as
+    ``"x"`` or a row index; None when a FROM is no int, a list of them, or indexes past ``y``."""
+    taken: list[Any] = []
+    for i, (written, _) in enumerate(rows):
+        froms = written if isinstance(written, list) else [written]
+        if not froms or any(not isinstance(f, int) or isinstance(f, bool) for f in froms):
+            return None
+        try:
+            found = ["x" if f == -1 and i == 0 else i - 1 if f == -1 else list(range(i))[f] for f in froms]
+        except IndexError:
+            return None
+        taken.append(found if isinstance(written, list) else found[0])
+    return taken
+
+
+@settings(max_examples=BUDGET, suppress_health_check=[HealthCheck.too_slow])
+@given(layer_table_specs())
+def test_drawn_layer_tables_route_as_ultralytics_and_run_as_generated(data: dict[str, Any]) -> None:
+    """A layer table is refused exactly when Ultralytics' rule cannot route it; otherwise each
+    row's node takes what that rule says, and fxgen.load and the generated class (same seed)
+    compute the same, bit for bit."""
+    import torch
+
+    (container, rows), = data["layers"].items()
+    expected = _routed(rows)
+    try:
+        spec = validate_data(data)
+    except SpecError as exc:
+        assert expected is None, exc
+        return
+    assert expected is not None
+    ref = {"x": "%x", **{i: f"%{container}_{i}" for i in range(len(rows))}}
+    calls = [n for n in spec.nodes if n.op == "call_module"]
+    assert [(n.name, n.target, n.args) for n in calls] == [
+        (f"{container}_{i}", f"{container}.{i}", [[ref[k] for k in taken] if isinstance(taken, list) else ref[taken]])
+        for i, taken in enumerate(expected)
+    ]
+    namespace: dict[str, Any] = {"__name__": "fxgen_fuzz_layers"}
+    exec(compile(fxgen.generate(spec), "<generated>", "exec"), namespace)
+    x = torch.randn(2, 4, generator=torch.Generator().manual_seed(0))
+    torch.manual_seed(1)
+    gm = fxgen.load(spec)
+    torch.manual_seed(1)
+    generated = namespace[spec.name]()
+    out, again = gm(x), generated(x)
+    flat = out if isinstance(out, list) else [out]
+    assert all(torch.equal(a, b) for a, b in zip(flat, again if isinstance(again, list) else [again], strict=True))
 
 
 @settings(max_examples=BUDGET, suppress_health_check=[HealthCheck.too_slow])

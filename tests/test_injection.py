@@ -35,7 +35,9 @@ from fxgen.check.validate import validate_data
 from fxgen.codegen.render import declared_classes
 from fxgen.policy.tables import SAFE_BUILTINS
 from fxgen.spec.checks import shape_checks
+from fxgen.spec.compact import fx_name
 from fxgen.spec.init import INIT_SCHEMES
+from fxgen.spec.layers import desugar_layers
 from fxgen.spec.model import walk_loops, walk_nodes
 from fxgen.spec.resolve import is_module_loop, loop_names, needs_resolution
 from fxgen.spec.shorthand import desugar_declarations
@@ -786,10 +788,17 @@ def run_case(data: dict[str, Any]) -> fxgen.Spec | None:
 
 def _canonical(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` with its declaration shorthands desugared: a string a call string quotes
-    (``'nearest'``) reaches the code as that string, each a part of the call's text."""
-    canonical, _, problems = desugar_declarations(data)
+    (``'nearest'``) reaches the code as that string, each a part of the call's text. A layer
+    table adds only its container's class, the paths of its items and their torch.fx names."""
+    layered, _, problems = desugar_layers(data, lambda path: fx_name("call_module", path))
     assert not problems
-    quoted = set(_values(canonical)) - _strings(data)
+    tables = [table for body in (data, *data.get("classes", {}).values()) for table in body.get("layers", {}).items()]
+    made = {text for c, rows in tables for i in range(len(rows))
+            for text in (str(i), f"{c}.{i}", fx_name("call_module", f"{c}.{i}"), "%" + fx_name("call_module", f"{c}.{i}"))}
+    assert _strings(layered) - _strings(data) <= _strings([*made, "torch.nn.Sequential", "modules", "module"])
+    canonical, _, problems = desugar_declarations(layered)
+    assert not problems
+    quoted = set(_values(canonical)) - _strings(layered)
     assert all(any(text.removeprefix("%") in raw for raw in _strings(data)) for text in quoted), quoted
     return cast(dict[str, Any], canonical)
 
@@ -1216,6 +1225,46 @@ def test_the_shorthand_base_spec_is_valid() -> None:
 @pytest.mark.parametrize("slot", sorted(SLOTS_SHORTHAND))
 def test_every_nasty_string_in_every_shorthand_slot(slot: str) -> None:
     _grid(BASE_SHORTHAND, SLOTS_SHORTHAND, slot, [*NASTY_CORE, *EXPRESSIONS], run_case)
+
+
+# -- the layer table: a container's rows, [FROM, MODULE] ----------------------------------------------
+BASE_LAYERS: dict[str, Any] = {
+    "fxgen": 2,
+    "name": "Victim",
+    "args": {"width": 4},
+    "classes": {"Cat": {"nodes": [{"op": "placeholder", "name": "x", "type": "list[torch.Tensor]"},
+                                  {"out": ["torch.cat", "%", -1]}]},
+                "Pair": {"args": {"c": "int"}, "layers": {"body": [[-1, "torch.nn.Linear(c, c)"], [[0, -1], "Cat()"]]}}},
+    "layers": {"model": [[-1, "torch.nn.Linear(width, width)"], [-1, {"class": "torch.nn.ReLU"}], [[-2, 1], "Cat()"],
+                         [-1, "Pair(width * 2)"]]},
+    "nodes": [{"op": "output", "args": [["%model_3", "%model_1"]], "type": "list[torch.Tensor]"}],
+}  # fmt: skip
+
+
+def _set_row(row: int, index: int, text: str = "SLOT") -> Callable[[dict[str, Any], str], None]:
+    return lambda d, s: d["layers"]["model"][row].__setitem__(index, text.replace("SLOT", s))
+
+
+SLOTS_LAYERS: dict[str, Callable[[dict[str, Any], str], None]] = {
+    "container name": lambda d, s: d.__setitem__("layers", {s: d["layers"]["model"]}),
+    "class container name": lambda d, s: d["classes"]["Pair"].__setitem__("layers", {s: [[-1, "torch.nn.ReLU()"]]}),
+    "row module": _set_row(0, 1),
+    "row class": _set_row(0, 1, "SLOT(width, width)"),
+    "row argument": _set_row(0, 1, "torch.nn.Linear(width, SLOT)"),
+    "row mapping class": lambda d, s: d["layers"]["model"][1].__setitem__(1, {"class": s}),
+    "row from": _set_row(1, 0),
+    "row from in a list": lambda d, s: d["layers"]["model"][2][0].__setitem__(0, s),
+    "reference to a row": lambda d, s: d["nodes"][0]["args"][0].__setitem__(0, "%" + s),
+}
+
+
+def test_the_layers_base_spec_is_valid() -> None:
+    assert run_case(copy.deepcopy(BASE_LAYERS)) is not None
+
+
+@pytest.mark.parametrize("slot", sorted(SLOTS_LAYERS))
+def test_every_nasty_string_in_every_layers_slot(slot: str) -> None:
+    _grid(BASE_LAYERS, SLOTS_LAYERS, slot, [*NASTY_CORE, *EXPRESSIONS], run_case)
 
 
 def _grid(base: dict[str, Any], slots: dict[str, Any], slot: str, texts: list[str], run: Callable[..., Any]) -> None:

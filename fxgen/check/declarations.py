@@ -594,7 +594,10 @@ class Checker(NodeChecks):
             if table == "modules":
                 if "if" in modules[path] and not self.check_condition(path, modules[path]):
                     continue  # not declared for this instance (or its condition is refused)
+                reported = len(self.errors)
                 self.check_module(path, modules[path])
+                if len(self.errors) > reported:
+                    self.refused.add(path)  # the nodes calling its items are not told again that they are undeclared
                 if "init" in modules[path]:
                     self.check_module_init(path, modules[path])
             elif self.make_tensor is not None and path not in self.refused:

@@ -294,6 +294,8 @@ class NodeChecks(CheckerBase):
         if target in self.data.get("modules", {}):
             return
         path = self.owning_module(target) if self.doc.data["fxgen"] >= 2 else None
+        if path is not None and path in self.refused:
+            return  # an item of a declared module whose declaration is refused: reported there
         if path is not None and self.module_classes.get(path) in _CONTAINERS:
             found, item = _attribute(self.instances[path], target[len(path) + 1 :])
             if found and isinstance(item, torch.nn.Module):

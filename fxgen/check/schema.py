@@ -394,8 +394,8 @@ def _message(error: ValidationError, path: tuple[Any, ...]) -> str:
                 f"`{k}`" for k in error.validator_value
             )
         if name == "nodes" and (not path or (len(path) == 2 and path[0] == "classes")):
-            return ("missing key 'nodes': a class, and the top level, has `nodes:`, or `modules:` that run in the "
-                    "order declared, each on the previous one's output")  # fmt: skip
+            return ("missing key 'nodes': a class, and the top level, has `nodes:`, `modules:` that run in the "
+                    "order declared, each on the previous one's output, or a layer table (`layers:`)")  # fmt: skip
         required = ", ".join(f"`{k}`" for k in error.validator_value)
         return f"missing key {name!r} (required here: {required})" + (hint if path else "")
     if error.validator in ("minimum", "maximum"):

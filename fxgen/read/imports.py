@@ -295,8 +295,8 @@ def _used_classes(name: str, classes: dict[str, Any]) -> list[str]:
 
 def class_names(value: Any) -> list[str]:
     """Every ``class:`` value in a class body, however deeply nested, and every class a module
-    written as a call string names (``Conv(c, c, 3)``, ``torch.nn.Sequential(Conv(...))``: the
-    shorthand ``fxgen.spec.shorthand`` desugars after reading)."""
+    written as a call string names (``Conv(c, c, 3)``, ``torch.nn.Sequential(Conv(...))``, a
+    layer table's row: the shorthands ``fxgen.spec`` desugars after reading)."""
     found: list[str] = []
     todo = [value]
     while todo:
@@ -307,6 +307,9 @@ def class_names(value: Any) -> list[str]:
             calls = [item.get("module"), item.get("call")]
             if isinstance(item.get("modules"), dict):
                 calls += item["modules"].values()
+            if isinstance(item.get("layers"), dict):  # a layer table's rows, [FROM, MODULE] (fxgen.spec.layers)
+                calls += [row[-1] for rows in item["layers"].values() if isinstance(rows, list)
+                          for row in rows if isinstance(row, list) and row]  # fmt: skip
             found += [name.group(1) for call in calls if isinstance(call, str) for name in _CALLED.finditer(call)]
             todo.extend(item.values())
         elif isinstance(item, list):

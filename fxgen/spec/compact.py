@@ -40,6 +40,7 @@ from fxgen._errors import Diagnostic, Location, SpecError
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import KEY, JsonPath
 from fxgen.spec.chains import at_modules, module_chain
+from fxgen.spec.layers import desugar_layers
 from fxgen.spec.returns import callees_first, class_at, typed_output
 from fxgen.spec.shorthand import Source, desugar_declarations
 
@@ -114,18 +115,22 @@ class CompactDocument(Document):
 
 
 def desugared(doc: Document, reserved: Iterable[str] = ()) -> Document:
-    """``doc`` with its compact items and its declaration shorthands (``fxgen.spec.shorthand``)
-    desugared (``doc`` itself when it has none); a SpecError names every one that is not well
-    formed, at its line. ``reserved``: names a node may
-    not take (the generated module's globals), which a step's own name avoids."""
+    """``doc`` with its layer tables (``fxgen.spec.layers``), its compact items and its
+    declaration shorthands (``fxgen.spec.shorthand``) desugared (``doc`` itself when it has
+    none); a SpecError names every one that is not well formed, at its line. ``reserved``: names
+    a node may not take (the generated module's globals), which a step's own name avoids."""
+    data, layered, problems = desugar_layers(doc.data, lambda path: fx_name("call_module", path))
+    errors = [Diagnostic(doc.locate(where), message) for where, message in problems]
+    if layered is not None:  # located through the rows: every later path is one of this data
+        doc = CompactDocument(data=data, path=doc.path, raw=doc.raw, plain_json=doc.plain_json, inner=doc, sources=layered)
     data, declared, problems = desugar_declarations(doc.data)
     try:
         data, sources = desugar(data, reserved)
     except CompactError as exc:
         problems += exc.problems
         sources = None
-    if problems:
-        raise SpecError([Diagnostic(doc.locate(where), message) for where, message in problems]) from None
+    if problems or errors:
+        raise SpecError(errors + [Diagnostic(doc.locate(where), message) for where, message in problems]) from None
     if sources is None and declared is None:
         return doc
     sources = {**(declared or {}), **(sources or {})}

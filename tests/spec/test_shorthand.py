@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 from conftest import ROOT
+from helpers import diagnostics
 
 import fxgen
 from fxgen.check.checker import RESERVED_NAMES
-from fxgen.check.validate import validate_document
 from fxgen.cli.main import main
 from fxgen.read.reader import parse_text
 from fxgen.spec.compact import desugared
@@ -121,9 +121,7 @@ def test_a_spec_without_shorthands_is_left_as_it_is() -> None:
 )
 def test_errors_after_desugaring_point_at_the_shorthand(old: str, new: str, line: int, column: int, message: str) -> None:
     assert old in _SPEC
-    with pytest.raises(fxgen.SpecError) as info:
-        validate_document(parse_text(_SPEC.replace(old, new)))
-    found = [(d.location.line, d.location.column, d.message) for d in info.value.diagnostics]
+    found = diagnostics(_SPEC.replace(old, new))
     assert len(found) == 1 and found[0][:2] == (line, column) and message in found[0][2], found
 
 
@@ -217,9 +215,7 @@ def test_a_list_of_modules_is_a_sequential_of_them() -> None:
 )  # fmt: skip
 def test_a_bad_item_of_a_list_of_modules_is_one_error_at_that_item(old: str, new: str, line: int, column: int, message: str) -> None:
     assert old in _SEQUENTIAL
-    with pytest.raises(fxgen.SpecError) as info:
-        validate_document(parse_text(_SEQUENTIAL.replace(old, new), "net.yaml"))
-    found = [(d.location.line, d.location.column, d.message) for d in info.value.diagnostics]
+    found = diagnostics(_SEQUENTIAL.replace(old, new))
     assert len(found) == 1 and found[0][:2] == (line, column) and message in found[0][2], found
 
 
@@ -247,7 +243,5 @@ nodes:
     assert doc.locate(("modules", "blocks", "class")).line == 5
     source = fxgen.generate(parse_text(text).data)
     assert "self.blocks = nn.ModuleList([nn.Linear(d, d) for _ in range(n)])" in source
-    with pytest.raises(fxgen.SpecError) as info:
-        validate_document(parse_text(text.replace("2 * d]", "2 * e]"), "net.yaml"))
-    first = info.value.diagnostics[0]
-    assert (first.location.line, first.location.column) == (6, 28) and "'e' is not an argument" in first.message
+    found = diagnostics(text.replace("2 * d]", "2 * e]"))
+    assert found[0][:2] == (6, 28) and "'e' is not an argument" in found[0][2]
