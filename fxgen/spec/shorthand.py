@@ -333,11 +333,10 @@ class _Desugar:
                 self.problems.append(((*at, i), f"{item!r} is not a module: {SEQUENTIAL_ALLOWED}"))
                 args.append(item)
                 continue
-            canonical = (*at, "args", i, "module") if module else (*at, "args", i)
-            known, reported = set(self.sources), len(self.problems)
-            done = self.module(item, canonical, top=False) if module else self.values(item, canonical)
-            self.relocate(canonical, (*at, i), known, reported)
-            args.append({"module": done} if module else done)
+            if module:
+                args.append({"module": self.relocated(item, (*at, "args", i, "module"), (*at, i), module=True)})
+            else:
+                args.append(self.relocated(item, (*at, "args", i), (*at, i), module=False))
         self.sources[(*at, "class")] = (at, False)
         self.sources[(*at, "args")] = (at, True)
         return {"class": "torch.nn.Sequential", "args": args}
@@ -345,29 +344,27 @@ class _Desugar:
     def module_list(self, decl: dict[str, Any], at: JsonPath) -> dict[str, Any]:
         """A ``{repeat: ...}`` or ``{for: ...}`` declared as a module is a ``torch.nn.ModuleList``
         of what it makes (``nn.ModuleList(Block(c) for c in ch)``)."""
-        canonical = (*at, "args", 0, 0)
-        known, reported = set(self.sources), len(self.problems)
-        item = self.values(decl, canonical)
-        self.relocate(canonical, at, known, reported)
+        item = self.relocated(decl, (*at, "args", 0, 0), at, module=False)
         self.sources[(*at, "class")] = (at, False)
         self.sources[(*at, "args")] = (at, False)
         self.sources[(*at, "args", 0)] = (at, False)
         return {"class": "torch.nn.ModuleList", "args": [[item]]}
 
-    def relocate(self, canonical: JsonPath, written: JsonPath, known: set[JsonPath], reported: int) -> None:
-        """The sources recorded since ``known``, and the problems after the first ``reported``,
-        were located at ``canonical``, as the desugaring of one item saw it; it is written at
-        ``written``."""
+    def relocated(self, item: Any, canonical: JsonPath, written: JsonPath, *, module: bool) -> Any:
+        """``item`` desugared as a module (``module``) or as an item of constructor arguments,
+        where it sits at ``canonical`` in the canonical data but is written at ``written``: on a
+        state of its own, whose sources and problems are then moved to where it is written."""
+        inner = _Desugar(self.functions)
+        out = inner.module(item, canonical, top=False) if module else inner.values(item, canonical)
         size = len(canonical)
 
         def moved(where: JsonPath) -> JsonPath:
             return (*written, *where[size:]) if where[:size] == canonical else where
 
-        for path in set(self.sources) - known:
-            where, same = self.sources[path]
-            self.sources[path] = (moved(where), same)
-        self.problems[reported:] = [(moved(where), message) for where, message in self.problems[reported:]]
+        self.sources.update({path: (moved(where), same) for path, (where, same) in inner.sources.items()})
+        self.problems += [(moved(where), message) for where, message in inner.problems]
         self.sources.setdefault(canonical, (written, True))
+        return out
 
     def values(self, value: Any, at: JsonPath) -> Any:
         """A constructor argument with its ``{module: ...}`` and ``{repeat: ...}`` shorthands
