@@ -27,10 +27,10 @@ from collections.abc import Callable
 from typing import Any
 
 from fxgen.read.yaml_events import KEY, JsonPath
+from fxgen.spec.shorthand import Source, with_classes
 
 __all__ = ["FROM_ALLOWED", "desugar_layers"]
 
-Source = tuple[JsonPath, bool]  # as fxgen.spec.shorthand's: where a path is written, and whether the paths below follow
 Problem = tuple[JsonPath, str]
 
 FROM_ALLOWED = (
@@ -54,13 +54,7 @@ def desugar_layers(
     if not isinstance(data, dict):
         return data, None, []
     table = _Table(node_name)
-    out = table.body(data, ())
-    classes = data.get("classes")
-    if isinstance(classes, dict):
-        new = {name: table.body(body, ("classes", name)) if isinstance(body, dict) else body
-               for name, body in classes.items()}  # fmt: skip
-        if any(new[name] is not classes[name] for name in classes):
-            out = {**out, "classes": new}
+    out = with_classes(table.body(data, ()), data, table.body)
     if out is data:
         return data, None, []
     return out, table.sources, table.problems

@@ -36,12 +36,13 @@ returned as it is. A class name is validated later exactly as one written out is
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.expr import FUNCTIONS, MAX_DEPTH, ExprError, parse
 
-__all__ = ["CALL_ALLOWED", "MAX_CALL_LENGTH", "Source", "desugar_declarations", "parse_call"]
+__all__ = ["CALL_ALLOWED", "MAX_CALL_LENGTH", "Source", "desugar_declarations", "parse_call", "with_classes"]
 
 # A canonical path's source: the path it was written at (a compact item, a shorthand), and whether
 # the paths below it are the same below that (a node written out) or all at it (what a compact
@@ -220,15 +221,21 @@ def desugar_declarations(data: Any) -> tuple[Any, dict[JsonPath, Source] | None,
         new_functions = {name: state.function(body, ("functions", name)) for name, body in functions.items()}
         if any(new_functions[name] is not functions[name] for name in functions):
             out = {**out, "functions": new_functions}
-    classes = data.get("classes")
-    if isinstance(classes, dict):
-        new = {name: state.body(body, ("classes", name)) if isinstance(body, dict) else body
-               for name, body in classes.items()}  # fmt: skip
-        if any(new[name] is not classes[name] for name in classes):
-            out = {**out, "classes": new}
+    out = with_classes(out, data, state.body)
     if not state.sources and not state.problems:
         return data, None, []
     return out, state.sources, state.problems
+
+
+def with_classes(out: dict[str, Any], data: dict[str, Any], body: Callable[[dict[str, Any], JsonPath], dict[str, Any]]) -> dict[str, Any]:
+    """``out`` (``data``'s top level as rewritten) with ``body`` applied to each class of
+    ``data``: ``classes`` as it is when no class changes (a rewrite returns a body it leaves
+    alone as it is)."""
+    classes = data.get("classes")
+    if not isinstance(classes, dict):
+        return out
+    new = {name: body(item, ("classes", name)) if isinstance(item, dict) else item for name, item in classes.items()}
+    return {**out, "classes": new} if any(new[name] is not classes[name] for name in classes) else out
 
 
 class _Desugar:
