@@ -55,7 +55,10 @@ def _chained(body: dict[str, Any], nodes: list[Any]) -> dict[str, Any]:
     bare = {key: value for key, value in body.items() if key != "nodes"}
     problems: list[Any] = []
     chain = module_chain(bare, (), problems)
-    if chain and not problems and _desugared(body, list(chain)) == _items(body["nodes"]):
+    canonical: list[Any] = body["nodes"]
+    calls = [node.get("target") for node in canonical[1:-1] if isinstance(node, dict)]
+    looks_so = bool(chain) and not problems and calls == chain and len(canonical) == len(chain) + 2  # cheap, first
+    if looks_so and _desugared(body, list(chain)) == _items(canonical):  # the desugaring decides
         return bare
     return {**body, "nodes": nodes}
 
