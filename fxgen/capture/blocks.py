@@ -18,6 +18,7 @@ checked before the spec is handed on.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import functools
 import inspect
 import json
@@ -33,8 +34,10 @@ import torch.fx
 from fxgen._errors import ExportError
 from fxgen.capture.class_bodies import (
     bound,
+    derived,
     groups,
     leaves,
+    list_places,
     markers,
     merge_bodies,
     merged_with_args,
@@ -72,7 +75,7 @@ from fxgen.spec.model import (
     Spec,
 )
 
-__all__ = ["hierarchical_spec", "keep_blocks"]
+__all__ = ["equal_classes", "hierarchical_spec", "keep_blocks"]
 
 
 _PENDING = "\0block:"  # the class of a block instance not yet given one, while bodies are written
@@ -293,36 +296,45 @@ class _Writer:
             left -= ready
 
     def _make_class(self, cls: type, group: list[int], bodies: dict[int, dict[str, Any]], taken: set[str]) -> None:
-        name = _fresh(_class_base(cls.__name__), taken)
         first = bodies[group[0]]
+        stored = _Stored(cls, [self.instances[k] for k in group])
         columns: dict[str, list[Any]] = {}  # json of a column of values -> the column
         where: dict[str, tuple[Any, ...]] = {}
+        at: dict[tuple[Any, ...], str] = {}  # a place in the body -> its column's json
+        lists = [path for path in list_places(first) if stored.holds([value_at(bodies[k], path) for k in group])]
         for path, _ in leaves(first):
-            column = [value_at(bodies[k], path) for k in group]
-            if any(v != column[0] or type(v) is not type(column[0]) for v in column):
+            whole = next((p for p in lists if path[: len(p)] == p), None)  # (a list an __init__ parameter is)
+            place = path if whole is None else whole
+            column = [value_at(bodies[k], place) for k in group]
+            if not same_values(column, [column[0]] * len(column)):
                 key = json.dumps(column)
                 columns.setdefault(key, column)
-                where.setdefault(key, path)
-        args: dict[str, ArgSpec] = {}
-        arg_of: dict[str, str] = {}
-        argument_names = set(RESERVED_NAMES) | set(dir(builtins)) | taken | {"self"}
-        stored = _Stored(cls, [self.instances[k] for k in group])
-        for key, column in columns.items():
-            arg = self._arg_name(stored, column, where[key], argument_names, first)
-            argument_names.add(arg)
-            args[arg] = ArgSpec(type(column[0]).__name__)
-            arg_of[key] = arg
-        body = with_args(first, group, bodies, arg_of)
+                where.setdefault(key, place)
+                at[place] = key
+        args, arg_of = self._arguments(stored, columns, where, taken, first)
+        body = with_args(first, {place: arg_of[key] for place, key in at.items()})
         for i, k in enumerate(group):
-            env = {arg_of[key]: column[i] for key, column in columns.items()}
+            env = {arg_of[key]: column[i] for key, column in columns.items() if arg_of[key] in args}
             if bound(body, env) != bodies[k]:  # each instance's own values give back its own body
                 raise NotTheSame(f"the instances of {cls.__name__} cannot share a class", cls)
-            declaration: dict[str, Any] = {"class": name}
+            declaration: dict[str, Any] = {"class": ""}
             if args:
                 declaration["args"] = [env[a] for a in args]
             self.declared[k] = declaration
-        self.classes[name] = ClassSpec(args=args, doc=_doc(cls), **_fields(body))
-        self.arg_names[name] = list(args)
+        name = self._register(cls, ClassSpec(args=args, doc=_doc(cls), **_fields(body)), taken)
+        for k in group:
+            self.declared[k]["class"] = name
+
+    def _register(self, cls: type, body: ClassSpec, taken: set[str]) -> str:
+        """The name of the class ``body`` is: an equal class's already written (no two classes
+        of a spec are equal), else a new one after ``cls``."""
+        same = next((name for name, other in self.classes.items() if _same_body(other, body)), None)
+        if same is not None:
+            return same
+        name = _fresh(_class_base(cls.__name__), taken)
+        self.classes[name] = body
+        self.arg_names[name] = list(body.args)
+        return name
 
     def _make_merged(self, cls: type, a: list[int], b: list[int], bodies: dict[int, dict[str, Any]], taken: set[str],
                      order: dict[int, int]) -> bool:  # fmt: skip
@@ -345,6 +357,8 @@ class _Writer:
         at: dict[tuple[Any, ...], str] = {}  # a leaf's path in the template -> its column's json
         partial: dict[tuple[Any, ...], list[Any]] = {}  # leaves of the extra declarations: b's values
         for path, _ in leaves(template):
+            if path[0] == "nodes":  # (the two groups' node constants that differ are its markers)
+                continue
             if path[0] == "modules" and path[1] in extras:
                 partial[path] = [value_at(bodies[k], path) for k in group if k in with_extras]
                 continue
@@ -374,41 +388,57 @@ class _Writer:
         if flag_key is not None and flag_key not in columns:
             columns[flag_key] = flag_column
             where[flag_key] = ("flag", *(extras or ["variant"]))
-        args: dict[str, ArgSpec] = {}
-        arg_of: dict[str, str] = {}
-        argument_names = set(RESERVED_NAMES) | set(dir(builtins)) | taken | {"self"}
         stored = _Stored(cls, [self.instances[k] for k in group])
-        for key, column in columns.items():
-            path = where[key]
-            if path[0] == "flag":  # (a bool the instances store, else the name of the first extra module)
-                words = [re.sub(r"\W", "_", path[1]) if path[1].isascii() and path[1][:1].isalpha() else "variant"]
-                arg = self._arg_name(stored, column, path, argument_names, template, words=words)
-            elif path[0] == "nodes":  # (a parameter the instances store, else an attribute holding it)
-                # The forward reads it as self.NAME: never the name of the class's own module or tensor.
-                free = argument_names | {str(p).split(".")[0] for table in ("modules", "parameters", "buffers")
-                                         for p in template.get(table, {})}  # fmt: skip
-                words = [stored.attribute(column, free) or "value"]
-                arg = self._arg_name(stored, column, path, free, template, words=words)
-            else:
-                arg = self._arg_name(stored, column, path, argument_names, template)
-            argument_names.add(arg)
-            args[arg] = ArgSpec(type(column[0]).__name__)
-            arg_of[key] = arg
+        args, arg_of = self._arguments(stored, columns, where, taken, template)
         flag = arg_of[flag_key] if flag_key is not None else None
         body = merged_with_args(template, {path: arg_of[key] for path, key in at.items()},
                                  {marker: arg_of[key] for marker, key in constants.items()}, flag)  # fmt: skip
         declared: dict[int, dict[str, Any]] = {}
         for i, k in enumerate(group):
-            env = {arg_of[key]: column[i] for key, column in columns.items()}
+            env = {arg_of[key]: column[i] for key, column in columns.items() if arg_of[key] in args}
             if not same_instance(body, env, bodies[k]):  # each instance's own values give back its own body
                 return False
             declared[k] = {"class": "", "args": [env[arg] for arg in args]}
-        name = _fresh(_class_base(cls.__name__), taken)
+        name = self._register(cls, ClassSpec(args=args, doc=_doc(cls), **_fields(body)), taken)
         for k, declaration in declared.items():
             self.declared[k] = {**declaration, "class": name}
-        self.classes[name] = ClassSpec(args=args, doc=_doc(cls), **_fields(body))
-        self.arg_names[name] = list(args)
         return True
+
+    def _arguments(self, stored: _Stored, columns: dict[str, list[Any]], where: dict[str, tuple[Any, ...]],
+                   taken: set[str], body: dict[str, Any]) -> tuple[dict[str, ArgSpec], dict[str, str]]:  # fmt: skip
+        """A class's arguments for its columns of values (json of a column -> the column, found
+        first at ``where``), and what stands for each column in the body: its argument's name,
+        or an expression of an earlier one's (``class_bodies.derived``)."""
+        args: dict[str, ArgSpec] = {}
+        arg_of: dict[str, str] = {}
+        argument_names = set(RESERVED_NAMES) | set(dir(builtins)) | taken | {"self"}
+        functions = derived({key: column for key, column in columns.items() if where[key][0] != "flag"})
+        for key, column in columns.items():
+            if key in functions:
+                continue
+            arg = self._column_name(stored, column, where[key], argument_names, body)
+            argument_names.add(arg)
+            args[arg] = ArgSpec(type(column[0]).__name__)
+            arg_of[key] = arg
+        for key, (source, written) in functions.items():
+            arg_of[key] = written(arg_of[source])
+        return args, arg_of
+
+    def _column_name(self, stored: _Stored, column: list[Any], path: tuple[Any, ...], taken: set[str],
+                     body: dict[str, Any]) -> str:  # fmt: skip
+        """The argument's name for a column of values found at ``path`` of ``body``. A flag's is
+        a bool the instances store, else the name of the first extra module. A node constant's
+        is a parameter the instances store, else an attribute holding it: the forward reads it
+        as ``self.NAME``, never the name of the class's own module or tensor."""
+        if path[0] == "flag":
+            words = [re.sub(r"\W", "_", path[1]) if path[1].isascii() and path[1][:1].isalpha() else "variant"]
+            return self._arg_name(stored, column, path, taken, body, words=words)
+        if path[0] != "nodes":
+            return self._arg_name(stored, column, path, taken, body)
+        free = taken | {str(p).split(".")[0] for table in ("modules", "parameters", "buffers") for p in body.get(table, {})}
+        name = self._arg_name(stored, column, path, free, body, words=[stored.attribute(column, free) or "value"])
+        taken.add(name)
+        return name
 
     def _arg_name(self, stored: _Stored, column: list[Any], path: tuple[Any, ...], taken: set[str],
                   body: dict[str, Any], words: list[str] | None = None) -> str:  # fmt: skip
@@ -495,6 +525,18 @@ class _Writer:
         if isinstance(body, list):
             return [self._resolved(v) for v in body]
         return body
+
+
+def _same_body(a: ClassSpec, b: ClassSpec) -> bool:
+    """Equal classes but for their docstrings: one class of the spec."""
+    return dataclasses.replace(a, doc=None) == dataclasses.replace(b, doc=None)
+
+
+def equal_classes(spec: Spec) -> list[tuple[str, str]]:
+    """The pairs of a spec's classes that are equal but for their docstrings (export writes
+    none: ``fxgen.capture.export`` checks it before anything is written)."""
+    names = list(spec.classes)
+    return [(a, b) for i, a in enumerate(names) for b in names[i + 1:] if _same_body(spec.classes[a], spec.classes[b])]
 
 
 def _init_params(cls: Any) -> list[str]:
@@ -611,6 +653,12 @@ class _Stored:
                     and same_values([getattr(m, name, _MISSING) for m in self.instances], column):  # fmt: skip
                 return name
         return None
+
+    def holds(self, column: list[Any]) -> bool:
+        """Does each instance store its value of ``column`` under an ``__init__`` parameter's
+        name (``self.dims = dims``)? A list that is one is one argument, not one per item."""
+        return not same_values(column, [column[0]] * len(column)) and any(
+            same_values(values, column) for param in self.params for values in self.values(param))
 
     def values(self, param: str) -> Iterator[list[Any]]:
         """Each instance's attribute ``param``, then (only if asked) its recorded argument."""

@@ -14,23 +14,29 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+from collections.abc import Callable
 from typing import Any
 
 from fxgen.describe.align import Differing, Unaligned, align, map_refs_node
 from fxgen.describe.recover import resolve_qualname
-from fxgen.spec.expr import ExprError
+from fxgen.spec.expr import ExprError, evaluate, names, parse
 from fxgen.spec.model import Node, item_from_data
 from fxgen.spec.resolve import declared, resolve_nodes, substitute, substitute_declaration
 
 __all__ = [
     "bound",
+    "declaration_leaves",
+    "declaration_skeleton",
+    "derived",
     "groups",
     "leaves",
+    "list_places",
     "markers",
     "merge_bodies",
     "merged_with_args",
     "same_instance",
     "same_values",
+    "skeleton",
     "value_at",
     "with_args",
     "with_defaults",
@@ -42,39 +48,48 @@ _MISSING = object()
 
 def groups(keys: list[int], bodies: dict[int, dict[str, Any]]) -> list[list[int]]:
     """Instances whose bodies differ only in numbers and strings where an argument may stand
-    (module arguments, shapes): one group per class to write. Nodes hold no such place: each
-    list of them is written once (instances with one graph share it)."""
+    (module arguments, shapes, node constants): one group per class to write, however many
+    instances and values it has (the values become its arguments all at once). Instances with
+    one graph share one list of nodes: its skeleton is worked out once."""
     if len(keys) == 1:  # (nothing to tell apart)
         return [list(keys)]
     groups: dict[tuple[str, str], list[int]] = {}
     nodes: dict[int, str] = {}
-    if len({id(bodies[k].get("nodes")) for k in keys}) == 1:  # one list (one graph module): equal nodes
-        nodes[id(bodies[keys[0]].get("nodes"))] = ""
     for k in keys:
         body = bodies[k]
         listed = body.get("nodes")
         if id(listed) not in nodes:
-            nodes[id(listed)] = json.dumps(listed, sort_keys=True)
+            nodes[id(listed)] = json.dumps(skeleton({"nodes": listed}), sort_keys=True)
         rest = {key: value for key, value in body.items() if key != "nodes"}
-        groups.setdefault((json.dumps(_skeleton(rest), sort_keys=True), nodes[id(listed)]), []).append(k)
+        groups.setdefault((json.dumps(skeleton(rest), sort_keys=True), nodes[id(listed)]), []).append(k)
     return list(groups.values())
 
 
-def _skeleton(body: dict[str, Any]) -> Any:
+def skeleton(body: dict[str, Any]) -> Any:
     """The body with each leaf an argument may replace written as its type only."""
-    out = json.loads(json.dumps(body))
-    for path, value in leaves(body):
+    return _typed(body, leaves(body))
+
+
+def declaration_skeleton(declaration: dict[str, Any]) -> Any:
+    """``skeleton`` of one module declaration: what a run of a container's items shares."""
+    return _typed(declaration, declaration_leaves(declaration))
+
+
+def _typed(value: Any, found: list[tuple[tuple[Any, ...], Any]]) -> Any:
+    out = json.loads(json.dumps(value))
+    for path, leaf in found:
         target = out
         for step in path[:-1]:
             target = target[step]
-        target[path[-1]] = f"\0{type(value).__name__}"
+        target[path[-1]] = f"\0{type(leaf).__name__}"
     return out
 
 
 def leaves(body: dict[str, Any]) -> list[tuple[tuple[Any, ...], Any]]:
     """Where an argument may stand, with the value there: scalars in module arguments (nested
-    module values included) and in parameter and buffer shapes. (One list filled by plain
-    recursion: every instance's body is walked, a generator per level cost more than the walk.)"""
+    module values included), in parameter and buffer shapes, and in the arguments of the nodes
+    that compute (``stochastic_depth(x, 0.1, "row")``). (One list filled by plain recursion:
+    every instance's body is walked, a generator per level cost more than the walk.)"""
     found: list[tuple[tuple[Any, ...], Any]] = []
     for table in ("modules", "parameters", "buffers"):
         for path, entry in body.get(table, {}).items():
@@ -84,6 +99,29 @@ def leaves(body: dict[str, Any]) -> list[tuple[tuple[Any, ...], Any]]:
                 for i, size in enumerate(entry.get("shape", [])):
                     if type(size) is int:
                         found.append(((table, path, "shape", i), size))
+    _node_leaves(body.get("nodes", []), ("nodes",), found)
+    return found
+
+
+def _node_leaves(items: list[Any], at: tuple[Any, ...], found: list[tuple[tuple[Any, ...], Any]]) -> None:
+    """The constants of the calls in a node list (nested ``if``/``for`` items' lists too)."""
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            continue
+        if item.get("op") in _CALLS:
+            _argument_leaves(item, (*at, i), found)
+        for key in ("then", "else", "nodes"):
+            if isinstance(item.get(key), list) and "op" not in item:
+                _node_leaves(item[key], (*at, i, key), found)
+
+
+_CALLS = frozenset({"call_function", "call_method", "call_module"})
+
+
+def declaration_leaves(entry: dict[str, Any]) -> list[tuple[tuple[Any, ...], Any]]:
+    """``leaves`` of one module declaration, paths from the declaration (``("args", 0)``)."""
+    found: list[tuple[tuple[Any, ...], Any]] = []
+    _argument_leaves(entry, (), found)
     return found
 
 
@@ -118,30 +156,101 @@ def value_at(body: Any, path: tuple[Any, ...]) -> Any:
     return body
 
 
-def with_args(first: dict[str, Any], group: list[int], bodies: dict[int, dict[str, Any]],
-               arg_of: dict[str, str]) -> dict[str, Any]:  # fmt: skip
-    if not arg_of:  # (no argument: the first body as it is, which nothing changes)
+def derived(columns: dict[str, list[Any]]) -> dict[str, tuple[str, Callable[[str], str]]]:
+    """The columns that are a function of an earlier one, instance for instance: each one's
+    source column and how to write it from the source's argument name (``4 * dim``,
+    ``dim // 2``, ``dim + 1``, ``2 * dim + 1``). Integers only, and a small fixed set of forms,
+    each holding on every instance; two points fit any offset or line, so those forms need
+    three distinct values. The rest are arguments of their own."""
+    out: dict[str, tuple[str, Callable[[str], str]]] = {}
+    sources: list[tuple[str, list[int]]] = []
+    for key, column in columns.items():
+        if not all(type(v) is int for v in column):
+            continue
+        form = next(((source, f) for source, values in sources if (f := _form(values, column)) is not None), None)
+        if form is not None:
+            out[key] = form
+        else:
+            sources.append((key, column))
+    return out
+
+
+def _form(x: list[int], y: list[int]) -> Callable[[str], str] | None:
+    """How ``y`` is written from ``x``'s name, where one of the forms gives it exactly."""
+    k = y[0] // x[0] if x[0] else 0
+    if k >= 2 and all(b == k * a for a, b in zip(x, y, strict=True)):
+        return lambda name: f"{k} * {name}"
+    k = x[0] // y[0] if y[0] else 0
+    if k >= 2 and all(a == k * b for a, b in zip(x, y, strict=True)):
+        return lambda name: f"{name} // {k}"
+    offset = y[0] - x[0]
+    if offset and len(set(x)) >= 3 and all(b - a == offset for a, b in zip(x, y, strict=True)):
+        return lambda name: f"{name} + {offset}" if offset > 0 else f"{name} - {-offset}"
+    points = dict(zip(x, y, strict=True))
+    if len(points) >= 3 and len(set(x)) == len(points):
+        (x0, y0), (x1, y1) = list(points.items())[:2]
+        if (y1 - y0) % (x1 - x0) == 0:
+            a = (y1 - y0) // (x1 - x0)
+            b = y0 - a * x0
+            if a >= 2 and all(v == a * u + b for u, v in zip(x, y, strict=True)):
+                return lambda name: f"{a} * {name} + {b}" if b >= 0 else f"{a} * {name} - {-b}"
+    return None
+
+
+def with_args(first: dict[str, Any], at: dict[tuple[Any, ...], str]) -> dict[str, Any]:
+    """``first`` with ``{arg: TEXT}`` at each place of ``at`` (an argument's name, or an
+    expression of them)."""
+    if not at:  # (no argument: the first body as it is, which nothing changes)
         return first
     body = json.loads(json.dumps(first))
-    for path, _ in leaves(first):
-        column = json.dumps([value_at(bodies[k], path) for k in group])
-        if column in arg_of:
-            target = body
-            for step in path[:-1]:
-                target = target[step]
-            target[path[-1]] = {"arg": arg_of[column]}
+    for path, text in at.items():
+        target = body
+        for step in path[:-1]:
+            target = target[step]
+        target[path[-1]] = {"arg": text}
     return body
 
 
+def list_places(body: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Where a body holds a list of constants a node computes with or a module is built with
+    (``torch.permute(x, [0, 2, 3, 1])``): a place an argument that is a list may stand."""
+    places: dict[tuple[Any, ...], None] = {}
+    for path, _ in leaves(body):
+        parent = path[:-1]
+        if isinstance(parent[-1], int) and parent[-2] not in ("shape", "tuple") and isinstance(value_at(body, parent), list):
+            places[parent] = None
+    return list(places)
+
+
 def bound(body: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
-    """A class body built with the arguments ``env``: what fxgen.load makes of it."""
+    """A class body built with the arguments ``env``: what fxgen.load makes of it (its nodes
+    with each ``{arg: NAME}`` of ``env`` replaced by its value; ``{arg: training}`` stays, the
+    mode being no argument of the instance)."""
     out = dict(body)
     if "modules" in out:
         out["modules"] = {path: substitute_declaration(entry, env) for path, entry in out["modules"].items()}
     for table in ("parameters", "buffers"):
         if table in out:
             out[table] = {path: _shaped(entry, env) for path, entry in out[table].items()}
+    if "nodes" in out:
+        out["nodes"] = _named_values(out["nodes"], env)
     return out
+
+
+def _named_values(value: Any, env: dict[str, Any]) -> Any:
+    if isinstance(value, dict):
+        name = value.get("arg")
+        if len(value) == 1 and isinstance(name, str):
+            if name in env:
+                return env[name]
+            tree = parse(name)
+            if set(names(tree)) <= set(env):  # (a value derived from arguments: ``4 * dim``)
+                return evaluate(tree, env)
+            return value
+        return {key: _named_values(item, env) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_named_values(item, env) for item in value]
+    return value
 
 
 _FLAG = "\0flag"  # the merged class's bool argument, until it is named
@@ -165,7 +274,7 @@ def merge_bodies(first: dict[str, Any], second: dict[str, Any]) -> tuple[dict[st
         rests[1]["modules"] = {path: entry for path, entry in modules[1].items() if path in modules[0]}
         if not rests[1]["modules"] and "modules" not in rests[0]:
             del rests[1]["modules"]
-    if json.dumps(_skeleton(rests[0]), sort_keys=True) != json.dumps(_skeleton(rests[1]), sort_keys=True):
+    if json.dumps(skeleton(rests[0]), sort_keys=True) != json.dumps(skeleton(rests[1]), sort_keys=True):
         return None
     nodes = [[item_from_data(data) for data in body["nodes"]] for body in (first, second)]
     if not all(type(item) is Node for item in (*nodes[0], *nodes[1])):
@@ -189,16 +298,18 @@ def with_defaults(bodies: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]
     """The bodies with each module declaration that some instance gives a keyword another
     leaves out given that keyword's default too (``stride: 1`` where a declaration recovered
     with its default omits it), so that their declarations line up; the keywords in the
-    constructor's order. None where a default left out is not a plain value of the signature."""
-    kwargs: dict[str, dict[str, None]] = {}
+    constructor's order. Declarations inside module values count too (the items of a
+    Sequential: ResNet's ``downsample``), by their place. None where a default left out is not
+    a plain value of the signature."""
+    kwargs: dict[tuple[Any, ...], dict[str, None]] = {}
     for body in bodies.values():
-        for path, entry in body.get("modules", {}).items():
-            kwargs.setdefault(path, {}).update(dict.fromkeys(entry.get("kwargs", {})))
+        for site, entry in _declarations(body):
+            kwargs.setdefault(site, {}).update(dict.fromkeys(entry.get("kwargs", {})))
     out: dict[int, dict[str, Any]] = {}
     for k, body in bodies.items():
-        modules = dict(body.get("modules", {}))
-        for path, entry in modules.items():
-            missing = [key for key in kwargs[path] if key not in entry.get("kwargs", {})]
+        filled_body: dict[str, Any] | None = None
+        for site, entry in _declarations(body):
+            missing = [key for key in kwargs[site] if key not in entry.get("kwargs", {})]
             if not missing:
                 continue
             signature = _signature(entry["class"])
@@ -212,9 +323,30 @@ def with_defaults(bodies: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]
                 filled[key] = default
             names = list(signature)
             ordered = sorted(filled, key=lambda key: names.index(key) if key in names else len(names))
-            modules[path] = {**entry, "kwargs": {key: filled[key] for key in ordered}}
-        out[k] = {**body, "modules": modules} if "modules" in body else body
+            if filled_body is None:
+                filled_body = json.loads(json.dumps(body))
+            value_at(filled_body, site)["kwargs"] = {key: filled[key] for key in ordered}
+        out[k] = body if filled_body is None else {**filled_body, "nodes": body.get("nodes")} if "nodes" in body else filled_body
     return out
+
+
+def _declarations(body: dict[str, Any]) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """Every module declaration of a body with its place: its modules' and, inside their
+    arguments, the module values' (``("modules", "downsample", "args", 0, "module")``)."""
+    found: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+
+    def walk(entry: dict[str, Any], at: tuple[Any, ...]) -> None:
+        found.append((at, entry))
+        for key in ("args", "kwargs"):
+            values = entry.get(key)
+            items = enumerate(values) if isinstance(values, list) else (values or {}).items()
+            for position, value in items:
+                if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("module"), dict):
+                    walk(value["module"], (*at, key, position, "module"))
+
+    for path, entry in body.get("modules", {}).items():
+        walk(entry, ("modules", path))
+    return found
 
 
 @functools.lru_cache(maxsize=256)

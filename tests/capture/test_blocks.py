@@ -151,9 +151,12 @@ def test_instances_share_a_class_whose_arguments_are_what_differs() -> None:
 
 def test_unrecorded_arguments_are_named_after_what_they_feed() -> None:
     spec = check_exact(ref.UNet(3, 2, 8), torch.randn(1, 3, 32, 32))
+    # Down's output width is twice its input in every instance, Up's half: each an expression of it.
     assert {name: list(c.args) for name, c in spec.classes.items()} == {
-        "DoubleConv": ["in_channels", "out_channels"], "Down": ["in_channels", "out_channels"],
-        "Up": ["in_channels", "out_channels"]}  # fmt: skip
+        "DoubleConv": ["in_channels", "out_channels"], "Down": ["in_channels"], "Up": ["in_channels"]}  # fmt: skip
+    assert spec.classes["Down"].modules["maxpool_conv"].args[1] == {
+        "module": {"class": "DoubleConv", "args": [{"arg": "in_channels"}, {"arg": "2 * in_channels"}]}}
+    assert {"arg": "in_channels // 2"} in spec.classes["Up"].modules["conv"].args
 
 
 class Pair(nn.Module):
