@@ -16,7 +16,8 @@ import torch
 import torch.fx
 
 from fxgen._errors import ExportError
-from fxgen.capture.blocks import keep_blocks
+from fxgen.capture.blocks import equal_classes, keep_blocks
+from fxgen.capture.containers import compact_containers
 from fxgen.capture.effects import NotRecorded
 from fxgen.capture.frozen import none_defaults
 from fxgen.capture.keywords import torch_keywords
@@ -232,6 +233,9 @@ def modes_spec(
                          describe_modes=describe_modes, notify=notify)  # fmt: skip
     if not flat and not isinstance(module, torch.fx.GraphModule):
         spec = write_loops(spec, module)  # (last: the modes and calls are merged node for node first)
+        spec = compact_containers(spec)
+        if equal_classes(spec):
+            raise ExportError(f"internal error: export wrote equal classes {equal_classes(spec)}; please report it")
     return spec, gm
 
 
