@@ -343,10 +343,13 @@ class _Writer:
         have, or where node constants differ: a bool argument (True where the submodules are)
         on those declarations and an ``if:`` group in the nodes, an argument for each constant.
         False (nothing written) where the groups differ otherwise."""
-        merged = merge_bodies(bodies[a[0]], bodies[b[0]])
+        stored = _Stored(cls, [self.instances[k] for k in sorted([*a, *b], key=order.__getitem__)])
+        column = [k in b for k in sorted([*a, *b], key=order.__getitem__)]
+        branches = any(stored.attribute(c, set()) is not None for c in (column, [not v for v in column]))
+        merged = merge_bodies(bodies[a[0]], bodies[b[0]], branches=branches)
         if merged is None:
             a, b = b, a
-            merged = merge_bodies(bodies[a[0]], bodies[b[0]])
+            merged = merge_bodies(bodies[a[0]], bodies[b[0]], branches=branches)
         if merged is None:
             return False
         template, extras, flagged = merged
@@ -388,7 +391,6 @@ class _Writer:
         if flag_key is not None and flag_key not in columns:
             columns[flag_key] = flag_column
             where[flag_key] = ("flag", *(extras or ["variant"]))
-        stored = _Stored(cls, [self.instances[k] for k in group])
         args, arg_of = self._arguments(stored, columns, where, taken, template)
         flag = arg_of[flag_key] if flag_key is not None else None
         body = merged_with_args(template, {path: arg_of[key] for path, key in at.items()},
@@ -431,7 +433,8 @@ class _Writer:
         is a parameter the instances store, else an attribute holding it: the forward reads it
         as ``self.NAME``, never the name of the class's own module or tensor."""
         if path[0] == "flag":
-            words = [re.sub(r"\W", "_", path[1]) if path[1].isascii() and path[1][:1].isalpha() else "variant"]
+            held = stored.attribute(column, taken)  # (self.use_res_connect, which the forward branches on)
+            words = [held or (re.sub(r"\W", "_", path[1]) if path[1].isascii() and path[1][:1].isalpha() else "variant")]
             return self._arg_name(stored, column, path, taken, body, words=words)
         if path[0] != "nodes":
             return self._arg_name(stored, column, path, taken, body)

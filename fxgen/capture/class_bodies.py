@@ -160,8 +160,8 @@ def derived(columns: dict[str, list[Any]]) -> dict[str, tuple[str, Callable[[str
     """The columns that are a function of an earlier one, instance for instance: each one's
     source column and how to write it from the source's argument name (``4 * dim``,
     ``dim // 2``, ``dim + 1``, ``2 * dim + 1``). Integers only, and a small fixed set of forms,
-    each holding on every instance; two points fit any offset or line, so those forms need
-    three distinct values. The rest are arguments of their own."""
+    each holding on every instance, with three distinct values at least. The rest are
+    arguments of their own."""
     out: dict[str, tuple[str, Callable[[str], str]]] = {}
     sources: list[tuple[str, list[int]]] = []
     for key, column in columns.items():
@@ -176,7 +176,11 @@ def derived(columns: dict[str, list[Any]]) -> dict[str, tuple[str, Callable[[str
 
 
 def _form(x: list[int], y: list[int]) -> Callable[[str], str] | None:
-    """How ``y`` is written from ``x``'s name, where one of the forms gives it exactly."""
+    """How ``y`` is written from ``x``'s name, where one of the forms gives it exactly on at
+    least three distinct values of ``x`` (two fit too much by chance: channels 4 and 8 with
+    strides 1 and 2 are no ``stride = channels // 4``)."""
+    if len(set(x)) < 3:
+        return None
     k = y[0] // x[0] if x[0] else 0
     if k >= 2 and all(b == k * a for a, b in zip(x, y, strict=True)):
         return lambda name: f"{k} * {name}"
@@ -184,10 +188,10 @@ def _form(x: list[int], y: list[int]) -> Callable[[str], str] | None:
     if k >= 2 and all(a == k * b for a, b in zip(x, y, strict=True)):
         return lambda name: f"{name} // {k}"
     offset = y[0] - x[0]
-    if offset and len(set(x)) >= 3 and all(b - a == offset for a, b in zip(x, y, strict=True)):
+    if offset and all(b - a == offset for a, b in zip(x, y, strict=True)):
         return lambda name: f"{name} + {offset}" if offset > 0 else f"{name} - {-offset}"
     points = dict(zip(x, y, strict=True))
-    if len(points) >= 3 and len(set(x)) == len(points):
+    if len(set(x)) == len(points):
         (x0, y0), (x1, y1) = list(points.items())[:2]
         if (y1 - y0) % (x1 - x0) == 0:
             a = (y1 - y0) // (x1 - x0)
@@ -257,12 +261,16 @@ _FLAG = "\0flag"  # the merged class's bool argument, until it is named
 _CONSTANT = "\0["  # how a node constant that differs begins, until its argument is named
 
 
-def merge_bodies(first: dict[str, Any], second: dict[str, Any]) -> tuple[dict[str, Any], list[str], bool] | None:
+def merge_bodies(first: dict[str, Any], second: dict[str, Any], *,
+                 branches: bool = False) -> tuple[dict[str, Any], list[str], bool] | None:  # fmt: skip
     """The body of one class for two bodies (two groups' first instances), or None where they
     differ other than thus: ``second`` declares modules ``first`` does not (``extras``, each
     declared ``if:`` the flag), and its nodes differ from ``first``'s only in runs where it calls
     them and ``first`` names a value it already has (an alias), and in node constants (each
-    written as a marker ``{arg: "\0[first, second]"}``). Also whether the flag is needed."""
+    written as a marker ``{arg: "\0[first, second]"}``). Also whether the flag is needed.
+    With ``branches`` (the instances store a bool that tells the groups apart, which their
+    forward branches on: MobileNetV2's ``self.use_res_connect``) a run of ``second``'s may
+    compute anything from what both have (the residual ``x + conv(x)``)."""
     modules = [first.get("modules", {}), second.get("modules", {})]
     extras = [path for path in modules[1] if path not in modules[0]]
     if [path for path in modules[1] if path in modules[0]] != list(modules[0]):
@@ -284,7 +292,8 @@ def merge_bodies(first: dict[str, Any], second: dict[str, Any]) -> tuple[dict[st
     except Unaligned:
         return None
     runs = [item for item in aligned.items if isinstance(item, Differing)]
-    if any(any(node.op != "alias" for node in run.eval) or not _from_extras(run.train, extras) for run in runs):
+    if any(any(node.op != "alias" for node in run.eval) or not (branches or _from_extras(run.train, extras))
+           for run in runs):  # fmt: skip
         return None
     declarations = {path: {**entry, "if": _FLAG} if path in extras else entry for path, entry in modules[1].items()}
     template = {**second, "modules": declarations,

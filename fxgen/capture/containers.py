@@ -126,9 +126,10 @@ def _run(run: list[dict[str, Any]], taken: set[str], params: _Params) -> dict[st
 
 
 def _of_index(column: list[Any], i: str) -> str | None:
-    """An expression of the index ``i`` whose value at each ``k`` is ``column[k]``, exactly."""
+    """An expression of the index ``i`` whose value at each ``k`` is ``column[k]``, exactly,
+    from three items on (two items fit any line and any first-differs: they stay written out)."""
     kind = type(column[0])
-    if any(type(v) is not kind for v in column) or kind not in (int, float, bool):
+    if len(column) < 3 or any(type(v) is not kind for v in column) or kind not in (int, float, bool):
         return None
     first, rest = column[0], column[1:]
     if same_values(rest, [rest[0]] * len(rest)):  # (only the first differs: a stage's first block)

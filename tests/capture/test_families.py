@@ -64,7 +64,7 @@ def test_children_settled_first_make_their_parents_one_class() -> None:
 
 
 def test_a_value_that_is_a_multiple_of_another_argument_is_an_expression() -> None:
-    model = _Chain([Unit(4, 0.0), _Pad(4, 6), Unit(6, 0.0)])
+    model = _Chain([Unit(4, 0.0), _Pad(4, 6), Unit(6, 0.0), _Pad(6, 8), Unit(8, 0.0)])
     spec = check_exact(model, torch.randn(2, 4))
     unit = spec.classes["Unit"]
     assert list(unit.args) == ["in_features"]  # 4 * c is written from c, not taken as a second argument
@@ -235,6 +235,13 @@ class Family(nn.Module):
         return self.layers(x)
 
 
+def test_two_instances_prove_no_function_between_their_values() -> None:
+    # Channels 4 and 8 with strides 1 and 2 fit stride = channels // 4: two points fit too much.
+    model = _Chain([_Strided(4, 1), nn.Conv2d(4, 8, 1), _Strided(8, 2)])
+    spec = check_exact(model, torch.randn(1, 4, 8, 8))
+    assert len(spec.classes["Strided"].args) == 2
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(layers=families(), c=st.sampled_from([2, 3, 4]))
 def test_random_families_export_one_class_per_python_class(layers: list[tuple[str, float, int]], c: int) -> None:
@@ -269,3 +276,25 @@ def test_float_schedules_are_found_bit_for_bit(column: list[float]) -> None:
     assert [evaluate(parse(text), {"i": i}) for i in range(len(column))] == column
     assert all(math.isfinite(v) for v in column)
 
+
+
+class Residual(nn.Module):
+    """MobileNetV2's InvertedResidual in the small: the forward branches on a bool it stores."""
+
+    def __init__(self, cin: int, cout: int) -> None:
+        super().__init__()
+        self.use_res_connect = cin == cout
+        self.conv = nn.Sequential(nn.Linear(cin, 2 * cin), nn.ReLU(), nn.Linear(2 * cin, cout))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.use_res_connect:
+            return x + self.conv(x)
+        return self.conv(x)
+
+
+def test_a_branch_on_a_stored_bool_is_an_if_on_an_argument_of_that_name() -> None:
+    model = nn.Sequential(Residual(4, 6), Residual(6, 6), Residual(6, 8), Residual(8, 8))
+    spec = check_exact(model, torch.randn(2, 4))
+    assert list(spec.classes) == ["Residual"]
+    assert "use_res_connect" in spec.classes["Residual"].args
+    assert "if self.use_res_connect:" in fxgen.generate(spec)
