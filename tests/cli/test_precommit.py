@@ -85,6 +85,7 @@ def commit(repo: Path, env: dict[str, str], message: str) -> tuple[bool, str]:
     result = sh(repo, env, "git", "commit", "-m", message)
     made = git(repo, env, "rev-parse", "HEAD") != head
     assert made == (result.returncode == 0), result.stdout + result.stderr
+    assert "Failed to initialize NumPy" not in result.stdout + result.stderr  # numpy is a dependency
     return made, result.stdout + result.stderr
 
 
