@@ -56,7 +56,6 @@ def project_passes(start: Path) -> tuple[str, ...]:
     """Register the passes ``[tool.fxgen] passes = {name = "pkg.module:function"}`` in the nearest
     pyproject.toml names (trusted project configuration: this imports those modules) and return
     their names. A spec can never do this."""
-    import importlib
     import tomllib
 
     for folder in (start, *start.parents):
@@ -72,11 +71,12 @@ def project_passes(start: Path) -> tuple[str, ...]:
         if not (isinstance(passes, dict) and all(isinstance(v, str) and v.count(":") == 1 for v in passes.values())):
             raise FxgenError('[tool.fxgen] passes must map names to "pkg.module:function"', where)
         from fxgen.passes.registry import register_pass
+        from fxgen.policy.lookup import import_named
 
         for name, ref in passes.items():
             module_name, _, attr = ref.partition(":")
             try:
-                function = getattr(importlib.import_module(module_name), attr)
+                function = getattr(import_named(module_name), attr)
                 register_pass(name, function)
             except Exception as exc:  # trusted code, but its failure is a configuration error
                 raise FxgenError(f"[tool.fxgen] passes: {name} = {ref!r}: {type(exc).__name__}: {exc}", where) from None
