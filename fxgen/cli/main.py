@@ -199,7 +199,8 @@ _EXAMPLES = {
   fxgen show --format mermaid model_specs/mlp.yaml  the graph as a mermaid flowchart (renders in GitHub markdown)""",
     "generate": """examples:
   fxgen generate model_specs/                     write what is missing or stale
-  fxgen generate --check --diff model_specs/      write nothing; show what would change, exit 1 if any""",
+  fxgen generate --check --diff model_specs/      write nothing; show what would change, exit 1 if any
+  fxgen generate --check --full model_specs/      render every spec and compare the bytes (for CI)""",
     "expand": """example:
   fxgen expand model_specs/mobilenet_v2.yaml      the canonical nodes and declarations its compact items and shorthands stand for""",
     "transform": """examples:
@@ -251,6 +252,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="PATH", help="spec files or directories")
     p.add_argument("--out-dir", default="generated", type=Path, help="output directory (default: generated/)")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 if any file is missing, stale or orphaned")
+    p.add_argument("--full", action="store_true",
+                   help="render every spec and compare the result with its file, not only the header's hashes (which "
+                        "whoever edits a file can recompute): with --check, what CI should run")  # fmt: skip
     p.add_argument("--diff", action="store_true", help="also print a unified diff of each change (with --check: of what would change; nothing is written)")
     p.add_argument("--force", action="store_true", help="overwrite files edited by hand or not written by fxgen")
     p.add_argument("--fail-on-change", action="store_true",
@@ -464,7 +468,9 @@ def cmd_generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
     """Write (or with --check, only compare) the generated file of every spec.
 
     Up-to-date files are recognised from their header hashes alone, so a no-op run imports
-    neither torch nor black. Hand-edited files and files fxgen did not write are left alone
+    neither torch nor black; with --full every spec is rendered and its file compared with the
+    result, since those unkeyed hashes prove nothing to whoever recomputes them after an edit
+    (a forged file). Hand-edited files and files fxgen did not write are left alone
     without --force. With whole spec directories, generated files whose spec was deleted
     (orphans) are removed, or with --check reported.
     """
@@ -478,7 +484,8 @@ def _generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
 
     jobs = plan(find_specs(args.paths), args.out_dir, shapes=args.shapes, imports=allow, variant=args.variant,
                 arguments=tuple(args.set))  # fmt: skip
-    todo = [j for j in jobs if j.status in ("missing", "stale") or (args.force and j.status != "current")]
+    todo = [j for j in jobs if j.status in ("missing", "stale") or (args.force and j.status != "current")
+            or (args.full and j.status == "current")]  # fmt: skip
     problems, swept = _temporaries(args)
     if todo and not args.check:
         from fxgen.write.atomic import ensure_writable
@@ -542,7 +549,8 @@ def _generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
               "run `fxgen generate` (with --diff to see the changes)", file=sys.stderr)  # fmt: skip
     if not problems:
         if args.check:
-            _summary(args, f"{_count(len(jobs), 'spec')}, every generated file up to date")
+            compared = " (each rendered and compared with its file)" if args.full else ""
+            _summary(args, f"{_count(len(jobs), 'spec')}, every generated file up to date{compared}")
         else:
             parts = [f"{written} written", f"{len(jobs) - written} unchanged"] + ([f"{removed} removed"] if removed else [])
             parts += [f"{_count(swept, 'stale temporary file')} removed"] if swept else []
@@ -591,6 +599,9 @@ def _out_of_date(job: Any) -> str:
         return f"missing: not generated yet from {job.label}"
     if job.status == "stale":
         return f"stale: out of date with {job.label}"
+    if job.status == "current":  # found only by --full: the header's hashes match, the bytes do not
+        return (f"forged: differs from what {job.label} generates, though its header's hashes say it is current "
+                "(anyone can recompute them); run `fxgen generate --full` to rewrite it")  # fmt: skip
     return f"{job.status}: differs from what {job.label} generates"
 
 

@@ -6,7 +6,8 @@ install``-ed hooks:
 * a changed spec: fxgen-generate rewrites its file and the commit fails; staged, it passes;
 * an unrelated commit: fxgen-generate does not run, fxgen-check passes;
 * a new spec: its new (untracked) file is written and the commit fails (--fail-on-change);
-* a generated file edited by hand, a deleted spec: fxgen-check fails.
+* a generated file edited by hand, a deleted spec: fxgen-check fails;
+* a forged generated file (its header's hashes recomputed): fxgen-check passes, fxgen-check-full fails.
 
 The fast test turns the manifest's hooks into ``repo: local`` hooks with ``language: system``
 (the fxgen installed here). The slow one installs the hooks the way users do: from a git
@@ -27,6 +28,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ROOT
+from helpers import forge
 
 import fxgen
 
@@ -34,6 +36,7 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 MANIFEST = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
 HOOK_KEYS = ("id", "name", "entry", "files", "args", "pass_filenames", "always_run", "require_serial")
+MANUAL = {"fxgen-check-full": {"stages": ["manual"]}}  # it renders every spec: run on request, as CI does
 
 
 def environment(tmp_path: Path) -> dict[str, str]:
@@ -148,10 +151,19 @@ def run_scenario(repo: Path, env: dict[str, str]) -> None:
     assert made, output
     assert sorted(p.name for p in generated.iterdir()) == ["mlp.py", "resnet_block.py"]
 
+    # 6. a forged file (its body changed, its header's hashes recomputed) fools fxgen-check, whose
+    # limit the docs state, and not fxgen-check-full (a manual stage here, as in CI's own run)
+    forge(generated / "mlp.py")
+    git(repo, env, "add", "generated/mlp.py")
+    made, output = commit(repo, env, "forged")
+    assert made, output
+    result = sh(repo, env, sys.executable, "-m", "pre_commit", "run", "--hook-stage", "manual", "fxgen-check-full")
+    assert result.returncode == 1 and "generated/mlp.py: error: forged: " in result.stdout, result.stdout
+
 
 def test_manifest_follows_pre_commit_conventions() -> None:
     hooks = {hook["id"]: hook for hook in MANIFEST}
-    assert set(hooks) == {"fxgen-generate", "fxgen-check"}
+    assert set(hooks) == {"fxgen-generate", "fxgen-check", "fxgen-check-full"}
     for hook in hooks.values():
         assert hook["language"] == "python" and hook["entry"].startswith("fxgen generate")
     generate, check = hooks["fxgen-generate"], hooks["fxgen-check"]
@@ -159,6 +171,10 @@ def test_manifest_follows_pre_commit_conventions() -> None:
     assert "--fail-on-change" in generate["entry"]
     assert "--check" in check["entry"] and check["pass_filenames"] is False and check["always_run"] is True
     assert check["args"] == ["model_specs/"]
+    full = hooks["fxgen-check-full"]
+    assert full["entry"] == check["entry"] + " --full"
+    own = ("id", "name", "description", "entry")
+    assert {k: v for k, v in full.items() if k not in own} == {k: v for k, v in check.items() if k not in own}
     result = subprocess.run([sys.executable, "-m", "pre_commit", "validate-manifest", str(ROOT / ".pre-commit-hooks.yaml")],
                             capture_output=True, text=True, timeout=120)  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
@@ -174,7 +190,8 @@ def test_repository_uses_its_own_hooks() -> None:
 
 def test_hooks_end_to_end_with_installed_fxgen(tmp_path: Path) -> None:
     env = environment(tmp_path)
-    hooks = [{**{k: hook[k] for k in HOOK_KEYS if k in hook}, "language": "system"} for hook in MANIFEST]
+    hooks = [{**{k: hook[k] for k in HOOK_KEYS if k in hook}, "language": "system", **MANUAL.get(hook["id"], {})}
+             for hook in MANIFEST]  # fmt: skip
     repo = make_project(tmp_path, env, {"repos": [{"repo": "local", "hooks": hooks}]})
     run_scenario(repo, env)
 
@@ -197,7 +214,8 @@ def hook_repository(tmp_path: Path, env: dict[str, str]) -> tuple[Path, str]:
 def test_hooks_end_to_end_installed_by_pre_commit(tmp_path: Path) -> None:
     env = environment(tmp_path)
     hooks_repo, rev = hook_repository(tmp_path, env)
-    config = {"repos": [{"repo": str(hooks_repo), "rev": rev, "hooks": [{"id": "fxgen-generate"}, {"id": "fxgen-check"}]}]}
+    hooks = [{"id": "fxgen-generate"}, {"id": "fxgen-check"}, {"id": "fxgen-check-full", **MANUAL["fxgen-check-full"]}]
+    config = {"repos": [{"repo": str(hooks_repo), "rev": rev, "hooks": hooks}]}
     repo = make_project(tmp_path, env, config)
     start = time.monotonic()
     result = sh(repo, env, sys.executable, "-m", "pre_commit", "install-hooks", timeout=900)
