@@ -259,6 +259,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite files edited by hand or not written by fxgen")
     p.add_argument("--fail-on-change", action="store_true",
                    help="exit 1 when a file was written or removed (for hooks: pre-commit does not notice new files)")  # fmt: skip
+    p.add_argument("--staged", action="store_true",
+                   help="for hooks: in a git work tree, also exit 1 when a spec or generated file this run looked at "
+                        "is not staged as it is (untracked, or changed since `git add`): the commit would lack it")  # fmt: skip
     p.add_argument("--jobs", "-j", type=int, default=0, help="worker processes (default: all cores)")
     p.add_argument("--shapes", action="store_true",
                    help="end forward's statements with their output shapes (needs `inputs:` in the spec)")  # fmt: skip
@@ -547,7 +550,8 @@ def _generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
     if args.check and problems:
         print(f"fxgen: {problems} problem{'s' * (problems != 1)} with generated files; "
               "run `fxgen generate` (with --diff to see the changes)", file=sys.stderr)  # fmt: skip
-    if not problems:
+    unstaged = _unstaged(jobs) if args.staged else 0
+    if not problems and not unstaged:
         if args.check:
             compared = " (each rendered and compared with its file)" if args.full else ""
             _summary(args, f"{_count(len(jobs), 'spec')}, every generated file up to date{compared}")
@@ -559,7 +563,23 @@ def _generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
         print(f"fxgen: {changed} generated file{'s' * (changed != 1)} changed; review and stage "
               f"{'them' if changed != 1 else 'it'} (git add), then commit again", file=sys.stderr)  # fmt: skip
         return 1
-    return 1 if problems else 0
+    return 1 if problems or unstaged else 0
+
+
+def _unstaged(jobs: list[Any]) -> int:
+    """``--staged``: report each spec or generated file of ``jobs`` that git would not commit as
+    fxgen saw it (``fxgen.cli.staged``); returns how many."""
+    import shlex
+
+    from fxgen.cli.staged import not_staged
+
+    found = not_staged((job.spec, job.out) for job in jobs)
+    for path in found:
+        print(GenerateError(f"not staged: git add {shlex.quote(str(path))}", Location(str(path))), file=sys.stderr)
+    if found:
+        print(f"fxgen: {_count(len(found), 'file')} not staged: the commit would not hold what fxgen checked; "
+              f"stage {'it' if len(found) == 1 else 'them'} (git add), then commit again", file=sys.stderr)  # fmt: skip
+    return len(found)
 
 
 def _or_report(step: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:

@@ -5,7 +5,8 @@ install``-ed hooks:
 
 * a changed spec: fxgen-generate rewrites its file and the commit fails; staged, it passes;
 * an unrelated commit: fxgen-generate does not run, fxgen-check passes;
-* a new spec: its new (untracked) file is written and the commit fails (--fail-on-change);
+* a new spec: its new (untracked) file is written and the commit fails (--fail-on-change), and
+  fails again until that file is staged (--staged);
 * a generated file edited by hand, a deleted spec: fxgen-check fails;
 * a forged generated file (its header's hashes recomputed): fxgen-check passes, fxgen-check-full fails.
 
@@ -64,8 +65,8 @@ def git(cwd: Path, env: dict[str, str], *args: str) -> str:
     return result.stdout
 
 
-def make_project(tmp_path: Path, env: dict[str, str], config: dict[str, Any]) -> Path:
-    """A git repository with two specs, their generated files and pre-commit installed."""
+def make_project(tmp_path: Path, env: dict[str, str], config: dict[str, Any], *, install: bool = True) -> Path:
+    """A git repository with two specs, their generated files and pre-commit installed (unless not ``install``)."""
     repo = tmp_path / "project"
     (repo / "model_specs").mkdir(parents=True)
     for stem in ("mlp", "resnet_block"):
@@ -77,6 +78,8 @@ def make_project(tmp_path: Path, env: dict[str, str], config: dict[str, Any]) ->
         (repo / "generated" / f"{spec.stem}.py").write_text(expected(repo, spec.stem))
     git(repo, env, "add", "-A")
     git(repo, env, "commit", "-q", "--no-verify", "-m", "initial")
+    if not install:
+        return repo
     result = sh(repo, env, sys.executable, "-m", "pre_commit", "install")
     assert result.returncode == 0, result.stderr
     return repo
@@ -128,6 +131,8 @@ def run_scenario(repo: Path, env: dict[str, str]) -> None:
     made, output = commit(repo, env, "add indexing")
     assert not made and "fxgen: 1 generated file changed" in output, output
     assert (generated / "indexing.py").read_text() == expected(repo, "indexing")
+    made, output = commit(repo, env, "add indexing")  # again without `git add`: the file is still not staged
+    assert not made and output.count("generated/indexing.py: error: not staged: git add generated/indexing.py") == 2, output
     git(repo, env, "add", "generated/indexing.py")
     assert commit(repo, env, "add indexing")[0]
 
@@ -194,6 +199,65 @@ def test_hooks_end_to_end_with_installed_fxgen(tmp_path: Path) -> None:
              for hook in MANIFEST]  # fmt: skip
     repo = make_project(tmp_path, env, {"repos": [{"repo": "local", "hooks": hooks}]})
     run_scenario(repo, env)
+
+
+def hook_command(hook_id: str, *files: str) -> list[str]:
+    """What pre-commit runs for the manifest's hook ``hook_id``, run with this Python."""
+    hook = {hook["id"]: hook for hook in MANIFEST}[hook_id]
+    program, *entry = hook["entry"].split()
+    assert program == "fxgen"
+    return [sys.executable, "-m", "fxgen", *entry, *hook.get("args", []), *files]
+
+
+def test_the_hooks_fail_while_a_file_they_wrote_or_checked_is_not_staged(tmp_path: Path) -> None:
+    """The hooks' entries, run in a git repository as pre-commit runs them (pre-commit's stash of
+    unstaged changes left out, as other hook runners do): what the commit would hold is judged,
+    not only the working tree."""
+    env = environment(tmp_path)
+    repo = make_project(tmp_path, env, {"repos": []}, install=False)
+    specs = repo / "model_specs"
+
+    def run(hook_id: str, *files: str) -> tuple[int, str]:
+        result = sh(repo, env, *hook_command(hook_id, *files))
+        return result.returncode, result.stderr
+
+    def unstaged(path: str) -> str:
+        return f"{path}: error: not staged: git add {path}"
+
+    # a new spec, staged: the hook writes its file and fails; run again without `git add`, both fail
+    shutil.copy(ROOT / "model_specs" / "indexing.yaml", specs)
+    git(repo, env, "add", "model_specs/indexing.yaml")
+    code, err = run("fxgen-generate", "model_specs/indexing.yaml")
+    assert code == 1 and "fxgen: wrote generated/indexing.py" in err, err
+    for code, err in (run("fxgen-generate", "model_specs/indexing.yaml"), run("fxgen-check")):
+        assert code == 1 and unstaged("generated/indexing.py") in err.splitlines(), err
+        assert "fxgen: 1 file not staged" in err
+    git(repo, env, "add", "generated/indexing.py")
+    assert run("fxgen-generate", "model_specs/indexing.yaml")[0] == run("fxgen-check")[0] == 0
+
+    # a generated file rewritten after `git add` of its spec: fails until it is staged too
+    text = (specs / "mlp.yaml").read_text()
+    (specs / "mlp.yaml").write_text(text.replace("\ndoc: >-\n", "\ndoc: >-\n  Changed.\n", 1))
+    git(repo, env, "add", "model_specs/mlp.yaml")
+    assert run("fxgen-generate", "model_specs/mlp.yaml")[0] == 1
+    code, err = run("fxgen-check")
+    assert code == 1 and unstaged("generated/mlp.py") in err.splitlines(), err
+    git(repo, env, "add", "generated/mlp.py")
+    assert run("fxgen-check")[0] == 0
+
+    # a spec changed since `git add`, its new file staged: the commit would pair that file with the old spec
+    (specs / "mlp.yaml").write_text(text.replace("\ndoc: >-\n", "\ndoc: >-\n  Changed again.\n", 1))
+    assert run("fxgen-generate", "model_specs/mlp.yaml")[0] == 1
+    git(repo, env, "add", "generated/mlp.py")
+    code, err = run("fxgen-check")
+    assert code == 1 and unstaged("model_specs/mlp.yaml") in err.splitlines(), err
+    git(repo, env, "add", "model_specs/mlp.yaml")
+    assert run("fxgen-check")[0] == 0
+
+    # a spec and its file both untracked are in no commit: nothing to say
+    shutil.copy(ROOT / "model_specs" / "multi_io.yaml", specs)
+    assert sh(repo, env, sys.executable, "-m", "fxgen", "generate", "model_specs/").returncode == 0
+    assert run("fxgen-check") == (0, "fxgen: 4 specs, every generated file up to date\n")
 
 
 def hook_repository(tmp_path: Path, env: dict[str, str]) -> tuple[Path, str]:
