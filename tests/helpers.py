@@ -1,4 +1,5 @@
-"""Helpers shared by tests: example inputs from specs' `# input:` lines, output and state comparison."""
+"""Helpers shared by tests: example inputs from specs' `# input:` lines, output and state comparison,
+forged generated files."""
 
 from __future__ import annotations
 
@@ -136,3 +137,16 @@ def diagnostics(text: str) -> list[tuple[int, int, str]]:
     except fxgen.SpecError as exc:
         return [(d.location.line, d.location.column, d.message) for d in exc.diagnostics]
     return []
+
+
+def forge(path: Path, extra: str = "\nimport os\n\nos.system('echo forged')\n") -> None:
+    """The generated file ``path`` with ``extra`` appended to its body and its header's body hash
+    recomputed: what anyone can do to a file, since the header's hashes are unkeyed."""
+    from dataclasses import replace
+
+    from fxgen.write.header import body_digest, split
+
+    header, body = split(path.read_text(encoding="utf-8"))
+    assert header is not None, path
+    body += extra
+    path.write_text(replace(header, body_digest=body_digest(body)).render() + body, encoding="utf-8")

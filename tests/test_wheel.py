@@ -4,7 +4,8 @@ Built as pip builds it (the build backend of pyproject.toml, hatchling, from the
 network, no isolated build environment), into a temporary directory; it must hold the JSON Schema
 (read at run time to validate specs), the code template and ``py.typed``, the marker that tells
 type checkers fxgen's annotations are meant for its users (PEP 561). CI installs the dev extras, so
-there a missing hatchling fails the test; elsewhere it skips it.
+there a missing hatchling fails the test; elsewhere it skips it. And the dependencies: what fxgen's
+own code needs is declared, not left to whatever else installs it (numpy).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -40,3 +42,20 @@ def test_the_wheel_holds_the_schema_the_template_and_the_typed_marker(tmp_path: 
     assert "fxgen/py.typed" in names
     modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "fxgen").rglob("*.py")}
     assert modules <= names, modules - names
+
+
+def test_numpy_is_a_dependency_because_fxgen_calls_tensor_numpy(tmp_path: Path) -> None:
+    """torch leaves numpy optional. Without it, every ``import torch`` warns "Failed to initialize
+    NumPy" (each pre-commit hook run that rendered printed it) and ``Tensor.numpy()``, which
+    ``fxgen.save_weights`` and export's packed tensors call, raises: so fxgen depends on numpy."""
+    hidden = tmp_path / "hidden" / "numpy"  # an environment without numpy, as the hooks' own was
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'numpy'\", name='numpy')\n")
+    code = "import torch, fxgen; fxgen.save_weights(torch.nn.Linear(2, 3), 'w.safetensors')"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hidden.parent), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300, check=False)  # fmt: skip
+    assert done.returncode != 0 and "Numpy is not available" in done.stderr, done.stderr
+    assert "Failed to initialize NumPy" in done.stderr
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    assert [d for d in dependencies if d.split(">")[0].split("=")[0].strip() == "numpy"], dependencies

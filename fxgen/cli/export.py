@@ -6,7 +6,6 @@ digest, so that an interrupted run never leaves a spec that loads with weights o
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import re
 import sys
@@ -26,6 +25,7 @@ from fxgen.capture.export import (
 )
 from fxgen.capture.options import CaptureOptions
 from fxgen.describe.to_spec import spec_state
+from fxgen.policy.lookup import import_named, where_looked
 from fxgen.spec.model import ClassSpec, Spec, walk_nodes
 
 __all__ = ["example_tensors", "export_command", "outside_default_policy"]
@@ -37,13 +37,13 @@ def _import_attr(spec: str) -> Any:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ExportError(f"{spec!r}: expected PKG.MODULE:ATTR, e.g. mypkg.models:Net")
-    sys.path.insert(0, str(Path.cwd()))
     try:
-        obj: Any = importlib.import_module(module_name)
+        obj: Any = import_named(module_name)
     except ImportError as exc:
+        root = module_name.split(".")[0]
+        if isinstance(exc, ModuleNotFoundError) and exc.name == root:
+            raise ExportError(f"cannot import {module_name!r}: no module {root!r} {where_looked()} (is it installed?)") from None
         raise ExportError(f"cannot import {module_name!r}: {exc}") from None
-    finally:
-        sys.path.pop(0)
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)

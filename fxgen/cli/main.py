@@ -56,7 +56,6 @@ def project_passes(start: Path) -> tuple[str, ...]:
     """Register the passes ``[tool.fxgen] passes = {name = "pkg.module:function"}`` in the nearest
     pyproject.toml names (trusted project configuration: this imports those modules) and return
     their names. A spec can never do this."""
-    import importlib
     import tomllib
 
     for folder in (start, *start.parents):
@@ -72,11 +71,12 @@ def project_passes(start: Path) -> tuple[str, ...]:
         if not (isinstance(passes, dict) and all(isinstance(v, str) and v.count(":") == 1 for v in passes.values())):
             raise FxgenError('[tool.fxgen] passes must map names to "pkg.module:function"', where)
         from fxgen.passes.registry import register_pass
+        from fxgen.policy.lookup import import_named
 
         for name, ref in passes.items():
             module_name, _, attr = ref.partition(":")
             try:
-                function = getattr(importlib.import_module(module_name), attr)
+                function = getattr(import_named(module_name), attr)
                 register_pass(name, function)
             except Exception as exc:  # trusted code, but its failure is a configuration error
                 raise FxgenError(f"[tool.fxgen] passes: {name} = {ref!r}: {type(exc).__name__}: {exc}", where) from None
@@ -199,7 +199,8 @@ _EXAMPLES = {
   fxgen show --format mermaid model_specs/mlp.yaml  the graph as a mermaid flowchart (renders in GitHub markdown)""",
     "generate": """examples:
   fxgen generate model_specs/                     write what is missing or stale
-  fxgen generate --check --diff model_specs/      write nothing; show what would change, exit 1 if any""",
+  fxgen generate --check --diff model_specs/      write nothing; show what would change, exit 1 if any
+  fxgen generate --check --full model_specs/      render every spec and compare the bytes (for CI)""",
     "expand": """example:
   fxgen expand model_specs/mobilenet_v2.yaml      the canonical nodes and declarations its compact items and shorthands stand for""",
     "transform": """examples:
@@ -251,10 +252,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="PATH", help="spec files or directories")
     p.add_argument("--out-dir", default="generated", type=Path, help="output directory (default: generated/)")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 if any file is missing, stale or orphaned")
+    p.add_argument("--full", action="store_true",
+                   help="render every spec and compare the result with its file, not only the header's hashes (which "
+                        "whoever edits a file can recompute): with --check, what CI should run")  # fmt: skip
     p.add_argument("--diff", action="store_true", help="also print a unified diff of each change (with --check: of what would change; nothing is written)")
     p.add_argument("--force", action="store_true", help="overwrite files edited by hand or not written by fxgen")
     p.add_argument("--fail-on-change", action="store_true",
                    help="exit 1 when a file was written or removed (for hooks: pre-commit does not notice new files)")  # fmt: skip
+    p.add_argument("--staged", action="store_true",
+                   help="for hooks: in a git work tree, also exit 1 when a spec or generated file this run looked at "
+                        "is not staged as it is (untracked, or changed since `git add`): the commit would lack it")  # fmt: skip
     p.add_argument("--jobs", "-j", type=int, default=0, help="worker processes (default: all cores)")
     p.add_argument("--shapes", action="store_true",
                    help="end forward's statements with their output shapes (needs `inputs:` in the spec)")  # fmt: skip
@@ -464,7 +471,9 @@ def cmd_generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
     """Write (or with --check, only compare) the generated file of every spec.
 
     Up-to-date files are recognised from their header hashes alone, so a no-op run imports
-    neither torch nor black. Hand-edited files and files fxgen did not write are left alone
+    neither torch nor black; with --full every spec is rendered and its file compared with the
+    result, since those unkeyed hashes prove nothing to whoever recomputes them after an edit
+    (a forged file). Hand-edited files and files fxgen did not write are left alone
     without --force. With whole spec directories, generated files whose spec was deleted
     (orphans) are removed, or with --check reported.
     """
@@ -478,7 +487,8 @@ def _generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
 
     jobs = plan(find_specs(args.paths), args.out_dir, shapes=args.shapes, imports=allow, variant=args.variant,
                 arguments=tuple(args.set))  # fmt: skip
-    todo = [j for j in jobs if j.status in ("missing", "stale") or (args.force and j.status != "current")]
+    todo = [j for j in jobs if j.status in ("missing", "stale") or (args.force and j.status != "current")
+            or (args.full and j.status == "current")]  # fmt: skip
     problems, swept = _temporaries(args)
     if todo and not args.check:
         from fxgen.write.atomic import ensure_writable
@@ -540,9 +550,11 @@ def _generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
     if args.check and problems:
         print(f"fxgen: {problems} problem{'s' * (problems != 1)} with generated files; "
               "run `fxgen generate` (with --diff to see the changes)", file=sys.stderr)  # fmt: skip
-    if not problems:
+    unstaged = _unstaged(jobs) if args.staged else 0
+    if not problems and not unstaged:
         if args.check:
-            _summary(args, f"{_count(len(jobs), 'spec')}, every generated file up to date")
+            compared = " (each rendered and compared with its file)" if args.full else ""
+            _summary(args, f"{_count(len(jobs), 'spec')}, every generated file up to date{compared}")
         else:
             parts = [f"{written} written", f"{len(jobs) - written} unchanged"] + ([f"{removed} removed"] if removed else [])
             parts += [f"{_count(swept, 'stale temporary file')} removed"] if swept else []
@@ -551,7 +563,23 @@ def _generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
         print(f"fxgen: {changed} generated file{'s' * (changed != 1)} changed; review and stage "
               f"{'them' if changed != 1 else 'it'} (git add), then commit again", file=sys.stderr)  # fmt: skip
         return 1
-    return 1 if problems else 0
+    return 1 if problems or unstaged else 0
+
+
+def _unstaged(jobs: list[Any]) -> int:
+    """``--staged``: report each spec or generated file of ``jobs`` that git would not commit as
+    fxgen saw it (``fxgen.cli.staged``); returns how many."""
+    import shlex
+
+    from fxgen.cli.staged import not_staged
+
+    found = not_staged((job.spec, job.out) for job in jobs)
+    for path in found:
+        print(GenerateError(f"not staged: git add {shlex.quote(str(path))}", Location(str(path))), file=sys.stderr)
+    if found:
+        print(f"fxgen: {_count(len(found), 'file')} not staged: the commit would not hold what fxgen checked; "
+              f"stage {'it' if len(found) == 1 else 'them'} (git add), then commit again", file=sys.stderr)  # fmt: skip
+    return len(found)
 
 
 def _or_report(step: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
@@ -591,6 +619,9 @@ def _out_of_date(job: Any) -> str:
         return f"missing: not generated yet from {job.label}"
     if job.status == "stale":
         return f"stale: out of date with {job.label}"
+    if job.status == "current":  # found only by --full: the header's hashes match, the bytes do not
+        return (f"forged: differs from what {job.label} generates, though its header's hashes say it is current "
+                "(anyone can recompute them); run `fxgen generate --full` to rewrite it")  # fmt: skip
     return f"{job.status}: differs from what {job.label} generates"
 
 

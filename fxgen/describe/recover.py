@@ -21,7 +21,6 @@ encode. It also owns :func:`class_name`, the one way fxgen names a module class 
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import numbers
 from collections.abc import Callable
@@ -43,6 +42,7 @@ from fxgen.describe.rebuild import (
     submodules,
 )
 from fxgen.describe.recover_rules import OMIT, Plan, Unrecoverable, is_builtin, plan_for
+from fxgen.policy.lookup import import_named
 
 __all__ = ["RECOVERIES", "class_name", "recover_and_check", "recover_constructor", "register_constructor", "resolve_qualname"]
 
@@ -137,7 +137,7 @@ def resolve_qualname(qualname: str) -> Any:
     parts = qualname.split(".")
     for i in range(len(parts), 0, -1):
         try:
-            obj: Any = importlib.import_module(".".join(parts[:i]))
+            obj: Any = import_named(".".join(parts[:i]))
         except ImportError:
             continue
         try:

@@ -41,7 +41,6 @@ import ast
 import builtins
 import functools
 import importlib
-import importlib.util
 import keyword
 import re
 import sys
@@ -52,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from fxgen._errors import FxgenError, Suggestions
+from fxgen.policy.lookup import findable, import_named, where_looked
 from fxgen.policy.tables import (
     GENERIC_BUILTINS,
     PRIVATE_OK,
@@ -205,7 +205,7 @@ class Policy:
         if module is not None or not self._user_leads_to(name):
             return module
         try:
-            return importlib.import_module(name)
+            return import_named(name)
         except ModuleNotFoundError as exc:
             if exc.name is not None and (exc.name == name or name.startswith(exc.name + ".")):
                 return None  # not a module (or not installed): a shorter prefix may be
@@ -468,12 +468,15 @@ def _resolve(policy: Policy, target: str, kind: str) -> _Resolved:
             break
     if start is None:
         root = parts[0]
-        if root in sys.modules or importlib.util.find_spec(root) is not None:
+        if findable(root):
             raise TargetError(_refusal(target) if kind != "type" else _refusal(target, "type"))
         if root in ALIASES:  # `nn.ReLU`, `F.relu`: the import aliases of Python code
             full = ALIASES[root] + target[len(root) :]
             raise TargetError(f"cannot resolve {target!r}: a spec names things in full; write {full!r}")
-        raise TargetError(f"cannot resolve {target!r}: no module {root!r} (is it installed?)")
+        allowed = "" if policy._user_leads_to(root) else "; once it is, it must be allowed too: " + (
+            _HOW_TO_ALLOW.format(target)
+        )
+        raise TargetError(f"cannot resolve {target!r}: no module {root!r} {where_looked()} (is it installed?){allowed}")
     i, obj = start
     private_ok = user or target in PRIVATE_OK
     for p in parts[i:]:

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT
+from helpers import forge
 
 import fxgen
 from fxgen._errors import GenerateError
@@ -146,6 +147,30 @@ def test_diff_shows_changes(project: Path, capsys: pytest.CaptureFixture[str]) -
     code, out2, _ = run(capsys, "specs", "--out-dir", "gen", "--diff")  # writes, and shows what it wrote
     assert code == 0 and out2 == out
     assert (project / "gen" / "mlp.py").read_text() == expected("mlp")
+
+
+def test_full_check_compares_the_bytes_and_finds_a_forged_file(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "specs", "--out-dir", "gen")[0] == 0
+    target = project / "gen" / "mlp.py"
+    forge(target)
+    assert run(capsys, "specs", "--out-dir", "gen", "--check") == (0, "", UP_TO_DATE)  # the header alone: fooled
+    before = snapshot(project)
+    code, out, err = run(capsys, "specs", "--out-dir", "gen", "--check", "--full")
+    assert (code, out) == (1, "") and snapshot(project) == before
+    assert err.splitlines() == [
+        f"{Path('gen') / 'mlp.py'}: error: forged: differs from what specs/mlp.yaml generates, though its header's "
+        "hashes say it is current (anyone can recompute them); run `fxgen generate --full` to rewrite it",
+        "fxgen: 1 problem with generated files; run `fxgen generate` (with --diff to see the changes)",
+    ]
+    code, out, _ = run(capsys, "specs", "--out-dir", "gen", "--check", "--full", "--diff")
+    assert code == 1 and "+os.system('echo forged')" not in out and "-os.system('echo forged')" in out
+    assert run(capsys, "specs", "--out-dir", "gen")[:2] == (0, "")  # the header says current: left alone
+    assert "os.system" in target.read_text()
+    assert run(capsys, "specs", "--out-dir", "gen", "--full")[0] == 0
+    assert target.read_text() == expected("mlp")
+    assert run(capsys, "specs", "--out-dir", "gen", "--check", "--full") == (
+        0, "", f"fxgen: {len(SPECS)} specs, every generated file up to date (each rendered and compared with its file)\n"
+    )  # fmt: skip
 
 
 # -- hand edits, foreign files, --force -------------------------------------------------------

@@ -5,8 +5,10 @@ install``-ed hooks:
 
 * a changed spec: fxgen-generate rewrites its file and the commit fails; staged, it passes;
 * an unrelated commit: fxgen-generate does not run, fxgen-check passes;
-* a new spec: its new (untracked) file is written and the commit fails (--fail-on-change);
-* a generated file edited by hand, a deleted spec: fxgen-check fails.
+* a new spec: its new (untracked) file is written and the commit fails (--fail-on-change), and
+  fails again until that file is staged (--staged);
+* a generated file edited by hand, a deleted spec: fxgen-check fails;
+* a forged generated file (its header's hashes recomputed): fxgen-check passes, fxgen-check-full fails.
 
 The fast test turns the manifest's hooks into ``repo: local`` hooks with ``language: system``
 (the fxgen installed here). The slow one installs the hooks the way users do: from a git
@@ -27,6 +29,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ROOT
+from helpers import forge
 
 import fxgen
 
@@ -34,6 +37,7 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 MANIFEST = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
 HOOK_KEYS = ("id", "name", "entry", "files", "args", "pass_filenames", "always_run", "require_serial")
+MANUAL = {"fxgen-check-full": {"stages": ["manual"]}}  # it renders every spec: run on request, as CI does
 
 
 def environment(tmp_path: Path) -> dict[str, str]:
@@ -61,8 +65,8 @@ def git(cwd: Path, env: dict[str, str], *args: str) -> str:
     return result.stdout
 
 
-def make_project(tmp_path: Path, env: dict[str, str], config: dict[str, Any]) -> Path:
-    """A git repository with two specs, their generated files and pre-commit installed."""
+def make_project(tmp_path: Path, env: dict[str, str], config: dict[str, Any], *, install: bool = True) -> Path:
+    """A git repository with two specs, their generated files and pre-commit installed (unless not ``install``)."""
     repo = tmp_path / "project"
     (repo / "model_specs").mkdir(parents=True)
     for stem in ("mlp", "resnet_block"):
@@ -74,6 +78,8 @@ def make_project(tmp_path: Path, env: dict[str, str], config: dict[str, Any]) ->
         (repo / "generated" / f"{spec.stem}.py").write_text(expected(repo, spec.stem))
     git(repo, env, "add", "-A")
     git(repo, env, "commit", "-q", "--no-verify", "-m", "initial")
+    if not install:
+        return repo
     result = sh(repo, env, sys.executable, "-m", "pre_commit", "install")
     assert result.returncode == 0, result.stderr
     return repo
@@ -85,6 +91,7 @@ def commit(repo: Path, env: dict[str, str], message: str) -> tuple[bool, str]:
     result = sh(repo, env, "git", "commit", "-m", message)
     made = git(repo, env, "rev-parse", "HEAD") != head
     assert made == (result.returncode == 0), result.stdout + result.stderr
+    assert "Failed to initialize NumPy" not in result.stdout + result.stderr  # numpy is a dependency
     return made, result.stdout + result.stderr
 
 
@@ -124,6 +131,8 @@ def run_scenario(repo: Path, env: dict[str, str]) -> None:
     made, output = commit(repo, env, "add indexing")
     assert not made and "fxgen: 1 generated file changed" in output, output
     assert (generated / "indexing.py").read_text() == expected(repo, "indexing")
+    made, output = commit(repo, env, "add indexing")  # again without `git add`: the file is still not staged
+    assert not made and output.count("generated/indexing.py: error: not staged: git add generated/indexing.py") == 2, output
     git(repo, env, "add", "generated/indexing.py")
     assert commit(repo, env, "add indexing")[0]
 
@@ -147,10 +156,19 @@ def run_scenario(repo: Path, env: dict[str, str]) -> None:
     assert made, output
     assert sorted(p.name for p in generated.iterdir()) == ["mlp.py", "resnet_block.py"]
 
+    # 6. a forged file (its body changed, its header's hashes recomputed) fools fxgen-check, whose
+    # limit the docs state, and not fxgen-check-full (a manual stage here, as in CI's own run)
+    forge(generated / "mlp.py")
+    git(repo, env, "add", "generated/mlp.py")
+    made, output = commit(repo, env, "forged")
+    assert made, output
+    result = sh(repo, env, sys.executable, "-m", "pre_commit", "run", "--hook-stage", "manual", "fxgen-check-full")
+    assert result.returncode == 1 and "generated/mlp.py: error: forged: " in result.stdout, result.stdout
+
 
 def test_manifest_follows_pre_commit_conventions() -> None:
     hooks = {hook["id"]: hook for hook in MANIFEST}
-    assert set(hooks) == {"fxgen-generate", "fxgen-check"}
+    assert set(hooks) == {"fxgen-generate", "fxgen-check", "fxgen-check-full"}
     for hook in hooks.values():
         assert hook["language"] == "python" and hook["entry"].startswith("fxgen generate")
     generate, check = hooks["fxgen-generate"], hooks["fxgen-check"]
@@ -158,6 +176,10 @@ def test_manifest_follows_pre_commit_conventions() -> None:
     assert "--fail-on-change" in generate["entry"]
     assert "--check" in check["entry"] and check["pass_filenames"] is False and check["always_run"] is True
     assert check["args"] == ["model_specs/"]
+    full = hooks["fxgen-check-full"]
+    assert full["entry"] == check["entry"] + " --full"
+    own = ("id", "name", "description", "entry")
+    assert {k: v for k, v in full.items() if k not in own} == {k: v for k, v in check.items() if k not in own}
     result = subprocess.run([sys.executable, "-m", "pre_commit", "validate-manifest", str(ROOT / ".pre-commit-hooks.yaml")],
                             capture_output=True, text=True, timeout=120)  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
@@ -173,9 +195,69 @@ def test_repository_uses_its_own_hooks() -> None:
 
 def test_hooks_end_to_end_with_installed_fxgen(tmp_path: Path) -> None:
     env = environment(tmp_path)
-    hooks = [{**{k: hook[k] for k in HOOK_KEYS if k in hook}, "language": "system"} for hook in MANIFEST]
+    hooks = [{**{k: hook[k] for k in HOOK_KEYS if k in hook}, "language": "system", **MANUAL.get(hook["id"], {})}
+             for hook in MANIFEST]  # fmt: skip
     repo = make_project(tmp_path, env, {"repos": [{"repo": "local", "hooks": hooks}]})
     run_scenario(repo, env)
+
+
+def hook_command(hook_id: str, *files: str) -> list[str]:
+    """What pre-commit runs for the manifest's hook ``hook_id``, run with this Python."""
+    hook = {hook["id"]: hook for hook in MANIFEST}[hook_id]
+    program, *entry = hook["entry"].split()
+    assert program == "fxgen"
+    return [sys.executable, "-m", "fxgen", *entry, *hook.get("args", []), *files]
+
+
+def test_the_hooks_fail_while_a_file_they_wrote_or_checked_is_not_staged(tmp_path: Path) -> None:
+    """The hooks' entries, run in a git repository as pre-commit runs them (pre-commit's stash of
+    unstaged changes left out, as other hook runners do): what the commit would hold is judged,
+    not only the working tree."""
+    env = environment(tmp_path)
+    repo = make_project(tmp_path, env, {"repos": []}, install=False)
+    specs = repo / "model_specs"
+
+    def run(hook_id: str, *files: str) -> tuple[int, str]:
+        result = sh(repo, env, *hook_command(hook_id, *files))
+        return result.returncode, result.stderr
+
+    def unstaged(path: str) -> str:
+        return f"{path}: error: not staged: git add {path}"
+
+    # a new spec, staged: the hook writes its file and fails; run again without `git add`, both fail
+    shutil.copy(ROOT / "model_specs" / "indexing.yaml", specs)
+    git(repo, env, "add", "model_specs/indexing.yaml")
+    code, err = run("fxgen-generate", "model_specs/indexing.yaml")
+    assert code == 1 and "fxgen: wrote generated/indexing.py" in err, err
+    for code, err in (run("fxgen-generate", "model_specs/indexing.yaml"), run("fxgen-check")):
+        assert code == 1 and unstaged("generated/indexing.py") in err.splitlines(), err
+        assert "fxgen: 1 file not staged" in err
+    git(repo, env, "add", "generated/indexing.py")
+    assert run("fxgen-generate", "model_specs/indexing.yaml")[0] == run("fxgen-check")[0] == 0
+
+    # a generated file rewritten after `git add` of its spec: fails until it is staged too
+    text = (specs / "mlp.yaml").read_text()
+    (specs / "mlp.yaml").write_text(text.replace("\ndoc: >-\n", "\ndoc: >-\n  Changed.\n", 1))
+    git(repo, env, "add", "model_specs/mlp.yaml")
+    assert run("fxgen-generate", "model_specs/mlp.yaml")[0] == 1
+    code, err = run("fxgen-check")
+    assert code == 1 and unstaged("generated/mlp.py") in err.splitlines(), err
+    git(repo, env, "add", "generated/mlp.py")
+    assert run("fxgen-check")[0] == 0
+
+    # a spec changed since `git add`, its new file staged: the commit would pair that file with the old spec
+    (specs / "mlp.yaml").write_text(text.replace("\ndoc: >-\n", "\ndoc: >-\n  Changed again.\n", 1))
+    assert run("fxgen-generate", "model_specs/mlp.yaml")[0] == 1
+    git(repo, env, "add", "generated/mlp.py")
+    code, err = run("fxgen-check")
+    assert code == 1 and unstaged("model_specs/mlp.yaml") in err.splitlines(), err
+    git(repo, env, "add", "model_specs/mlp.yaml")
+    assert run("fxgen-check")[0] == 0
+
+    # a spec and its file both untracked are in no commit: nothing to say
+    shutil.copy(ROOT / "model_specs" / "multi_io.yaml", specs)
+    assert sh(repo, env, sys.executable, "-m", "fxgen", "generate", "model_specs/").returncode == 0
+    assert run("fxgen-check") == (0, "fxgen: 4 specs, every generated file up to date\n")
 
 
 def hook_repository(tmp_path: Path, env: dict[str, str]) -> tuple[Path, str]:
@@ -196,7 +278,8 @@ def hook_repository(tmp_path: Path, env: dict[str, str]) -> tuple[Path, str]:
 def test_hooks_end_to_end_installed_by_pre_commit(tmp_path: Path) -> None:
     env = environment(tmp_path)
     hooks_repo, rev = hook_repository(tmp_path, env)
-    config = {"repos": [{"repo": str(hooks_repo), "rev": rev, "hooks": [{"id": "fxgen-generate"}, {"id": "fxgen-check"}]}]}
+    hooks = [{"id": "fxgen-generate"}, {"id": "fxgen-check"}, {"id": "fxgen-check-full", **MANUAL["fxgen-check-full"]}]
+    config = {"repos": [{"repo": str(hooks_repo), "rev": rev, "hooks": hooks}]}
     repo = make_project(tmp_path, env, config)
     start = time.monotonic()
     result = sh(repo, env, sys.executable, "-m", "pre_commit", "install-hooks", timeout=900)
