@@ -26,6 +26,8 @@ __all__ = [
     "SpecError",
     "Suggestions",
     "WeightsError",
+    "closest_name",
+    "did_you_mean",
 ]
 
 
@@ -95,10 +97,13 @@ class GenerateError(FxgenError):
 class Suggestions:
     """The name a misspelt one was probably meant to be, among a fixed set of names. Only names
     with the same first letter are compared: a typo keeps it nearly always, and it keeps each
-    lookup to tens of microseconds against torch's thousand names. For error messages only."""
+    lookup to tens of microseconds against torch's thousand names. For error messages only.
+    ``cutoff``: difflib's similarity a suggestion needs (0.75 against a library's names; the few
+    names in scope of a spec take difflib's own 0.6, so `bn` finds `bn1` and `rr` finds `r`)."""
 
-    def __init__(self, names: Iterable[str]) -> None:
+    def __init__(self, names: Iterable[str], cutoff: float = 0.75) -> None:
         self._by_letter: dict[str, list[str]] = {}
+        self._cutoff = cutoff
         for name in sorted({n for n in names if isinstance(n, str) and n}):
             self._by_letter.setdefault(name[0].lower(), []).append(name)
 
@@ -109,7 +114,22 @@ class Suggestions:
         longer = [n for n in same_letter if n.startswith(word)]
         if len(longer) == 1:  # a shortened name: `kernel` for `kernel_size`
             return longer[0]
-        # a similarity of 0.75 needs the shorter word to be at least 0.6 times the longer one
-        near = [n for n in same_letter if 0.6 * len(word) <= len(n) <= len(word) / 0.6]
-        found = difflib.get_close_matches(word, near, n=1, cutoff=0.75)
+        # a similarity of `cutoff` needs the shorter word to be at least cutoff / (2 - cutoff) times the longer
+        shortest = self._cutoff / (2 - self._cutoff)
+        near = [n for n in same_letter if shortest * len(word) <= len(n) <= len(word) / shortest]
+        found = difflib.get_close_matches(word, near, n=1, cutoff=self._cutoff)
         return found[0] if found else None
+
+
+def closest_name(word: str, names: Iterable[str]) -> str | None:
+    """The one of ``names`` (the names in scope where ``word`` was not found: modules, nodes,
+    arguments) that ``word`` is probably a misspelling of, if any: the one matching every "not
+    declared" and "not defined" message uses."""
+    return Suggestions((n for n in names if n != word), cutoff=0.6).closest(word)
+
+
+def did_you_mean(word: str, names: Iterable[str]) -> str:
+    """``" (did you mean 'bn1'?)"`` when ``word`` is probably a misspelling of one of ``names``
+    (``closest_name``), else ``""``."""
+    close = closest_name(word, names)
+    return f" (did you mean {close!r}?)" if close else ""

@@ -15,7 +15,7 @@ import functools
 import keyword
 from typing import Any
 
-from fxgen._errors import Diagnostic, SpecError, Suggestions
+from fxgen._errors import Diagnostic, SpecError, closest_name
 from fxgen.check.checker import IDENTIFIER
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
@@ -84,7 +84,7 @@ def _params(data: dict[str, Any]) -> dict[str, ArgSpec]:
 
 def _value_problem(params: dict[str, ArgSpec], arg: str, value: Any, origin: str) -> str | None:
     if arg not in params:
-        close = Suggestions(params).closest(arg)
+        close = closest_name(arg, params)
         hint = f"did you mean {close!r}?" if close else f"its arguments: {', '.join(params) or 'none'}"
         return f"{origin}: {arg!r} is not an argument of the model's class; {hint}"
     if has_arguments(value):
@@ -100,7 +100,7 @@ def _choice_problems(data: dict[str, Any], choice: Choice) -> list[Problem]:
     variants = data.get("variants", {})
     if choice.variant is not None and choice.variant not in variants:
         if variants:
-            close = Suggestions(variants).closest(choice.variant)
+            close = closest_name(choice.variant, variants)
             hint = f"did you mean {close!r}?" if close else f"its variants: {', '.join(variants)}"
             problems.append((("variants",), f"no variant {choice.variant!r} in this spec; {hint}", True))
         else:

@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from types import UnionType
 from typing import Any
 
-from fxgen._errors import Suggestions
+from fxgen._errors import closest_name
 from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.expr import ExprError, call_problems, names, parse, tested
@@ -35,6 +35,7 @@ from fxgen.spec.values import DECLARATION_TAGS
 
 __all__ = [
     "MAX_BLOCK_DEPTH",
+    "bare_name_problems",
     "bind_written",
     "block_names",
     "class_cycles",
@@ -242,6 +243,34 @@ def declaration_problems(
     return problems
 
 
+_NOT_VALUES = frozenset({"class", "repeat", "for", "in", "if", "dtype", "device", "memory_format", "layout", "float",
+                         "complex", "ellipsis"})  # keys whose strings are names or texts, not argument values
+
+
+def bare_name_problems(value: Any, where: JsonPath, names_: Collection[str], scope: str) -> list[Problem]:
+    """A plain string in a module's arguments that is the name of an argument or value of its
+    class, or of a ``for`` item around it (``args: [32, num_classes]``): a string there is a
+    literal, so the constructor would get the text; an expression is written ``{arg: num_classes}``."""
+    return [(path, f"{text!r} is a string here, the name of an argument or value of {scope}, not its value: "
+                   f"write {{arg: {text}}} for the value (a plain string is passed as written)")
+            for path, text, bound in _bare_strings(value, where, ()) if text in names_ or text in bound]  # fmt: skip
+
+
+def _bare_strings(value: Any, path: JsonPath, bound: tuple[str, ...]) -> Iterator[tuple[JsonPath, str, tuple[str, ...]]]:
+    """Every plain string among a declaration value's arguments, with the names the ``for`` items
+    over module declarations around it bind."""
+    if isinstance(value, str):
+        yield path, value, bound
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _bare_strings(item, (*path, i), bound)
+    elif isinstance(value, dict) and set(value) != {"arg"}:
+        inner = (*bound, *loop_names(value)) if is_module_loop(value) else bound
+        for key, item in value.items():
+            if key not in _NOT_VALUES:
+                yield from _bare_strings(item, (*path, key), inner)
+
+
 def _scoped_expressions(value: Any, path: JsonPath, bound: tuple[str, ...]) -> Iterator[tuple[JsonPath, str, tuple[str, ...]]]:
     """Every ``{arg: ...}`` of a declaration value, with the names the ``for`` items over module
     declarations around it bind (a ``for``'s ``in:`` sees only the enclosing ones)."""
@@ -330,7 +359,7 @@ def unknown_names(used: list[str], arguments: list[str], values: list[str], scop
             out.append("'training' is the module's mode, which train() and eval() change after it is built; "
                        "a declaration is built once: use it in the nodes (`if: training`, `{arg: training}`)")
             continue
-        close = Suggestions(known).closest(name)
+        close = closest_name(name, known)
         has = f" (its arguments: {', '.join(arguments)})" if arguments else " (it takes no arguments)"
         hint = f"; did you mean {close!r}?" if close else f"; declare it under `args` or `values`{has}"
         kinds = "an argument or value" if values else "an argument"

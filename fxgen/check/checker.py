@@ -189,8 +189,11 @@ class CheckerBase:
     def imported_roots(self) -> frozenset[str]:
         """Top-level packages the generated code will import (node names must not shadow them)."""
         roots = {m["class"].split(".")[0] for m in self.data.get("modules", {}).values()}
-        roots |= {n["target"].split(".")[0] for _, n in walk_data(self.data["nodes"]) if n["op"] == "call_function"}
-        return frozenset(r for r in roots if "." in r or r not in self.builtin_names)
+        # a bare function target is a builtin, never imported (one that is none is refused at the target,
+        # and the name torch.fx gives its node is not reported again as shadowing an import)
+        targets = (n["target"] for _, n in walk_data(self.data["nodes"]) if n["op"] == "call_function")
+        roots |= {target.split(".")[0] for target in targets if "." in target}
+        return frozenset(r for r in roots if r not in self.builtin_names)
 
     @property
     def builtin_names(self) -> dict[str, Any]:

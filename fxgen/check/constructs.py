@@ -19,6 +19,7 @@ import keyword
 from collections.abc import Mapping
 from typing import Any
 
+from fxgen._errors import did_you_mean
 from fxgen.check.blocks import PRESENCE_ONLY_IN_CONDITIONS, unknown_names
 from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES
 from fxgen.read.yaml_events import JsonPath
@@ -144,7 +145,7 @@ class _Walker:
                                           "`alias` of the first input"))  # fmt: skip
             ref = str(value)[1:]
             if ref not in inner:
-                why = self.hidden.get(ref, "is not defined in the loop")
+                why = self.hidden.get(ref, "is not defined in the loop" + did_you_mean(ref, defined))
                 self.problems.append((at, f"carry {name!r}: %{ref} {why}"))
         collect = item.get("collect")
         if collect is not None:

@@ -23,10 +23,11 @@ from typing import Any
 import torch
 import torch.fx
 
-from fxgen._errors import Diagnostic, SpecError, Suggestions
+from fxgen._errors import Diagnostic, SpecError, closest_name
 from fxgen.check.arguments import SIMPLE_TYPES, choose_data, is_a, variant_problems
 from fxgen.check.blocks import (
     PRESENCE_ONLY_IN_CONDITIONS,
+    bare_name_problems,
     bind_written,
     block_names,
     class_cycles,
@@ -360,7 +361,7 @@ class Checker(NodeChecks):
                 continue
             unknown = [name for name in names(tree) if name not in dims]
             if unknown:
-                close = Suggestions(dims).closest(unknown[0])
+                close = closest_name(unknown[0], dims)
                 hint = f"; did you mean {close!r}?" if close else (
                     f" (they are: {', '.join(dims)})" if dims else "; name a dimension in `inputs:` (`[batch, 3]`)")
                 self.error(("checks", i), f"check {text!r}: {unknown[0]!r} is no dimension name of `inputs`{hint}")
@@ -483,7 +484,7 @@ class Checker(NodeChecks):
         """Why ``name`` is no class: in format 2 a bare name is a block of this spec."""
         if "." in name or self.doc.data["fxgen"] < 2:
             return str(exc)
-        close = Suggestions(self.blocks).closest(name)
+        close = closest_name(name, self.blocks)
         if close:
             return f"no block {name!r} in this spec; did you mean {close!r}?"
         known = f" (its blocks: {', '.join(sorted(self.blocks))})" if self.blocks else ""
@@ -704,6 +705,11 @@ class Checker(NodeChecks):
         ok = self.check_declaration(entry.get("args", []), (*where, "args"))
         ok = self.check_declaration(entry.get("kwargs", {}), (*where, "kwargs")) and ok
         ok = self.check_declaration(entry.get("init", {}), (*where, "init")) and ok
+        bare = bare_name_problems({"args": entry.get("args", []), "kwargs": entry.get("kwargs", {})}, where,
+                                  [*self.arguments, *self.value_names], self.label)  # fmt: skip
+        for at, message in bare:
+            self.error(at, message)
+        ok = ok and not bare
         local = entry["class"] in self.blocks
         if not ok or (self.env is None and (local or has_arguments(entry))):
             return None  # without argument values, the structure is all that can be checked
@@ -957,7 +963,7 @@ def _unknown_keyword(signature: inspect.Signature, kwargs: dict[str, Any]) -> st
     names = [name for name, p in params.items() if p.kind is not inspect.Parameter.POSITIONAL_ONLY]
     for key in kwargs:
         if key not in names:
-            close = Suggestions(names).closest(key)
+            close = closest_name(key, names)
             return f"got an unexpected keyword argument {key!r}" + (f" (did you mean {close!r}?)" if close else "")
     return None
 

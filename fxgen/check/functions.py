@@ -19,7 +19,7 @@ import keyword
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from fxgen._errors import Suggestions
+from fxgen._errors import closest_name
 from fxgen.check.blocks import names_or_none, use_cycle
 from fxgen.check.checker import IDENTIFIER, RESERVED_NAMES
 from fxgen.read.yaml_events import JsonPath
@@ -164,7 +164,7 @@ def _expression_problems(text: str, function: str, known: list[str], declared: M
         if used == TRAINING:
             out.append("'training' is the module's mode; a function knows only its arguments: pass it as one")
             continue
-        close = Suggestions(known).closest(used)
+        close = closest_name(used, known)
         hint = f"; did you mean {close!r}?" if close else (
             f" (it knows {', '.join(known)})" if known else " (it takes no arguments)")  # fmt: skip
         out.append(f"{used!r} is no argument or earlier value of function {function!r}{hint}; a function uses only "

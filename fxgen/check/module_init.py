@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from fxgen._errors import Suggestions
+from fxgen._errors import closest_name
 from fxgen.construct.modules import tensor_at
 from fxgen.read.yaml_events import JsonPath
 from fxgen.spec.init import check_init
@@ -52,6 +52,6 @@ def init_problems(
 
 def _unknown(module: torch.nn.Module, path: str, label: str) -> str:
     names = [name for name, _ in (*module.named_parameters(), *module.named_buffers())]
-    close = Suggestions(names).closest(path)
+    close = closest_name(path, names)
     hint = f"did you mean {close!r}?" if close else f"its tensors: {', '.join(names[:12]) or 'none'}"
     return f"{label}: init names {path!r}, which is no parameter or buffer of the module; {hint}"

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from fxgen._errors import SpecError
+from fxgen._errors import SpecError, did_you_mean
 from fxgen.check.checker import DECODE_ERRORS, IDENTIFIER, RESERVED_NAMES, CheckerBase
 from fxgen.check.constructs import construct_problems, shown_path
 from fxgen.check.functions import arities
@@ -207,7 +207,11 @@ class NodeChecks(CheckerBase):
                                f"write '%%{name}' for the literal string '%{name}'")  # fmt: skip
                 elif name not in defined:
                     later = any(n.get("name") == name for n in self.data["nodes"])
-                    reason = "is defined later (nodes must come in execution order)" if later else "is not defined"
+                    reason = "is defined later (nodes must come in execution order)" if later else (
+                        "is not defined" + did_you_mean(name, defined))
+                    if not later and not any(n.get("op") == "placeholder" for n in self.data["nodes"]):
+                        reason += (", and the nodes declare no input: to read an input, declare it first, "
+                                   f"{{op: placeholder, name: {name}, type: torch.Tensor}}")  # fmt: skip
                     self.error(at, f"%{name}: node {name!r} {reason}; write '%%{name}' for a literal string")
 
     def check_type(self, node: dict[str, Any], where: JsonPath) -> str | None:
@@ -273,8 +277,10 @@ class NodeChecks(CheckerBase):
             except TargetError as exc:
                 self.error((*where, "target"), _node_prefix(node) + str(exc))
             return
+        tensors = (*self.data.get("parameters", {}), *self.data.get("buffers", {}))
         self.error((*where, "target"), f"get_attr target {target!r} is not a declared parameter, buffer "
-                   "or attribute of a declared module; declare it under `parameters` or `buffers`")  # fmt: skip
+                   f"or attribute of a declared module{did_you_mean(target, tensors)}; declare it under "
+                   "`parameters` or `buffers`")  # fmt: skip
 
     def owning_module(self, target: str) -> str | None:
         """The first declared module (in declaration order) whose path is a prefix of ``target``:
@@ -304,8 +310,8 @@ class NodeChecks(CheckerBase):
                        f"{path!r} has no module {target[len(path) + 1 :]!r} (with "
                        f"{', '.join(f'{k}={v!r}' for k, v in (getattr(self, 'env', None) or {}).items()) or 'no arguments'})")
             return
-        self.error((*where, "target"), f"call_module target {target!r} is not declared; "
-                   "declare it under `modules`")  # fmt: skip
+        self.error((*where, "target"), f"call_module target {target!r} is not declared"
+                   f"{did_you_mean(target, self.data.get('modules', {}))}; declare it under `modules`")  # fmt: skip
 
     def check_call_method(self, node: dict[str, Any], where: JsonPath) -> None:
         target: str = node["target"]
@@ -327,7 +333,9 @@ class NodeChecks(CheckerBase):
         try:
             function = self.policy.resolve_function(target)
         except TargetError as exc:
-            self.error((*where, "target"), _node_prefix(node) + str(exc))
+            hint = did_you_mean(target, self.data.get("modules", {})) if "." not in target else ""
+            why = f"{target!r} is no declared module{hint} and no builtin fxgen knows" if hint else str(exc)
+            self.error((*where, "target"), _node_prefix(node) + why)
             return
         arity = self.arities.get(target, _UNSET)
         if arity is _UNSET:  # one lookup per distinct target, not per node

@@ -318,6 +318,7 @@ def cmd_validate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
 
     specs = find_specs(args.paths)
     failed = 0
+    unshaped: list[Path] = []  # valid, but without `inputs:` no shape was checked
     with Progress("validating", len(specs), quiet=args.quiet) as progress:
         for done, path in enumerate(specs, 1):
             progress.step(done, str(path))
@@ -326,12 +327,27 @@ def cmd_validate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
                 if spec.inputs or spec.passes:  # passes run and are checked; inputs must flow
                     _prepared(spec, allow, analyse=False)
                     _variants_flow(spec, allow)
+                if not spec.inputs:
+                    unshaped.append(path)
             except SpecError as exc:
                 failed += 1
                 _report(exc.diagnostics)
     ok = len(specs) - failed
-    _summary(args, f"{ok} of {_count(len(specs), 'spec')} valid" if failed else f"{_count(ok, 'spec')} valid")
+    _summary(args, (f"{ok} of {_count(len(specs), 'spec')} valid" if failed else f"{_count(ok, 'spec')} valid")
+             + _unshaped(unshaped))  # fmt: skip
     return 1 if failed else 0
+
+
+def _unshaped(paths: list[Path]) -> str:
+    """What the summary adds for valid specs that declare no example inputs: nothing ran through
+    them, so a wrong channel count there passes; say which, and how to have it checked."""
+    if not paths:
+        return ""
+    names = [str(path) if str(path).isprintable() else repr(str(path)) for path in paths[:3]]  # one line, always
+    shown = ", ".join(names) + (f" and {len(paths) - 3:,} more" if len(paths) > 3 else "")
+    these = "it declares" if len(paths) == 1 else "they declare"
+    return (f"; shapes not checked in {_count(len(paths), 'spec')} ({shown}): {these} no `inputs:`; declare example "
+            "inputs (`inputs: {x: {shape: [batch, 3, 32, 32]}}`) to have every node's shapes checked")
 
 
 def _variants_flow(spec: Any, allow: tuple[str, ...]) -> None:

@@ -16,7 +16,8 @@ compact items, each standing for exactly the canonical nodes it desugars to:
 The op is implied by what the target names: a declared module (or an item of one) is
 ``call_module``, a declared parameter or buffer ``get_attr``, ``.name`` ``call_method``, anything
 else ``call_function``. A class whose nodes are compact needs no placeholder: when the first step
-takes the previous value, the input ``x: torch.Tensor`` is implied (at the top level with
+takes the previous value (or the nodes read ``%x`` and give no value that name), the input
+``x: torch.Tensor`` is implied (at the top level with
 ``inputs:``, each input is a placeholder, in order, and the first step takes the first); and no
 output node: the last value is returned, as a ``torch.Tensor``. A step nobody named gets the name
 torch.fx would give it. The canonical list stays the definition: ``fxgen expand`` prints it, everything below the read
@@ -30,6 +31,7 @@ nodes; a spec without compact items is returned as it is.
 from __future__ import annotations
 
 import builtins
+import json
 import keyword
 import re
 from collections.abc import Iterable
@@ -43,6 +45,7 @@ from fxgen.spec.chains import at_modules, module_chain
 from fxgen.spec.layers import desugar_layers
 from fxgen.spec.returns import callees_first, class_at, typed_output
 from fxgen.spec.shorthand import Source, desugar_declarations
+from fxgen.spec.values import iter_refs
 
 __all__ = ["PREVIOUS", "CompactDocument", "desugar", "desugared", "fx_name", "implied_op", "is_compact"]
 
@@ -75,6 +78,12 @@ _ALLOWED = (
     "a node list item is a node ({op: ..., ...}), a conditional {if: ...}, a repeat {for: ...}, or a compact "
     'step: TARGET, {NAME: TARGET}, {NAME: [TARGET, ARG, ...]} ("%" there is the previous value), '
     '{NAME: "%value"}, {"a, b": CALL} or {target: ..., args: [...], kwargs: {...}} without op'
+)
+
+
+_NOT_A_CALL = (
+    "a step is not written as a call: write its target and arguments as a named step, "
+    '{NAME: [TARGET, ARG, ...]} ({y: [torch.add, "%x", 1]}), with "%" for the previous value'
 )
 
 
@@ -244,6 +253,8 @@ class _Graph:
                 kind = "list[torch.Tensor]" if self.last in self.lists else self.returns(out, returned)
                 out.append({"op": "output", "args": [returned], "type": kind})
                 self.sources[(*at, len(out) - 1)] = (self.here, False)
+        if first == _IMPLIED and not self.implied_input and _reads_input(out, self.nodes):
+            self.implied_input = True  # `%x` named, not taken as "%": the chain's input all the same
         if self.implied_input:
             declared = [(dict(_INPUT), at)]
         for k, (node, _) in enumerate(declared or ()):
@@ -304,8 +315,17 @@ class _Graph:
         """The canonical items of ``items`` (written at ``source``, going to ``at``); ``previous``:
         the value before the first (None: there is none to take)."""
         out: list[Any] = []
+        cut = 0  # the open parentheses of a call YAML cut at a comma, still to be closed by later items
         for here, item in _spliced(items, source):
             start = len(out)
+            if cut or (isinstance(item, str) and item.count("(") > item.count(")")):
+                if not cut:  # one error for the call, not one per piece
+                    self.here = here
+                    self.refuse(f"{item!r} begins a call YAML cut at its commas; {_NOT_A_CALL}")
+                    previous = _REFUSED
+                text = item if isinstance(item, str) else ""  # a piece may be a number: `f(x, 1)`
+                cut = max(cut + text.count("(") - text.count(")"), 0)
+                continue
             if isinstance(item, dict) and "op" in item:
                 out.append(item)
                 self.sources[(*at, start)] = (here, True)
@@ -368,7 +388,13 @@ class _Graph:
         if isinstance(item, str):
             if item.startswith("%"):
                 return self.refuse(f"{item!r} names a value but does nothing with it; {_ALLOWED}")
+            if "(" in item:
+                return self.refuse(f"{item!r} is written as a call; {_NOT_A_CALL}")
             return self.call(None, item, None, None)
+        if isinstance(item, list):  # a list _spliced keeps whole: an unnamed [TARGET, ARG, ...]
+            written = json.dumps(item, default=str)
+            return self.refuse(f"{written} is a call with arguments but without a name (a list among the nodes is "
+                               f"several steps on one line); name its result: {{NAME: {written}}}")  # fmt: skip
         if not isinstance(item, dict) or not item:
             return self.refuse(_ALLOWED)
         if "target" in item:
@@ -517,10 +543,30 @@ def _spliced(items: list[Any], source: JsonPath) -> Iterable[tuple[JsonPath, Any
     """Each item with its path; a list among the items is its own items in its place (several
     steps written on one line)."""
     for i, item in enumerate(items):
-        if isinstance(item, list):
+        if isinstance(item, list) and not _unnamed_call(item):
             yield from _spliced(item, (*source, i))
         else:
             yield (*source, i), item
+
+
+def _unnamed_call(items: list[Any]) -> bool:
+    """Is ``items`` a call's ``[TARGET, ARG, ...]`` written without its name, not several steps? A
+    step is never a number, a boolean, null or a ``"%value"``, and one of its arguments may be."""
+    return bool(items) and isinstance(items[0], str) and any(
+        item is None or isinstance(item, bool | int | float) or (isinstance(item, str) and item.startswith("%"))
+        for item in items[1:])  # fmt: skip
+
+
+def _reads_input(out: list[Any], written: list[Any]) -> bool:
+    """Do the canonical nodes ``out`` read the chain's input ``%x`` by its name, while the nodes as
+    ``written`` give no value that name and write no placeholder (so a first item that is an `if:`
+    or a call of ``%x`` has the input a step taking "%" would have)?"""
+    name = _INPUT["name"]
+    if name in set(_written_names(written)) or any(
+        isinstance(item, dict) and item.get("op") == "placeholder" for _, item in _spliced(written, ())
+    ):
+        return False
+    return any(ref == name for _, ref in iter_refs(out))
 
 
 def _reserved(name: str) -> bool:

@@ -472,6 +472,24 @@ def test_every_command_ends_with_a_summary_that_quiet_silences(project: Path, ca
         assert capsys.readouterr().err == "", argv
 
 
+def test_validate_says_which_specs_had_no_shapes_checked(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A spec without `inputs:` runs nothing through its nodes, so a wrong channel count passes:
+    the summary says so, naming the spec and what to declare."""
+    wrong = ("fxgen: 1\nname: Net\nmodules:\n  conv: {class: torch.nn.Conv2d, args: [3, 8, 3]}\n"
+             "  bn: {class: torch.nn.BatchNorm2d, args: [16]}\nnodes: [conv, bn]\n")
+    (project / "specs" / "net.yaml").write_text(wrong)
+    assert main(["validate", "specs"]) == 0
+    err = capsys.readouterr().err
+    assert err == ("fxgen: 4 specs valid; shapes not checked in 1 spec (specs/net.yaml): it declares no `inputs:`; "
+                   "declare example inputs (`inputs: {x: {shape: [batch, 3, 32, 32]}}`) to have every node's "
+                   "shapes checked\n")  # fmt: skip
+    (project / "specs" / "net.yaml").write_text(wrong + "inputs: {x: {shape: [batch, 3, 32, 32]}}\n")
+    assert main(["validate", "specs"]) == 1
+    err = capsys.readouterr().err
+    assert "specs/net.yaml:6:15: error: the declared inputs do not flow through node 'bn'" in err, err
+    assert err.endswith("fxgen: 3 of 4 specs valid\n"), err
+
+
 def test_progress_is_drawn_on_a_terminal_only() -> None:
     import io
 

@@ -74,6 +74,25 @@ def test_written_placeholders_win_and_without_inputs_the_chains_input_is_x() -> 
     assert data["classes"]["Block"]["nodes"][0]["name"] == "x" and data["nodes"][0]["name"] == "idx"
 
 
+def test_a_chain_that_reads_its_input_by_name_has_it_implied_too() -> None:
+    """A body beginning with an `if:` (or a call of "%x") takes no previous value, yet reads `x`:
+    its input is implied all the same (it was 'node x is not defined; write %%x')."""
+    implied = {"op": "placeholder", "name": "x", "type": "torch.Tensor"}
+    first_if = 'nodes: [{if: "True", then: [y: [torch.relu, "%x"]], else: [y: [torch.neg, "%x"]]}]'
+    assert _nodes(first_if)[0] == implied
+    assert _nodes('nodes: [y: [operator.add, "%x", 1]]')[:2] == [
+        implied, {"op": "call_function", "name": "y", "target": "operator.add", "args": ["%x", 1]}]
+    # not where a value of the nodes is called x, or the nodes write a placeholder
+    assert _nodes('nodes: [x: [torch.zeros, 2], y: [torch.relu, "%x"]]')[0]["name"] == "x"
+    assert _nodes('nodes: [x: [torch.zeros, 2], y: [torch.relu, "%x"]]')[0]["op"] == "call_function"
+    assert _nodes('nodes: [{op: placeholder, name: a}, y: [torch.relu, "%x"]]')[0] == {"op": "placeholder", "name": "a"}
+    block = ("fxgen: 2\nname: Net\nclasses:\n  Block:\n    args: {res: {type: bool, default: true}}\n"
+             '    nodes:\n      - {if: res, then: [y: [torch.relu, "%x"]], else: [y: [torch.neg, "%x"]]}\n'
+             "modules: {b: {class: Block}}\nnodes: [b]\n")
+    gm = fxgen.load(parse_text(block).data)
+    assert torch.equal(gm(torch.tensor([-1.0, 2.0])), torch.tensor([0.0, 2.0]))
+
+
 @pytest.mark.parametrize("json_syntax", [False, True])
 def test_an_implied_placeholder_is_located_at_its_inputs_key(json_syntax: bool) -> None:
     text = _HEAD + "inputs:\n  x: {shape: [2, 4]}\n  lambda:\n    shape: [2, 4]\nnodes: [fc]"
