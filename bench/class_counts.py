@@ -7,7 +7,9 @@ original class where an instance of it sits at the same path in ``fxgen.load(spe
 model keeps the original's module paths, as its strict ``load_state_dict`` shows; each spec
 class instance is a GraphModule whose class is named after the spec class). An original class is
 kept when at least one of its instances is a spec class instance; the spec classes it became are
-counted per original class.
+counted per original class. A class whose every instance the spec declares as itself (a leaf
+module: einops' ``Rearrange``, a model's leaf_modules) is neither: it is counted apart, as the
+spec uses it as it uses torch's classes.
 """
 
 from __future__ import annotations
@@ -37,12 +39,14 @@ def own_classes(model: torch.nn.Module) -> dict[str, type]:
 @dataclass
 class ClassCounts:
     """Per model: the original's own classes, those kept, the spec's classes (the top one left out)
-    and, per original class (by qualified name), the names of the spec classes its instances became."""
+    and, per original class (by qualified name), the names of the spec classes its instances became;
+    ``leaves``: the own classes the spec declares as themselves, not counted in ``original``."""
 
     original: int = 0
     kept: int = 0
     spec: int = 0
     became: dict[str, list[str]] = field(default_factory=dict)
+    leaves: list[str] = field(default_factory=list)
 
     @property
     def kept_share(self) -> float:
@@ -55,10 +59,15 @@ class ClassCounts:
         return self.spec / self.original if self.original else 0.0
 
     def detail(self) -> str:
-        """``CNBlock 9, LayerNorm2d 2, Permute 0`` : the spec classes of each original class, the
-        most first."""
+        """``CNBlock 9, LayerNorm2d 2, Permute 0; leaves: Rearrange``: the spec classes of each
+        original class, the most first, then the classes declared as leaves."""
         counts = sorted(self.became.items(), key=lambda item: (-len(item[1]), item[0]))
-        return ", ".join(f"{name.rsplit('.', 1)[-1]} {len(spec)}" for name, spec in counts)
+        text = ", ".join(f"{_short(name)} {len(spec)}" for name, spec in counts)
+        return text + (f"; leaves: {', '.join(_short(name) for name in self.leaves)}" if self.leaves else "")
+
+
+def _short(qualified: str) -> str:
+    return qualified.rsplit(".", 1)[-1]
 
 
 def class_counts(original: torch.nn.Module, loaded: torch.nn.Module, spec_classes: int) -> ClassCounts:
@@ -66,16 +75,19 @@ def class_counts(original: torch.nn.Module, loaded: torch.nn.Module, spec_classe
     ``spec_classes`` classes besides the top one)."""
     mine = own_classes(original)
     became: dict[str, set[str]] = {name: set() for name in mine}
+    leaf = dict.fromkeys(mine, True)
     at = dict(loaded.named_modules())
     for path, module in original.named_modules():
         if not path or not is_own(type(module)):
             continue
-        twin = at.get(path)
+        name, twin = f"{type(module).__module__}.{type(module).__qualname__}", at.get(path)
+        leaf[name] = leaf[name] and type(twin) is type(module)
         if isinstance(twin, torch.fx.GraphModule):
-            became[f"{type(module).__module__}.{type(module).__qualname__}"].add(type(twin).__name__)
+            became[name].add(type(twin).__name__)
     return ClassCounts(
-        original=len(mine),
+        original=sum(not leaf[name] for name in mine),
         kept=sum(bool(spec) for spec in became.values()),
         spec=spec_classes,
-        became={name: sorted(spec) for name, spec in became.items()},
+        became={name: sorted(spec) for name, spec in became.items() if not leaf[name]},
+        leaves=sorted(name for name in mine if leaf[name]),
     )

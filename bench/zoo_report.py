@@ -186,7 +186,7 @@ class Result:
     shape: str = ""
     optional: str = ""
     # The classes of the default export (bench/class_counts.py), the top class left out: the
-    # original's own, those the spec keeps, and the spec's.
+    # original's own (leaf modules left out), those the spec keeps, and the spec's.
     own_classes: int | None = None
     kept_classes: int | None = None
     spec_classes: int | None = None

@@ -135,7 +135,8 @@ def test_export_classes_writes_the_classes_of_each_model(tmp_path: Path) -> None
 
 def test_class_counts_map_each_original_class_to_the_spec_classes_at_its_paths() -> None:
     """An original class is kept where a spec class instance (a GraphModule named after it) sits at
-    one of its instances' paths; the spec classes each became are counted per original class."""
+    one of its instances' paths; the spec classes each became are counted per original class. One
+    the spec declares as itself (a leaf) is counted apart."""
     sys.path.insert(0, str(ROOT / "bench"))
     import torch
     from class_counts import class_counts
@@ -148,11 +149,16 @@ def test_class_counts_map_each_original_class_to_the_spec_classes_at_its_paths()
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return x * 2
 
-    original = torch.nn.Sequential(Block(), Block(), Other(), torch.nn.ReLU())
+    class Leaf(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return -x
+
+    original = torch.nn.Sequential(Block(), Block(), Other(), torch.nn.ReLU(), Leaf())
     graph = torch.fx.symbolic_trace(Block()).graph
     loaded = torch.nn.Sequential(torch.fx.GraphModule(Block(), graph, "Block"),
-                                 torch.fx.GraphModule(Block(), graph, "Block2"), torch.nn.Identity(), torch.nn.ReLU())  # fmt: skip
+                                 torch.fx.GraphModule(Block(), graph, "Block2"), torch.nn.Identity(), torch.nn.ReLU(),
+                                 Leaf())  # fmt: skip
     counts = class_counts(original, loaded, spec_classes=2)
     assert (counts.original, counts.kept, counts.spec) == (2, 1, 2)
     assert counts.kept_share == 0.5 and counts.per_class == 1.0
-    assert counts.detail() == "Block 2, Other 0"
+    assert counts.detail() == "Block 2, Other 0; leaves: Leaf"
