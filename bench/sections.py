@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = ["BEYOND", "BLOCKS", "BLOCKS_DYNAMO", "BY_HAND", "CLI_STARTUP", "COMPARED", "DYNAMO_CAPTURE",
-           "ENVIRONMENTS", "EXPORT_BLOCKS", "keep_sections", "write_section"]
+           "ENVIRONMENTS", "EXPORT_BLOCKS", "EXPORT_CLASSES", "keep_sections", "write_section"]
 
 Markers = tuple[str, str]
 
@@ -24,6 +24,7 @@ BEYOND: Markers = ("<!-- zoo_report: beyond the example -->", "<!-- /zoo_report:
 BY_HAND: Markers = ("<!-- written by hand: kept by every rewrite -->", "<!-- /written by hand -->")
 CLI_STARTUP: Markers = ("<!-- bench/cli_startup.py -->", "<!-- end bench/cli_startup.py -->")
 EXPORT_BLOCKS: Markers = ("<!-- bench/export_blocks.py -->", "<!-- end bench/export_blocks.py -->")
+EXPORT_CLASSES: Markers = ("<!-- bench/export_classes.py -->", "<!-- end bench/export_classes.py -->")
 # zoo_report.py --environment NAME: the figures per library and version in one environment
 ENVIRONMENTS: dict[str, Markers] = {
     name: (f"<!-- zoo_report --environment {name} -->", f"<!-- /zoo_report --environment {name} -->")

@@ -39,6 +39,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's fxgen first
 
+from class_counts import is_own
 from parity import import_file
 from sections import BLOCKS, BLOCKS_DYNAMO, write_section
 from zoo_models import ZOO, ZooModel
@@ -63,7 +64,7 @@ class Row:
 
 def original_source(model: torch.nn.Module) -> tuple[int, int]:
     """Non-blank source lines and the number of the classes ``model`` instantiates that are not torch's."""
-    classes = {type(m) for m in model.modules() if type(m).__module__.split(".")[0] != "torch"}
+    classes = {type(m) for m in model.modules() if is_own(type(m))}
     lines = 0
     for cls in classes:
         with contextlib.suppress(OSError, TypeError):  # a class made at run time has no source

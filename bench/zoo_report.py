@@ -43,6 +43,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's fxgen first
 
+from class_counts import class_counts
 from parity import (
     Exported,
     OriginalRefuses,
@@ -59,6 +60,7 @@ from sections import (
     BY_HAND,
     COMPARED,
     ENVIRONMENTS,
+    EXPORT_CLASSES,
     keep_sections,
     write_section,
 )
@@ -183,6 +185,11 @@ class Result:
     train: str = ""
     shape: str = ""
     optional: str = ""
+    # The classes of the default export (bench/class_counts.py), the top class left out: the
+    # original's own (leaf modules left out), those the spec keeps, and the spec's.
+    own_classes: int | None = None
+    kept_classes: int | None = None
+    spec_classes: int | None = None
 
     @property
     def passed(self) -> bool:
@@ -287,6 +294,7 @@ def round_trip(zm: ZooModel, workdir: Path, *, dynamo: bool = True, beyond: bool
             return result
         result.exported = True
         result.error = 0.0
+        count_classes(zm, proved, result)
         if beyond:
             check_beyond(zm, proved, result)
     except Exception as exc:  # a report records every failure; tests assert on the result
@@ -314,9 +322,25 @@ def _with_dynamo(zm: ZooModel, workdir: Path, stem: str, result: Result, beyond:
         return result
     result.capture, result.exported, result.error, result.problem = "dynamo", True, 0.0, ""
     result.nodes = flat_nodes(fxgen.load(proved.spec, allow=ALLOW))
+    count_classes(zm, proved, result)
     if beyond:
         check_beyond(zm, proved, result)
     return result
+
+
+def count_classes(zm: ZooModel, proved: Exported, result: Result) -> None:
+    """Record on ``result`` the original's own classes, those its export kept and the spec's classes."""
+    counts = class_counts(zm.build(), fxgen.load(proved.spec, allow=proved.allow), len(proved.spec.classes))
+    result.own_classes, result.kept_classes, result.spec_classes = counts.original, counts.kept, counts.spec
+
+
+def _classes_cells(own: int | None, kept: int | None, spec: int | None) -> str:
+    """The two class columns: classes kept / the original's own classes, spec classes per original class."""
+    if own is None or kept is None or spec is None:
+        return "- | -"
+    if not own:
+        return f"0 / 0 | {spec} / 0"
+    return f"{kept} / {own} ({100 * kept / own:.0f}%) | {spec / own:.2f}"
 
 
 def flat_nodes(gm: torch.fx.GraphModule) -> int:
@@ -342,8 +366,8 @@ def _short(text: str, limit: int = 240) -> str:
 
 
 def table(results: list[Result]) -> str:
-    rows = ["| model | nodes | captured by | exact round trip? | note |",
-            "| --- | ---: | --- | --- | --- |"]  # fmt: skip
+    rows = ["| model | nodes | captured by | exact round trip? | classes kept / own | spec classes per own class | note |",
+            "| --- | ---: | --- | --- | ---: | ---: | --- |"]  # fmt: skip
     for r in results:
         limitation = LIMITATIONS.get(r.name) or DYNAMO_LIMITATIONS.get(r.name)
         if r.passed:
@@ -357,6 +381,7 @@ def table(results: list[Result]) -> str:
         else:
             exact, note = "**no**", f"**FAIL** {r.problem}"
         rows.append(f"| {r.name} | {r.nodes if r.nodes is not None else '-'} | {r.capture or 'neither'} | {exact} | "
+                    f"{_classes_cells(r.own_classes, r.kept_classes, r.spec_classes)} | "
                     f"{note.replace('|', '/').replace(chr(10), ' ')} |")  # fmt: skip
     return "\n".join(rows) + "\n"
 
@@ -365,7 +390,8 @@ def summary(results: list[Result]) -> str:
     """The figures at the top of docs/zoo.md: models, traceable, captured by Dynamo, exact, per library."""
     libraries = list(dict.fromkeys(r.library for r in results))
     rows = ["| library | models | traceable by torch.fx | captured by Dynamo instead | exact round trip | "
-            "limitations | failures |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+            "limitations | failures | classes kept / own | spec classes per own class |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
     totals: Counter[str] = Counter()
     for library in [*libraries, None]:
         mine = [r for r in results if library is None or r.library == library]
@@ -377,6 +403,10 @@ def summary(results: list[Result]) -> str:
             exact=sum(r.passed for r in mine),
             limitations=sum(not r.passed and r.name in explained for r in mine),
             failures=sum(bool(r.capture) and not r.passed and r.name not in explained for r in mine),
+            counted=sum(r.own_classes is not None for r in mine),
+            own=sum(r.own_classes or 0 for r in mine),
+            kept=sum(r.kept_classes or 0 for r in mine),
+            spec=sum(r.spec_classes or 0 for r in mine),
         )
         if library is None:
             counts = totals
@@ -384,8 +414,9 @@ def summary(results: list[Result]) -> str:
             totals.update(counts)
         name = f"**all {len(libraries)} libraries**" if library is None else library
         rate = f" ({100 * counts['exact'] / max(counts['models'], 1):.0f}%)"
+        classes = _classes_cells(counts["own"], counts["kept"], counts["spec"]) if counts["counted"] else "- | -"
         rows.append(f"| {name} | {counts['models']} | {counts['traceable']} | {counts['dynamo']} | "
-                    f"{counts['exact']}{rate} | {counts['limitations']} | {counts['failures']} |")  # fmt: skip
+                    f"{counts['exact']}{rate} | {counts['limitations']} | {counts['failures']} | {classes} |")  # fmt: skip
     return "\n".join(rows) + "\n"
 
 
@@ -596,7 +627,7 @@ def main(argv: list[str] | None = None) -> int:
             "what a capture by TorchDynamo means for other input shapes.\n\n"
         )
         # what zoo_blocks.py, zoo_compare.py, the --environment runs (and --beyond-only) wrote
-        kept = (BLOCKS, BLOCKS_DYNAMO, COMPARED, *(() if section else (BEYOND,)), BY_HAND)
+        kept = (BLOCKS, BLOCKS_DYNAMO, COMPARED, EXPORT_CLASSES, *(() if section else (BEYOND,)), BY_HAND)
         keep_sections(args.out, header + text, *kept, *ENVIRONMENTS.values())
     return 1 if unexplained(results) else 0
 

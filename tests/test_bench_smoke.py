@@ -117,3 +117,48 @@ def test_export_blocks_writes_the_default_against_the_flat_export(tmp_path: Path
     row = next(line for line in text.splitlines() if line.startswith("| monai.UNet |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == "1" and cells[4].split("x")[0].replace(".", "").isdigit(), row
+
+
+def test_export_classes_writes_the_classes_of_each_model(tmp_path: Path) -> None:
+    """``bench/export_classes.py`` (issue 42) puts its table between its markers, keeping what the
+    file held: a row per model, its own classes counted without its top class, the export exact."""
+    out = tmp_path / "zoo.md"
+    out.write_text("# zoo\n\nkept\n", encoding="utf-8")
+    _bench("export_classes.py", "--small", "--only", "DenseNet (small)", "--rounds", "1", "--out", str(out))
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# zoo\n\nkept\n") and "<!-- end bench/export_classes.py -->" in text
+    row = next(line for line in text.splitlines() if line.startswith("| DenseNet (small) |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "3" and cells[8] == "yes", row  # _DenseLayer, _DenseBlock, _Transition
+    assert "_DenseLayer " in cells[9] and "| **total: 1 models** | 3 |" in text
+
+
+def test_class_counts_map_each_original_class_to_the_spec_classes_at_its_paths() -> None:
+    """An original class is kept where a spec class instance (a GraphModule named after it) sits at
+    one of its instances' paths; the spec classes each became are counted per original class. One
+    the spec declares as itself (a leaf) is counted apart."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import torch
+    from class_counts import class_counts
+
+    class Block(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + 1
+
+    class Other(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * 2
+
+    class Leaf(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return -x
+
+    original = torch.nn.Sequential(Block(), Block(), Other(), torch.nn.ReLU(), Leaf())
+    graph = torch.fx.symbolic_trace(Block()).graph
+    loaded = torch.nn.Sequential(torch.fx.GraphModule(Block(), graph, "Block"),
+                                 torch.fx.GraphModule(Block(), graph, "Block2"), torch.nn.Identity(), torch.nn.ReLU(),
+                                 Leaf())  # fmt: skip
+    counts = class_counts(original, loaded, spec_classes=2)
+    assert (counts.original, counts.kept, counts.spec) == (2, 1, 2)
+    assert counts.kept_share == 0.5 and counts.per_class == 1.0
+    assert counts.detail() == "Block 2, Other 0; leaves: Leaf"
