@@ -153,6 +153,8 @@ def _status(job: Job) -> Job:
     try:
         raw = job.out.read_bytes()
     except FileNotFoundError:
+        if job.out.is_symlink():  # a link to nothing: put there by someone, and no file fxgen wrote
+            job.status = "foreign"
         return job
     except OSError as exc:
         raise GenerateError(f"cannot read generated file: {exc}", Location(str(job.out))) from None
@@ -199,9 +201,21 @@ def refusal(job: Job, status: str | None = None, *, when: str = "since fxgen wro
     """Why ``job.out`` is left as it is (its status at planning time, or ``status`` found later)."""
     if (status or job.status) == "edited":
         return f"{job.out} was edited by hand {when}; move your change into {job.label} (or pass --force to overwrite it)"
+    dangling = _dangling(job.out)
+    if dangling is not None:
+        return (f"{job.out} is a symlink to {dangling}, which does not exist; fxgen writes a file there, not through "
+                "the link: remove the link, or pass --force to replace the link with the generated file")
     if status is not None:
         return f"{job.out} was replaced by a file fxgen did not write {when}; pass --force to overwrite it"
     return f"{job.out} was not written by fxgen; pass --force to overwrite it"
+
+
+def _dangling(path: Path) -> str | None:
+    """Where ``path`` points when it is a symlink to nothing, else None."""
+    try:
+        return os.readlink(path) if path.is_symlink() and not path.exists() else None
+    except OSError:
+        return None
 
 
 def unified_diff(job: Job, new: str) -> str:
