@@ -59,15 +59,17 @@ def project_passes(start: Path) -> tuple[str, ...]:
     import importlib
     import tomllib
 
+    from fxgen.read.files import CONFIG_BYTES, bounded_text
+
     for folder in (start, *start.parents):
         pyproject = folder / "pyproject.toml"
         if not pyproject.is_file():
             continue
         where = Location(str(pyproject))
         try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+            data = tomllib.loads(bounded_text(pyproject, CONFIG_BYTES))
         except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise FxgenError(f"cannot read [tool.fxgen]: {exc}", where) from None
+            raise FxgenError(f"cannot read [tool.fxgen]: {getattr(exc, 'strerror', None) or exc}", where) from None
         passes = data.get("tool", {}).get("fxgen", {}).get("passes", {})
         if not (isinstance(passes, dict) and all(isinstance(v, str) and v.count(":") == 1 for v in passes.values())):
             raise FxgenError('[tool.fxgen] passes must map names to "pkg.module:function"', where)
@@ -88,13 +90,16 @@ def project_allow(start: Path) -> tuple[str, ...]:
     """``[tool.fxgen] allow = [...]`` from the nearest pyproject.toml (trusted project config)."""
     import tomllib
 
+    from fxgen.read.files import CONFIG_BYTES, bounded_text
+
     for folder in (start, *start.parents):
         pyproject = folder / "pyproject.toml"
         if pyproject.is_file():
             try:
-                data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+                data = tomllib.loads(bounded_text(pyproject, CONFIG_BYTES))
             except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-                raise FxgenError(f"cannot read [tool.fxgen]: {exc}", Location(str(pyproject))) from None
+                raise FxgenError(f"cannot read [tool.fxgen]: {getattr(exc, 'strerror', None) or exc}",
+                                 Location(str(pyproject))) from None
             allow = data.get("tool", {}).get("fxgen", {}).get("allow", [])
             if not (isinstance(allow, list) and all(isinstance(a, str) for a in allow)):
                 raise FxgenError("[tool.fxgen] allow must be a list of strings", Location(str(pyproject)))

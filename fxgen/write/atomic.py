@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from fxgen._errors import GenerateError, Location
+from fxgen.read.files import GENERATED_BYTES, bounded_bytes
 
 try:
     import fcntl
@@ -240,7 +241,7 @@ def _current(path: Path) -> bytes | None:
     """The bytes at ``path`` for a check: None when there is no entry, b"" for an entry with
     nothing to read (a symlink to nothing: it is there, so ``link`` cannot create the name)."""
     try:
-        return path.read_bytes()
+        return bounded_bytes(path, GENERATED_BYTES)  # what a check looks at: a generated file
     except FileNotFoundError:
         return b"" if path.is_symlink() else None
 

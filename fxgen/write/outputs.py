@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fxgen._errors import Diagnostic, GenerateError, Location, SpecError
+from fxgen.read.files import GENERATED_BYTES, SPEC_BYTES, bounded_bytes, bounded_text
 from fxgen.read.paths import SPEC_SUFFIXES, label_of, spec_of_label
 from fxgen.write.header import (
     VERSION,
@@ -87,7 +88,7 @@ def plan(
             )
         seen[out] = spec
         try:
-            raw = spec.read_bytes()
+            raw = bounded_bytes(spec, SPEC_BYTES)
         except OSError as exc:
             raise SpecError.at(Location(str(spec)), f"cannot read spec: {exc.strerror or exc}") from None
         jobs.append(_status(Job(spec, out, label_of(spec), raw, "missing", shapes=shapes, imported=_imported(spec, raw),
@@ -151,13 +152,14 @@ def _problem(stem: str, reserved: frozenset[str], out_dir: Path) -> str | None:
 
 def _status(job: Job) -> Job:
     try:
-        raw = job.out.read_bytes()
+        raw = bounded_bytes(job.out, GENERATED_BYTES)
     except FileNotFoundError:
         if job.out.is_symlink():  # a link to nothing: put there by someone, and no file fxgen wrote
             job.status = "foreign"
         return job
     except OSError as exc:
-        raise GenerateError(f"cannot read generated file: {exc}", Location(str(job.out))) from None
+        raise GenerateError(f"cannot read generated file: {exc.strerror or exc}; remove it, and fxgen writes it again",
+                            Location(str(job.out))) from None  # fmt: skip
     try:
         job.status, job.old = _state(job, raw)
     except UnicodeDecodeError as exc:
@@ -239,7 +241,7 @@ def orphans(spec_dirs: Iterable[Path], out_dir: Path, jobs: list[Job]) -> Iterat
         if path.resolve() in claimed:
             continue
         try:
-            header, body = split(path.read_text(encoding="utf-8"))
+            header, body = split(bounded_text(path, GENERATED_BYTES))
         except (OSError, UnicodeDecodeError):
             continue
         if header is None or Path(header.label).suffix not in SPEC_SUFFIXES:
@@ -259,7 +261,7 @@ def remove_orphan(path: Path) -> bool:
     before: an edit made since :func:`orphans` saw it is kept); False when another run removed it
     first. A file that cannot be removed, or was edited since, is a ``GenerateError`` at it."""
     try:
-        header, body = split(path.read_text(encoding="utf-8"))
+        header, body = split(bounded_text(path, GENERATED_BYTES))
         if header is None or not _intact(body, header):
             raise GenerateError("orphaned: its spec no longer exists, and it was edited by hand while fxgen "
                                 "was running, so fxgen leaves it: delete it", Location(str(path)))  # fmt: skip
