@@ -144,9 +144,13 @@ def export_command(ns: argparse.Namespace) -> None:
     from fxgen.cli.progress import Progress
     from fxgen.spec.values import decode_kwargs
     from fxgen.write.atomic import write_atomic
+    from fxgen.write.targets import check_targets
     from fxgen.write.weights import write_weights
 
+    outputs = [("--out", ns.out), *([("--weights", ns.weights)] if ns.weights is not None else [])]
+    check_targets(outputs)  # before importing the user's code
     module = build_target(ns.target, _json(ns.args, "--args", list), _json(ns.kwargs, "--kwargs", dict))
+    check_targets(outputs, _sources(ns.target, module))
     module.eval()  # the spec computes both modes (fxgen.capture.modes); a failing train capture leaves eval's
     concrete = _json(ns.concrete_args, "--concrete-args", dict)
     concrete = decode_kwargs(concrete, _no_ref) if concrete is not None else None
@@ -209,6 +213,25 @@ def export_command(ns: argparse.Namespace) -> None:
         blocks = f", {count} block {'class' if count == 1 else 'classes'}" if spec.classes else ""
         print(f"fxgen: exported {spec.name} to {written}: {len(spec.nodes)} nodes, {len(spec.modules)} modules, "
               f"{tensors} tensors{blocks}", file=sys.stderr)  # fmt: skip
+
+
+def _sources(target: str, module: torch.nn.Module) -> list[tuple[str, Path]]:
+    """The source files of the code exported (the module PKG.MODULE and the model's class): an
+    output over one would replace the user's code with the spec."""
+    import inspect
+
+    module_name = target.partition(":")[0]
+    candidates = [(f"the source of {module_name}", sys.modules.get(module_name)),
+                  (f"the source of {type(module).__qualname__}", type(module))]  # fmt: skip
+    found = []
+    for what, obj in candidates:
+        try:
+            source = inspect.getsourcefile(obj) if obj is not None else None
+        except TypeError:  # built in: no file
+            source = None
+        if source:
+            found.append((what, Path(source)))
+    return found
 
 
 def _schema_ref(out: Path) -> str:

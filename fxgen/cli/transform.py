@@ -60,6 +60,20 @@ def parse_pass(text: str, label: str) -> _PassDocument:
     return _PassDocument(label, name, args)
 
 
+def _check_targets(args: argparse.Namespace, spec: Any) -> None:
+    """-o and --out-weights name two files, neither of which the run reads (IN, the files IN
+    imports, --weights), before any pass runs."""
+    from fxgen.write.targets import check_targets
+
+    inputs = [(f"IN ({args.path})", Path(args.path))]
+    inputs += [(f"{shown}, which IN imports", Path(shown)) for shown, _ in getattr(spec.document, "imported_files", ())]
+    outputs = [("-o", Path(args.out))]
+    if args.weights is not None:
+        inputs.append(("--weights", Path(args.weights)))
+        outputs.append(("--out-weights", Path(args.out_weights)))
+    check_targets(outputs, inputs)
+
+
 def transform_command(args: argparse.Namespace, allow: tuple[str, ...], registered: tuple[str, ...]) -> int:
     from fxgen._api import load_spec
     from fxgen.passes.run import apply_passes, check_pass_list, pass_names
@@ -71,6 +85,7 @@ def transform_command(args: argparse.Namespace, allow: tuple[str, ...], register
         raise FxgenError("--weights needs --out-weights: the transformed tensors must be written somewhere")
     policy = policy_for(allow)
     spec = load_spec(args.path, allow=allow)
+    _check_targets(args, spec)
     docs = [parse_pass(text, f"--pass {i}") for i, text in enumerate(args.passes, 1)]
     problems = []
     for doc in docs:

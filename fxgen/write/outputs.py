@@ -34,6 +34,7 @@ from fxgen.write.header import (
     spec_digest,
     split,
 )
+from fxgen.write.targets import check_targets
 
 __all__ = ["Job", "guard", "orphans", "plan", "refusal", "remove_orphan", "unified_diff", "unsafe_name"]
 
@@ -87,6 +88,9 @@ def plan(
                 f"{spec} and {seen[out]} would both generate {out}; rename one of them", Location(str(spec))
             )
         seen[out] = spec
+    check_targets([(f"the generated file of {spec}", out) for out, spec in seen.items()],
+                  [(f"the spec {spec}", spec) for spec in specs])  # fmt: skip
+    for out, spec in seen.items():
         try:
             raw = bounded_bytes(spec, SPEC_BYTES)
         except OSError as exc:
