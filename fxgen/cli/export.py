@@ -16,7 +16,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from fxgen._errors import ExportError
+from fxgen._errors import ExportError, printable_path
 from fxgen.capture.export import (
     capture_modes,
     capture_notes,
@@ -207,7 +207,7 @@ def export_command(ns: argparse.Namespace) -> None:
         print(f"fxgen: note: this spec uses {', '.join(outside)}; load or generate it with {names} "
               "or list them in [tool.fxgen] allow", file=sys.stderr)  # fmt: skip
     if not quiet:
-        written = f"{out} and {ns.weights}" if ns.weights is not None else str(out)
+        written = printable_path(out) + (f" and {printable_path(ns.weights)}" if ns.weights is not None else "")
         tensors = len(spec.parameters) + len(spec.buffers)
         count = len(spec.classes)
         blocks = f", {count} block {'class' if count == 1 else 'classes'}" if spec.classes else ""

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from fxgen._errors import Diagnostic, FxgenError, GenerateError, Location, SpecError
+from fxgen._errors import Diagnostic, FxgenError, GenerateError, Location, SpecError, printable_path
 from fxgen._version import __version__
 from fxgen.cli.leftovers import LEFT_BY
 from fxgen.cli.progress import Progress
@@ -521,7 +521,7 @@ def _generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
         changed += 1
         written += 1
         if not args.quiet:
-            print(f"fxgen: wrote {job.out}", file=sys.stderr)
+            print(f"fxgen: wrote {printable_path(job.out)}", file=sys.stderr)
     spec_dirs = [Path(p) for p in args.paths if Path(p).is_dir()]
     for path, intact in orphans(spec_dirs, args.out_dir, jobs) if spec_dirs else ():
         if args.check or not intact:
@@ -541,7 +541,7 @@ def _generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
         changed += 1
         removed += 1
         if not args.quiet:
-            print(f"fxgen: removed {path} (its spec no longer exists)", file=sys.stderr)
+            print(f"fxgen: removed {printable_path(path)} (its spec no longer exists)", file=sys.stderr)
     if args.check and problems:
         print(f"fxgen: {problems} problem{'s' * (problems != 1)} with generated files; "
               "run `fxgen generate` (with --diff to see the changes)", file=sys.stderr)  # fmt: skip
@@ -587,16 +587,16 @@ def _temporaries(args: argparse.Namespace) -> tuple[int, int]:
         print(exc, file=sys.stderr)
         return 1, 0
     for path in removed if not args.quiet else ():
-        print(f"fxgen: removed {path} ({LEFT_BY})", file=sys.stderr)
+        print(f"fxgen: removed {printable_path(path)} ({LEFT_BY})", file=sys.stderr)
     return 0, len(removed)
 
 
 def _out_of_date(job: Any) -> str:
     if job.status == "missing":
-        return f"missing: not generated yet from {job.label}"
+        return f"missing: not generated yet from {printable_path(job.label)}"
     if job.status == "stale":
-        return f"stale: out of date with {job.label}"
-    return f"{job.status}: differs from what {job.label} generates"
+        return f"stale: out of date with {printable_path(job.label)}"
+    return f"{job.status}: differs from what {printable_path(job.label)} generates"
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fxgen._errors import FxgenError, Location, SpecError
+from fxgen._errors import FxgenError, Location, SpecError, printable_path
 from fxgen.cli.leftovers import sweep
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
@@ -65,8 +65,8 @@ def _check_targets(args: argparse.Namespace, spec: Any) -> None:
     imports, --weights), before any pass runs."""
     from fxgen.write.targets import check_targets
 
-    inputs = [(f"IN ({args.path})", Path(args.path))]
-    inputs += [(f"{shown}, which IN imports", Path(shown)) for shown, _ in getattr(spec.document, "imported_files", ())]
+    inputs = [(f"IN ({printable_path(args.path)})", Path(args.path))]
+    inputs += [(f"{printable_path(shown)}, which IN imports", Path(shown)) for shown, _ in getattr(spec.document, "imported_files", ())]
     outputs = [("-o", Path(args.out))]
     if args.weights is not None:
         inputs.append(("--weights", Path(args.weights)))
@@ -120,6 +120,6 @@ def transform_command(args: argparse.Namespace, allow: tuple[str, ...], register
         result.spec.weights_digest = write_weights(args.out_weights, result.tensors)
     result.spec.to_file(args.out)
     if not args.quiet:
-        print(f"fxgen: wrote {args.out} ({', '.join(pass_names(every))})"
-              + (f" and {args.out_weights}" if args.out_weights else ""), file=sys.stderr)  # fmt: skip
+        print(f"fxgen: wrote {printable_path(args.out)} ({', '.join(pass_names(every))})"
+              + (f" and {printable_path(args.out_weights)}" if args.out_weights else ""), file=sys.stderr)  # fmt: skip
     return 0

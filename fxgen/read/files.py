@@ -21,6 +21,8 @@ import os
 import stat
 from pathlib import Path
 
+from fxgen._errors import printable_path
+
 __all__ = ["CONFIG_BYTES", "GENERATED_BYTES", "SPEC_BYTES", "Refused", "TooLarge", "bounded_bytes", "bounded_text",
            "open_regular"]  # fmt: skip
 
@@ -87,7 +89,7 @@ def _kind(mode: int) -> str | None:
 def _refused(path: str | Path, kind: str) -> Refused:
     target = ""
     if os.path.islink(path):
-        target = f" (a symlink to {os.path.realpath(path)})"
+        target = f" (a symlink to {printable_path(os.path.realpath(path))})"
     return Refused(errno.EINVAL, f"{kind}{target}, not a regular file; fxgen reads regular files only")
 
 

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from fxgen._errors import GenerateError, Location
+from fxgen._errors import GenerateError, Location, printable_path
 from fxgen.read.files import GENERATED_BYTES, bounded_bytes
 
 try:
@@ -230,7 +230,7 @@ def _put(tmp: str, path: Path, check: Check | None) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         return
-    raise GenerateError(f"cannot write {path}: files kept appearing and vanishing there while fxgen wrote it; "
+    raise GenerateError(f"cannot write {printable_path(path)}: files kept appearing and vanishing there while fxgen wrote it; "
                         "nothing was written: run again once nothing else writes there")  # fmt: skip
 
 
@@ -247,7 +247,7 @@ def _current(path: Path) -> bytes | None:
 
 
 def _cannot(what: str, path: Path, exc: OSError) -> GenerateError:
-    return GenerateError(f"cannot {what} {path}: {exc.strerror or exc}")
+    return GenerateError(f"cannot {what} {printable_path(path)}: {exc.strerror or exc}")
 
 
 def _umask() -> int:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fxgen._errors import Diagnostic, GenerateError, Location, SpecError
+from fxgen._errors import Diagnostic, GenerateError, Location, SpecError, printable_path
 from fxgen.read.files import GENERATED_BYTES, SPEC_BYTES, bounded_bytes, bounded_text
 from fxgen.read.paths import SPEC_SUFFIXES, label_of, spec_of_label
 from fxgen.write.header import (
@@ -85,11 +85,11 @@ def plan(
         out = out_dir / f"{spec.stem}.py"
         if out in seen:
             raise GenerateError(
-                f"{spec} and {seen[out]} would both generate {out}; rename one of them", Location(str(spec))
+                f"{printable_path(spec)} and {printable_path(seen[out])} would both generate {printable_path(out)}; rename one of them", Location(str(spec))
             )
         seen[out] = spec
-    check_targets([(f"the generated file of {spec}", out) for out, spec in seen.items()],
-                  [(f"the spec {spec}", spec) for spec in specs])  # fmt: skip
+    check_targets([(f"the generated file of {printable_path(spec)}", out) for out, spec in seen.items()],
+                  [(f"the spec {printable_path(spec)}", spec) for spec in specs])  # fmt: skip
     for out, spec in seen.items():
         try:
             raw = bounded_bytes(spec, SPEC_BYTES)
@@ -139,7 +139,7 @@ def unsafe_name(spec: Path, out_dir: Path, reserved: frozenset[str] = frozenset(
     name = f"model_{name}" if name[0].isdigit() else name
     suggestion = name if _problem(name, reserved, out_dir) is None else f"{name.strip('_')}_model"
     out = out_dir / f"{stem}.py"
-    return f"would generate {out}, {problem}; rename the spec (to {suggestion}{spec.suffix}, for example)"
+    return f"would generate {printable_path(out)}, {problem}; rename the spec (to {suggestion}{spec.suffix}, for example)"
 
 
 def _problem(stem: str, reserved: frozenset[str], out_dir: Path) -> str | None:
@@ -150,7 +150,7 @@ def _problem(stem: str, reserved: frozenset[str], out_dir: Path) -> str | None:
     if stem.startswith("__") and stem.endswith("__"):
         return "a name Python reserves"
     if stem in _ALWAYS_IMPORTED or stem in reserved or stem in sys.stdlib_module_names:
-        return f"which shadows the module {stem} for every script run from {out_dir}"
+        return f"which shadows the module {stem} for every script run from {printable_path(out_dir)}"
     return None
 
 
@@ -206,14 +206,15 @@ def guard(job: Job, *, force: bool) -> Callable[[bytes | None], None]:
 def refusal(job: Job, status: str | None = None, *, when: str = "since fxgen wrote it") -> str:
     """Why ``job.out`` is left as it is (its status at planning time, or ``status`` found later)."""
     if (status or job.status) == "edited":
-        return f"{job.out} was edited by hand {when}; move your change into {job.label} (or pass --force to overwrite it)"
+        return (f"{printable_path(job.out)} was edited by hand {when}; move your change into {printable_path(job.label)} (or pass --force to "
+                "overwrite it)")
     dangling = _dangling(job.out)
     if dangling is not None:
-        return (f"{job.out} is a symlink to {dangling}, which does not exist; fxgen writes a file there, not through "
+        return (f"{printable_path(job.out)} is a symlink to {printable_path(dangling)}, which does not exist; fxgen writes a file there, not through "
                 "the link: remove the link, or pass --force to replace the link with the generated file")
     if status is not None:
-        return f"{job.out} was replaced by a file fxgen did not write {when}; pass --force to overwrite it"
-    return f"{job.out} was not written by fxgen; pass --force to overwrite it"
+        return f"{printable_path(job.out)} was replaced by a file fxgen did not write {when}; pass --force to overwrite it"
+    return f"{printable_path(job.out)} was not written by fxgen; pass --force to overwrite it"
 
 
 def _dangling(path: Path) -> str | None:
@@ -228,7 +229,8 @@ def unified_diff(job: Job, new: str) -> str:
     old = job.old or ""
     return "".join(
         difflib.unified_diff(
-            old.splitlines(keepends=True), new.splitlines(keepends=True), str(job.out), str(job.out)
+            old.splitlines(keepends=True), new.splitlines(keepends=True), printable_path(job.out),
+            printable_path(job.out),
         )
     )
 

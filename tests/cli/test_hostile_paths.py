@@ -229,3 +229,42 @@ def test_generate_refuses_to_write_over_the_spec_it_reads(project: Path) -> None
     assert code == 1
     assert "gen/mlp.py: error: the generated file of gen/mlp.py names the spec gen/mlp.py, which this run reads" in err
     _unchanged(project, before)
+
+
+# -- names holding line breaks: one problem, one line -------------------------------------------------
+EVIL = "evil\n::error file=setup.py,line=1::pwned\x1b[2J"
+
+
+def _one_line_each(err: str, count: int) -> list[str]:
+    """``count`` lines, none of them starting with a GitHub Actions command or holding an escape."""
+    lines = err.splitlines()
+    assert len(lines) == count, lines
+    assert not any(line.startswith("::") or "\x1b" in line for line in lines), lines
+    return lines
+
+
+def test_a_spec_name_holding_a_line_break_is_printed_escaped_on_one_line(project: Path) -> None:
+    (project / "specs" / "mlp.yaml").rename(project / "specs" / f"{EVIL}.yaml")
+    code, err = fxgen(project, "generate", "specs", "--out-dir", "gen", capped=True)
+    (line,) = _one_line_each(err, 1)
+    assert code == 1 and line.startswith(f"{f'specs/{EVIL}.yaml'!r}: error: would generate {f'gen/{EVIL}.py'!r}, ")
+    (project / "specs" / f"{EVIL}.yaml").write_text("fxgen: 1\nname: Bad\nnodes: 3\n")
+    code, err = fxgen(project, "validate", "specs", capped=True)
+    first, summary = _one_line_each(err, 2)
+    assert code == 1 and first.startswith(f"{f'specs/{EVIL}.yaml'!r}:3:8: error: ") and summary.startswith("fxgen: 0 of 1")
+
+
+def test_a_name_that_starts_like_a_github_command_is_quoted(project: Path) -> None:
+    name = "::error file=setup.py::pwned.yaml"
+    (project / name).write_text("fxgen: 1\nname: Bad\nnodes: 3\n")
+    code, err = fxgen(project, "validate", name, capped=True)
+    first, _ = _one_line_each(err, 2)
+    assert code == 1 and first.startswith(f"{name!r}:3:8: error: ")
+
+
+def test_a_symlink_target_holding_a_line_break_is_printed_escaped(project: Path) -> None:
+    (project / "gen").mkdir()
+    (project / "gen" / "mlp.py").symlink_to(project / EVIL)
+    code, err = fxgen(project, "generate", "specs", "--out-dir", "gen", capped=True)
+    (line,) = _one_line_each(err, 1)
+    assert code == 1 and f"is a symlink to {str(project / EVIL)!r}, which does not exist" in line
