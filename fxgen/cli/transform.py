@@ -66,7 +66,8 @@ def _check_targets(args: argparse.Namespace, spec: Any) -> None:
     from fxgen.write.targets import check_targets
 
     inputs = [(f"IN ({printable_path(args.path)})", Path(args.path))]
-    inputs += [(f"{printable_path(shown)}, which IN imports", Path(shown)) for shown, _ in getattr(spec.document, "imported_files", ())]
+    imported = getattr(spec.document, "imported_files", ())
+    inputs += [(f"{printable_path(shown)} (IN imports it)", Path(shown)) for shown, _ in imported]
     outputs = [("-o", Path(args.out))]
     if args.weights is not None:
         inputs.append(("--weights", Path(args.weights)))

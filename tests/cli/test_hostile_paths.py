@@ -220,6 +220,35 @@ def test_transform_refuses_outputs_that_name_one_file_or_an_input(
     _unchanged(project, before)
 
 
+LIB = """fxgen: 2
+name: Lib
+classes:
+  Lin:
+    modules: {fc: {class: torch.nn.Linear, args: [4, 4]}}
+    nodes: [{op: placeholder, name: x}, {op: call_module, name: y, target: fc, args: ["%x"]}, {op: output, args: ["%y"]}]
+nodes: [{op: placeholder, name: x}, {op: output, args: ["%x"]}]
+"""
+
+USES_LIB = """fxgen: 2
+name: Net
+imports: [{from: lib/blocks.yaml, classes: [Lin]}]
+modules: {body: {class: Lin}}
+nodes: [{op: placeholder, name: x}, {op: call_module, name: y, target: body, args: ["%x"]}, {op: output, args: ["%y"]}]
+"""
+
+
+def test_transform_refuses_to_write_over_a_file_its_spec_imports(project: Path) -> None:
+    (project / "specs" / "lib").mkdir()
+    (project / "specs" / "lib" / "blocks.yaml").write_text(LIB)
+    (project / "specs" / "net.yaml").write_text(USES_LIB)
+    before = _files(project)
+    code, err = fxgen(project, "transform", "specs/net.yaml", "--pass", "eliminate_dead_code", "-o",
+                      str(project / "specs" / "lib" / "blocks.yaml"))  # fmt: skip
+    assert code == 1, err
+    assert "error: -o names specs/lib/blocks.yaml (IN imports it), which this run reads" in err
+    _unchanged(project, before)
+
+
 def test_generate_refuses_to_write_over_the_spec_it_reads(project: Path) -> None:
     """A spec named directly may have any suffix: gen/mlp.py as a spec would generate itself."""
     (project / "gen").mkdir()
