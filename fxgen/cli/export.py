@@ -240,7 +240,7 @@ def _schema_ref(out: Path) -> str:
 
     from fxgen.read.schema import load_schema
 
-    here = out.resolve().parent
+    here = Path(os.path.realpath(out)).parent
     for folder in (here, *here.parents):
         candidate = folder / "schemas" / "fxgen.schema.json"
         if candidate.is_file():

@@ -22,6 +22,7 @@ fetched from the network: only files on disk are read.
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -212,7 +213,7 @@ class _Resolver:
                              "nothing is fetched from the network")  # fmt: skip
         if pure.suffix not in _SUFFIXES:
             raise ValueError(f"an import names a spec file ({', '.join(_SUFFIXES)}), not {text!r}")
-        target = (importer.parent / Path(*pure.parts)).resolve()
+        target = Path(os.path.realpath(importer.parent / Path(*pure.parts)))  # (Path.resolve raises on a symlink loop)
         if not target.is_relative_to(self.root):
             raise ValueError(f"{text!r} is outside the project ({printable_path(self.root)}); imports stay inside it")
         if not target.is_file():

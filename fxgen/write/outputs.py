@@ -241,10 +241,10 @@ def orphans(spec_dirs: Iterable[Path], out_dir: Path, jobs: list[Job]) -> Iterat
     running from another directory or with other spec folders cannot delete them."""
     if not out_dir.is_dir():
         return
-    claimed = {job.out.resolve() for job in jobs}
+    claimed = {os.path.realpath(job.out) for job in jobs}  # (Path.resolve raises on a symlink loop)
     roots = [Path(os.path.abspath(d)) for d in spec_dirs]
     for path in sorted(out_dir.glob("*.py")):
-        if path.resolve() in claimed:
+        if os.path.realpath(path) in claimed:
             continue
         try:
             header, body = split(bounded_text(path, GENERATED_BYTES))

@@ -117,9 +117,11 @@ def test_files_that_are_no_regular_files_are_no_orphans(project: Path) -> None:
     assert fxgen(project, "generate", "specs", "--out-dir", "gen")[0] == 0
     _zero(project / "gen" / "zero.py")
     _fifo(project / "gen" / "pipe.py")
+    (project / "gen" / "loop.py").symlink_to("loop.py")  # a symlink loop (Path.resolve raises on one)
     code, err = fxgen(project, "generate", "--check", "specs", "--out-dir", "gen", capped=True)
     assert (code, err) == (0, "fxgen: 1 spec, every generated file up to date\n")
     assert (project / "gen" / "zero.py").is_symlink() and (project / "gen" / "pipe.py").exists()
+    assert (project / "gen" / "loop.py").is_symlink()
 
 
 @pytest.mark.parametrize("make", SPECIAL)
@@ -247,6 +249,14 @@ def test_transform_refuses_to_write_over_a_file_its_spec_imports(project: Path) 
     assert code == 1, err
     assert "error: -o names specs/lib/blocks.yaml (IN imports it), which this run reads" in err
     _unchanged(project, before)
+
+
+def test_an_import_that_is_a_symlink_loop_is_a_located_error(project: Path) -> None:
+    (project / "specs" / "lib").mkdir()
+    (project / "specs" / "lib" / "blocks.yaml").symlink_to("blocks.yaml")
+    (project / "specs" / "net.yaml").write_text(USES_LIB)
+    code, err = fxgen(project, "validate", "specs/net.yaml", capped=True)
+    assert code == 1 and err.startswith("specs/net.yaml:3:18: error: 'lib/blocks.yaml' does not exist"), err
 
 
 def test_generate_refuses_to_write_over_the_spec_it_reads(project: Path) -> None:
