@@ -215,9 +215,11 @@ class _Resolver:
             raise ValueError(f"an import names a spec file ({', '.join(_SUFFIXES)}), not {text!r}")
         target = Path(os.path.realpath(importer.parent / Path(*pure.parts)))  # (Path.resolve raises on a symlink loop)
         if not target.is_relative_to(self.root):
-            raise ValueError(f"{text!r} is outside the project ({printable_path(self.root)}); imports stay inside it")
+            raise ValueError(f"{text!r} is outside the project ({printable_path(self.root)}); imports stay "
+                             "inside it")
         if not target.is_file():
-            raise ValueError(f"{text!r} does not exist (looked for {printable_path(target)}); check the path, relative to this spec")
+            raise ValueError(f"{text!r} does not exist (looked for {printable_path(target)}); check the path, "
+                             "relative to this spec")
         shown = posixpath.normpath(posixpath.join(Path(importer_shown).parent.as_posix(), text))
         return target, shown
 

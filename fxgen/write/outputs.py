@@ -84,9 +84,8 @@ def plan(
     for spec in specs:
         out = out_dir / f"{spec.stem}.py"
         if out in seen:
-            raise GenerateError(
-                f"{printable_path(spec)} and {printable_path(seen[out])} would both generate {printable_path(out)}; rename one of them", Location(str(spec))
-            )
+            raise GenerateError(f"{printable_path(spec)} and {printable_path(seen[out])} would both generate "
+                                f"{printable_path(out)}; rename one of them", Location(str(spec)))  # fmt: skip
         seen[out] = spec
     check_targets([(f"the generated file of {printable_path(spec)}", out) for out, spec in seen.items()],
                   [(f"the spec {printable_path(spec)}", spec) for spec in specs])  # fmt: skip
@@ -139,7 +138,8 @@ def unsafe_name(spec: Path, out_dir: Path, reserved: frozenset[str] = frozenset(
     name = f"model_{name}" if name[0].isdigit() else name
     suggestion = name if _problem(name, reserved, out_dir) is None else f"{name.strip('_')}_model"
     out = out_dir / f"{stem}.py"
-    return f"would generate {printable_path(out)}, {problem}; rename the spec (to {suggestion}{spec.suffix}, for example)"
+    return (f"would generate {printable_path(out)}, {problem}; rename the spec (to {suggestion}{spec.suffix}, "
+            "for example)")
 
 
 def _problem(stem: str, reserved: frozenset[str], out_dir: Path) -> str | None:
@@ -206,14 +206,16 @@ def guard(job: Job, *, force: bool) -> Callable[[bytes | None], None]:
 def refusal(job: Job, status: str | None = None, *, when: str = "since fxgen wrote it") -> str:
     """Why ``job.out`` is left as it is (its status at planning time, or ``status`` found later)."""
     if (status or job.status) == "edited":
-        return (f"{printable_path(job.out)} was edited by hand {when}; move your change into {printable_path(job.label)} (or pass --force to "
-                "overwrite it)")
+        return (f"{printable_path(job.out)} was edited by hand {when}; move your change into "
+                f"{printable_path(job.label)} (or pass --force to overwrite it)")
     dangling = _dangling(job.out)
     if dangling is not None:
-        return (f"{printable_path(job.out)} is a symlink to {printable_path(dangling)}, which does not exist; fxgen writes a file there, not through "
-                "the link: remove the link, or pass --force to replace the link with the generated file")
+        return (f"{printable_path(job.out)} is a symlink to {printable_path(dangling)}, which does not exist; "
+                "fxgen writes a file there, not through the link: remove the link, or pass --force to replace "
+                "the link with the generated file")
     if status is not None:
-        return f"{printable_path(job.out)} was replaced by a file fxgen did not write {when}; pass --force to overwrite it"
+        return (f"{printable_path(job.out)} was replaced by a file fxgen did not write {when}; pass --force to "
+                "overwrite it")
     return f"{printable_path(job.out)} was not written by fxgen; pass --force to overwrite it"
 
 
