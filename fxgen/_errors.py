@@ -9,11 +9,13 @@
 Every error renders as one or more ``PATH:LINE:COL: error: message`` lines, the format
 editors and CI annotators understand; the CLI prints ``str(error)`` and exits 1.
 ``Suggestions`` finds the name a misspelt one meant (``did you mean 'torch.relu'?``).
+``printable_path`` is how every diagnostic prints a file name: on one line, whatever it holds.
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -28,7 +30,21 @@ __all__ = [
     "WeightsError",
     "closest_name",
     "did_you_mean",
+    "printable_path",
 ]
+
+
+def printable_path(path: str | os.PathLike[str]) -> str:
+    """A file name as diagnostics print it, always on one line and never read as a command.
+
+    File names are attacker text (a spec's, a symlink's target): a line break in one would turn
+    one diagnostic into several lines, the later ones the attacker's (``::error file=...::``, which
+    GitHub Actions reads as an annotation at the start of a line), and escape sequences would
+    repaint the terminal. A name holding any character Python does not call printable (line
+    breaks, tabs, control and format characters), or starting with ``::``, is printed as a Python
+    string literal, ``'specs/a\\nb.yaml'``; any other name as it is."""
+    text = os.fspath(path)
+    return text if text.isprintable() and not text.startswith("::") else repr(text)
 
 
 @dataclass(frozen=True, order=True)
@@ -41,8 +57,8 @@ class Location:
 
     def __str__(self) -> str:
         if self.line <= 0:
-            return self.path
-        return f"{self.path}:{self.line}:{max(self.column, 1)}"
+            return printable_path(self.path)
+        return f"{printable_path(self.path)}:{self.line}:{max(self.column, 1)}"
 
 
 @dataclass(frozen=True, order=True)

@@ -12,7 +12,7 @@ from typing import Any, cast
 import torch
 from torch import nn
 
-from fxgen._errors import Location, WeightsError
+from fxgen._errors import Location, WeightsError, printable_path
 from fxgen.construct.modules import NO_TENSORS, tensors_in
 from fxgen.spec.model import Spec
 
@@ -30,7 +30,7 @@ def check_digest(spec: Spec, path: str | Path) -> None:
     found = weights_digest(path)
     if found == spec.weights_digest:
         return
-    label = spec.document.path if spec.document is not None else f"<spec {spec.name}>"
+    label = printable_path(spec.document.path) if spec.document is not None else f"<spec {spec.name}>"
     held = f"holds weights {found[:19]}..." if found else "records no digest (it was not written by fxgen export)"
     raise WeightsError(
         f"these weights do not belong to the spec {label}: the spec was exported with weights "

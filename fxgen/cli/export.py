@@ -15,7 +15,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from fxgen._errors import ExportError
+from fxgen._errors import ExportError, printable_path
 from fxgen.capture.export import (
     capture_modes,
     capture_notes,
@@ -144,9 +144,13 @@ def export_command(ns: argparse.Namespace) -> None:
     from fxgen.cli.progress import Progress
     from fxgen.spec.values import decode_kwargs
     from fxgen.write.atomic import write_atomic
+    from fxgen.write.targets import check_targets
     from fxgen.write.weights import write_weights
 
+    outputs = [("--out", ns.out), *([("--weights", ns.weights)] if ns.weights is not None else [])]
+    check_targets(outputs)  # before importing the user's code
     module = build_target(ns.target, _json(ns.args, "--args", list), _json(ns.kwargs, "--kwargs", dict))
+    check_targets(outputs, _sources(ns.target, module))
     module.eval()  # the spec computes both modes (fxgen.capture.modes); a failing train capture leaves eval's
     concrete = _json(ns.concrete_args, "--concrete-args", dict)
     concrete = decode_kwargs(concrete, _no_ref) if concrete is not None else None
@@ -203,12 +207,31 @@ def export_command(ns: argparse.Namespace) -> None:
         print(f"fxgen: note: this spec uses {', '.join(outside)}; load or generate it with {names} "
               "or list them in [tool.fxgen] allow", file=sys.stderr)  # fmt: skip
     if not quiet:
-        written = f"{out} and {ns.weights}" if ns.weights is not None else str(out)
+        written = printable_path(out) + (f" and {printable_path(ns.weights)}" if ns.weights is not None else "")
         tensors = len(spec.parameters) + len(spec.buffers)
         count = len(spec.classes)
         blocks = f", {count} block {'class' if count == 1 else 'classes'}" if spec.classes else ""
         print(f"fxgen: exported {spec.name} to {written}: {len(spec.nodes)} nodes, {len(spec.modules)} modules, "
               f"{tensors} tensors{blocks}", file=sys.stderr)  # fmt: skip
+
+
+def _sources(target: str, module: torch.nn.Module) -> list[tuple[str, Path]]:
+    """The source files of the code exported (the module PKG.MODULE and the model's class): an
+    output over one would replace the user's code with the spec."""
+    import inspect
+
+    module_name = target.partition(":")[0]
+    candidates = [(f"the source of {module_name}", sys.modules.get(module_name)),
+                  (f"the source of {type(module).__qualname__}", type(module))]  # fmt: skip
+    found = []
+    for what, obj in candidates:
+        try:
+            source = inspect.getsourcefile(obj) if obj is not None else None
+        except TypeError:  # built in: no file
+            source = None
+        if source:
+            found.append((what, Path(source)))
+    return found
 
 
 def _schema_ref(out: Path) -> str:
@@ -217,7 +240,7 @@ def _schema_ref(out: Path) -> str:
 
     from fxgen.read.schema import load_schema
 
-    here = out.resolve().parent
+    here = Path(os.path.realpath(out)).parent
     for folder in (here, *here.parents):
         candidate = folder / "schemas" / "fxgen.schema.json"
         if candidate.is_file():

@@ -11,6 +11,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from fxgen._errors import printable_path
+
 __all__ = ["LEFT_BY", "sweep"]
 
 LEFT_BY = "a temporary file left by an interrupted fxgen run"
@@ -22,5 +24,5 @@ def sweep(targets: Iterable[Path | None], *, quiet: bool = False) -> list[Path]:
 
     removed = [path for target in targets if target is not None for path in remove_stale(target.parent, target.name)]
     for path in removed if not quiet else ():
-        print(f"fxgen: removed {path} ({LEFT_BY})", file=sys.stderr)
+        print(f"fxgen: removed {printable_path(path)} ({LEFT_BY})", file=sys.stderr)
     return removed

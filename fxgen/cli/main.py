@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from fxgen._errors import Diagnostic, FxgenError, GenerateError, Location, SpecError
+from fxgen._errors import Diagnostic, FxgenError, GenerateError, Location, SpecError, printable_path
 from fxgen._version import __version__
 from fxgen.cli.leftovers import LEFT_BY
 from fxgen.cli.progress import Progress
@@ -58,15 +58,17 @@ def project_passes(start: Path) -> tuple[str, ...]:
     their names. A spec can never do this."""
     import tomllib
 
+    from fxgen.read.files import CONFIG_BYTES, bounded_text
+
     for folder in (start, *start.parents):
         pyproject = folder / "pyproject.toml"
         if not pyproject.is_file():
             continue
         where = Location(str(pyproject))
         try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+            data = tomllib.loads(bounded_text(pyproject, CONFIG_BYTES))
         except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise FxgenError(f"cannot read [tool.fxgen]: {exc}", where) from None
+            raise FxgenError(f"cannot read [tool.fxgen]: {getattr(exc, 'strerror', None) or exc}", where) from None
         passes = data.get("tool", {}).get("fxgen", {}).get("passes", {})
         if not (isinstance(passes, dict) and all(isinstance(v, str) and v.count(":") == 1 for v in passes.values())):
             raise FxgenError('[tool.fxgen] passes must map names to "pkg.module:function"', where)
@@ -88,13 +90,16 @@ def project_allow(start: Path) -> tuple[str, ...]:
     """``[tool.fxgen] allow = [...]`` from the nearest pyproject.toml (trusted project config)."""
     import tomllib
 
+    from fxgen.read.files import CONFIG_BYTES, bounded_text
+
     for folder in (start, *start.parents):
         pyproject = folder / "pyproject.toml"
         if pyproject.is_file():
             try:
-                data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+                data = tomllib.loads(bounded_text(pyproject, CONFIG_BYTES))
             except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-                raise FxgenError(f"cannot read [tool.fxgen]: {exc}", Location(str(pyproject))) from None
+                raise FxgenError(f"cannot read [tool.fxgen]: {getattr(exc, 'strerror', None) or exc}",
+                                 Location(str(pyproject))) from None
             allow = data.get("tool", {}).get("fxgen", {}).get("allow", [])
             if not (isinstance(allow, list) and all(isinstance(a, str) for a in allow)):
                 raise FxgenError("[tool.fxgen] allow must be a list of strings", Location(str(pyproject)))
@@ -542,7 +547,7 @@ def _generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
         changed += 1
         written += 1
         if not args.quiet:
-            print(f"fxgen: wrote {job.out}", file=sys.stderr)
+            print(f"fxgen: wrote {printable_path(job.out)}", file=sys.stderr)
     spec_dirs = [Path(p) for p in args.paths if Path(p).is_dir()]
     for path, intact in orphans(spec_dirs, args.out_dir, jobs) if spec_dirs else ():
         if args.check or not intact:
@@ -562,7 +567,7 @@ def _generate(args: argparse.Namespace, allow: tuple[str, ...]) -> int:
         changed += 1
         removed += 1
         if not args.quiet:
-            print(f"fxgen: removed {path} (its spec no longer exists)", file=sys.stderr)
+            print(f"fxgen: removed {printable_path(path)} (its spec no longer exists)", file=sys.stderr)
     if args.check and problems:
         print(f"fxgen: {problems} problem{'s' * (problems != 1)} with generated files; "
               "run `fxgen generate` (with --diff to see the changes)", file=sys.stderr)  # fmt: skip
@@ -626,19 +631,19 @@ def _temporaries(args: argparse.Namespace) -> tuple[int, int]:
         print(exc, file=sys.stderr)
         return 1, 0
     for path in removed if not args.quiet else ():
-        print(f"fxgen: removed {path} ({LEFT_BY})", file=sys.stderr)
+        print(f"fxgen: removed {printable_path(path)} ({LEFT_BY})", file=sys.stderr)
     return 0, len(removed)
 
 
 def _out_of_date(job: Any) -> str:
     if job.status == "missing":
-        return f"missing: not generated yet from {job.label}"
+        return f"missing: not generated yet from {printable_path(job.label)}"
     if job.status == "stale":
-        return f"stale: out of date with {job.label}"
+        return f"stale: out of date with {printable_path(job.label)}"
     if job.status == "current":  # found only by --full: the header's hashes match, the bytes do not
-        return (f"forged: differs from what {job.label} generates, though its header's hashes say it is current "
-                "(anyone can recompute them); run `fxgen generate --full` to rewrite it")  # fmt: skip
-    return f"{job.status}: differs from what {job.label} generates"
+        return (f"forged: differs from what {printable_path(job.label)} generates, though its header's hashes say "
+                "it is current (anyone can recompute them); run `fxgen generate --full` to rewrite it")  # fmt: skip
+    return f"{job.status}: differs from what {printable_path(job.label)} generates"
 
 
 @contextlib.contextmanager

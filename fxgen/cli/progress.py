@@ -13,6 +13,8 @@ import sys
 from types import TracebackType
 from typing import TextIO
 
+from fxgen._errors import printable_path
+
 __all__ = ["Progress"]
 
 
@@ -29,7 +31,7 @@ class Progress:
         if not self.enabled:
             return
         width = shutil.get_terminal_size((80, 24)).columns - 1
-        text = f"fxgen: {self.what} {done}/{self.total} {label}".rstrip()
+        text = f"fxgen: {self.what} {done}/{self.total} {printable_path(label)}".rstrip()  # a file name: one line
         self.stream.write("\r\x1b[K" + text[:width])
         self.stream.flush()
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fxgen._errors import FxgenError, Location, SpecError
+from fxgen._errors import FxgenError, Location, SpecError, printable_path
 from fxgen.cli.leftovers import sweep
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
@@ -60,6 +60,21 @@ def parse_pass(text: str, label: str) -> _PassDocument:
     return _PassDocument(label, name, args)
 
 
+def _check_targets(args: argparse.Namespace, spec: Any) -> None:
+    """-o and --out-weights name two files, neither of which the run reads (IN, the files IN
+    imports, --weights), before any pass runs."""
+    from fxgen.write.targets import check_targets
+
+    inputs = [(f"IN ({printable_path(args.path)})", Path(args.path))]
+    imported = getattr(spec.document, "imported_files", ())
+    inputs += [(f"{printable_path(shown)} (IN imports it)", Path(shown)) for shown, _ in imported]
+    outputs = [("-o", Path(args.out))]
+    if args.weights is not None:
+        inputs.append(("--weights", Path(args.weights)))
+        outputs.append(("--out-weights", Path(args.out_weights)))
+    check_targets(outputs, inputs)
+
+
 def transform_command(args: argparse.Namespace, allow: tuple[str, ...], registered: tuple[str, ...]) -> int:
     from fxgen._api import load_spec
     from fxgen.passes.run import apply_passes, check_pass_list, pass_names
@@ -71,6 +86,7 @@ def transform_command(args: argparse.Namespace, allow: tuple[str, ...], register
         raise FxgenError("--weights needs --out-weights: the transformed tensors must be written somewhere")
     policy = policy_for(allow)
     spec = load_spec(args.path, allow=allow)
+    _check_targets(args, spec)
     docs = [parse_pass(text, f"--pass {i}") for i, text in enumerate(args.passes, 1)]
     problems = []
     for doc in docs:
@@ -105,6 +121,6 @@ def transform_command(args: argparse.Namespace, allow: tuple[str, ...], register
         result.spec.weights_digest = write_weights(args.out_weights, result.tensors)
     result.spec.to_file(args.out)
     if not args.quiet:
-        print(f"fxgen: wrote {args.out} ({', '.join(pass_names(every))})"
-              + (f" and {args.out_weights}" if args.out_weights else ""), file=sys.stderr)  # fmt: skip
+        print(f"fxgen: wrote {printable_path(args.out)} ({', '.join(pass_names(every))})"
+              + (f" and {printable_path(args.out_weights)}" if args.out_weights else ""), file=sys.stderr)  # fmt: skip
     return 0

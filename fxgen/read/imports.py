@@ -22,13 +22,14 @@ fetched from the network: only files on disk are read.
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from fxgen._errors import Diagnostic, Location, SpecError
+from fxgen._errors import Diagnostic, Location, SpecError, printable_path
 from fxgen.read.reader import Document, read_document
 from fxgen.read.yaml_events import JsonPath
 
@@ -165,14 +166,14 @@ class _Resolver:
                 if name not in available:
                     known = ", ".join(sorted(available)) or "none"
                     errors.append(Diagnostic(doc.locate(("imports", i, "classes", j)),
-                                             f"{shown} declares no class {name!r} (it declares: {known})"))  # fmt: skip
+                                             f"{printable_path(shown)} declares no class {name!r} (it declares: {known})"))  # fmt: skip
                     continue
                 for used in _used_classes(name, available):
                     clash = used in own_classes or (used in merged and merged[used] is not available[used])
                     if clash:
                         first = where.get(used) or doc.key_location(("classes", used))
                         errors.append(Diagnostic(doc.locate(("imports", i, "classes", j)),
-                                                 f"class {used!r} (from {shown}) is already declared at {first}; "
+                                                 f"class {used!r} (from {printable_path(shown)}) is already declared at {first}; "
                                                  "rename one of them"))  # fmt: skip
                         continue
                     if used not in merged:
@@ -185,7 +186,7 @@ class _Resolver:
                                 continue
                             if name_called in own_functions or name_called in functions:
                                 first = function_where.get(name_called) or doc.key_location(("functions", name_called))
-                                errors.append(Diagnostic(at_import, f"function {name_called!r} (from {shown}, called by "
+                                errors.append(Diagnostic(at_import, f"function {name_called!r} (from {printable_path(shown)}, called by "
                                                          f"class {used!r}) is already declared at {first}; rename one "
                                                          "of them"))  # fmt: skip
                                 continue
@@ -212,11 +213,13 @@ class _Resolver:
                              "nothing is fetched from the network")  # fmt: skip
         if pure.suffix not in _SUFFIXES:
             raise ValueError(f"an import names a spec file ({', '.join(_SUFFIXES)}), not {text!r}")
-        target = (importer.parent / Path(*pure.parts)).resolve()
+        target = Path(os.path.realpath(importer.parent / Path(*pure.parts)))  # (Path.resolve raises on a symlink loop)
         if not target.is_relative_to(self.root):
-            raise ValueError(f"{text!r} is outside the project ({self.root}); imports stay inside it")
+            raise ValueError(f"{text!r} is outside the project ({printable_path(self.root)}); imports stay "
+                             "inside it")
         if not target.is_file():
-            raise ValueError(f"{text!r} does not exist (looked for {target}); check the path, relative to this spec")
+            raise ValueError(f"{text!r} does not exist (looked for {printable_path(target)}); check the path, "
+                             "relative to this spec")
         shown = posixpath.normpath(posixpath.join(Path(importer_shown).parent.as_posix(), text))
         return target, shown
 

@@ -21,7 +21,9 @@ SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def find_specs(paths: Iterable[str | Path]) -> list[Path]:
-    """Spec files named directly or found (recursively, sorted) under directories."""
+    """Spec files named directly or found (recursively, sorted) under directories, each file
+    once: one named twice (relative and absolute, through a symlink or a hard link, or found
+    in two folders given) is the same spec, kept under the first of its names."""
     found: list[Path] = []
     for path in map(Path, paths):
         if path.is_dir():
@@ -30,7 +32,19 @@ def find_specs(paths: Iterable[str | Path]) -> list[Path]:
             found.append(path)
         else:
             raise SpecError.at(Location(str(path)), "no such file or directory")
-    return list(dict.fromkeys(found))
+    first: dict[tuple[int, int] | Path, Path] = {}
+    for path in found:
+        first.setdefault(_identity(path), path)
+    return list(first.values())
+
+
+def _identity(path: Path) -> tuple[int, int] | Path:
+    """What tells one file from another: its device and inode (the path when it cannot be stat'ed)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return path
+    return st.st_dev, st.st_ino
 
 
 def label_of(path: Path) -> str:

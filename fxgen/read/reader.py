@@ -15,20 +15,21 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from fxgen._errors import Diagnostic, Location, SpecError
+from fxgen.read.files import SPEC_BYTES, TooLarge, bounded_bytes
 from fxgen.read.scalars import MAX_INT_DIGITS, ScalarError, check_int_length
 from fxgen.read.yaml_events import KEY, MAX_DEPTH, Builder, JsonPath, duplicate
 
 __all__ = ["MAX_BYTES", "Document", "parse_text", "read_document"]
 
 
-MAX_BYTES = 64 * 1024 * 1024  # a 100,000-node spec is about 8 MiB
+MAX_BYTES = SPEC_BYTES  # a 100,000-node spec is about 8 MiB
+_TOO_LARGE = f"spec is larger than {MAX_BYTES // 2**20} MiB; split the model"
 
 
 _EMPTY_SPEC = "spec is empty; it needs at least `fxgen: 1`, `name` and `nodes`"
@@ -74,24 +75,16 @@ class Document:
 
 
 def read_document(path: str | Path, *, display_path: str | None = None) -> Document:
-    """Read a spec file from disk; the only place fxgen reads specs from the file system."""
+    """Read a spec file from disk; the only place fxgen reads specs from the file system (a
+    regular file, at most MAX_BYTES of it: :mod:`fxgen.read.files`)."""
     shown = display_path if display_path is not None else str(path)
     try:
-        with open(path, "rb") as f:
-            raw = _read_bounded(f)
+        raw = bounded_bytes(path, MAX_BYTES)
+    except TooLarge:
+        raise SpecError.at(Location(shown, 1, 1), _TOO_LARGE) from None
     except OSError as exc:
         raise SpecError.at(Location(shown), f"cannot read spec: {exc.strerror or exc}") from None
     return parse_text(raw, shown, json_syntax=str(path).endswith(".json"))
-
-
-def _read_bounded(f: BinaryIO) -> bytes:
-    """``f.read(MAX_BYTES + 1)``, without first allocating that much (64 MiB: a third of a small
-    spec's read): a regular file is read at its size, plus one byte to notice that it grew."""
-    size = os.fstat(f.fileno()).st_size
-    raw = f.read(min(size, MAX_BYTES) + 1)
-    if size < len(raw) <= MAX_BYTES:  # it grew, or has no size (a pipe): read on as before
-        raw += f.read(MAX_BYTES + 1 - len(raw))
-    return raw
 
 
 def parse_text(raw: bytes | str, path: str = "<spec>", *, json_syntax: bool = False) -> Document:
@@ -107,7 +100,7 @@ def parse_text(raw: bytes | str, path: str = "<spec>", *, json_syntax: bool = Fa
             raise SpecError.at(_offset_location(path, text, exc.start), message + "; remove it") from None
     where = Location(path, 1, 1)
     if len(raw) > MAX_BYTES:
-        raise SpecError.at(where, f"spec is larger than {MAX_BYTES // 2**20} MiB; split the model")
+        raise SpecError.at(where, _TOO_LARGE)
     if raw.startswith(b"\xef\xbb\xbf"):
         raise SpecError.at(where, "file starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM")
     if text is None:

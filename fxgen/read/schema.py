@@ -11,6 +11,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from fxgen.read.files import CONFIG_BYTES, bounded_text
+
 __all__ = ["SCHEMA_PATH", "load_schema"]
 
 _REPO_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "fxgen.schema.json"
@@ -29,6 +31,5 @@ SCHEMA_PATH = _schema_file()
 
 @functools.cache
 def load_schema() -> dict[str, Any]:
-    with open(SCHEMA_PATH, encoding="utf-8") as f:
-        schema: dict[str, Any] = json.load(f)
+    schema: dict[str, Any] = json.loads(bounded_text(SCHEMA_PATH, CONFIG_BYTES))
     return schema

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from fxgen._errors import Location, WeightsError
+from fxgen.read.files import open_regular
 
 __all__ = ["DIGEST_KEY", "read_weights", "weights_digest"]
 
@@ -74,9 +75,9 @@ _HEADER_LIMIT = 100_000_000  # safetensors' own limit on the JSON header
 
 @contextlib.contextmanager
 def _opened(path: str | Path) -> Iterator[io.FileIO]:
-    """The file, unbuffered; an OSError is a WeightsError naming it."""
+    """The file, unbuffered, if it is a regular file; an OSError is a WeightsError naming it."""
     try:
-        f = io.FileIO(path, "rb")
+        f = open_regular(path)  # a FIFO or a device is refused before anything is read
     except OSError as exc:
         raise WeightsError(f"cannot read weights: {exc.strerror or exc}", Location(str(path))) from None
     with f:

@@ -35,7 +35,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from fxgen._errors import GenerateError, Location
+from fxgen._errors import GenerateError, Location, printable_path
+from fxgen.read.files import GENERATED_BYTES, bounded_bytes
 
 try:
     import fcntl
@@ -50,6 +51,8 @@ _SUFFIX = ".tmp"
 # `.NAME.fxgen-` + tempfile's random characters + `.tmp`: only files of fxgen's own making
 _TEMPORARY = re.compile(r"\.(?P<name>.+)\.fxgen-[a-z0-9_]+\.tmp")
 
+# sees the bytes at the target right before it is replaced: None when there is no file, b"" for a
+# symlink to nothing (the name is taken, with nothing to read)
 Check = Callable[[bytes | None], None]
 
 
@@ -69,7 +72,7 @@ def write_atomic(path: str | Path, data: str | bytes, *, check: Check | None = N
 def replacing(path: str | Path, *, check: Check | None = None) -> Iterator[BinaryIO]:
     """A binary file to write ``path``'s new contents to (creating parent directories). When the
     block ends, the file is flushed, fsynced and renamed over ``path``, after ``check`` has seen the
-    bytes at ``path`` then (``None``: no file) and not raised; on any error or interruption it is
+    bytes at ``path`` then (``None``: no file; ``b""``: a symlink to nothing) and not raised; on any error or interruption it is
     removed and ``path`` is as it was. I/O errors are ``GenerateError``s naming ``path``. Stale
     temporary files of ``path`` are not removed here: call :func:`remove_stale` first."""
     path = Path(path)
@@ -205,18 +208,17 @@ def _names(path: Path, fd: int) -> bool:
 
 
 def _put(tmp: str, path: Path, check: Check | None) -> None:
-    """Rename ``tmp`` to ``path``; with ``check``, only over the bytes ``check`` accepted."""
+    """Rename ``tmp`` to ``path``; with ``check``, only over the bytes ``check`` accepted. A name
+    that keeps appearing and vanishing between the look and the link is given up after a few
+    rounds (a ``GenerateError``), never retried for ever."""
     if check is None:
         os.replace(tmp, path)
         return
-    while True:
-        try:
-            current: bytes | None = path.read_bytes()
-        except FileNotFoundError:
-            current = None
+    for _ in range(_ROUNDS):
+        current = _current(path)
         check(current)
         if current is not None:
-            os.replace(tmp, path)
+            os.replace(tmp, path)  # a symlink there is replaced itself, never written through
             return
         try:
             os.link(tmp, path)  # creates path only if there is still none
@@ -228,10 +230,24 @@ def _put(tmp: str, path: Path, check: Check | None) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         return
+    raise GenerateError(f"cannot write {printable_path(path)}: files kept appearing and vanishing there while fxgen wrote it; "
+                        "nothing was written: run again once nothing else writes there")  # fmt: skip
+
+
+_ROUNDS = 10  # looks at a target, each after another process created or removed it: plenty for any race
+
+
+def _current(path: Path) -> bytes | None:
+    """The bytes at ``path`` for a check: None when there is no entry, b"" for an entry with
+    nothing to read (a symlink to nothing: it is there, so ``link`` cannot create the name)."""
+    try:
+        return bounded_bytes(path, GENERATED_BYTES)  # what a check looks at: a generated file
+    except FileNotFoundError:
+        return b"" if path.is_symlink() else None
 
 
 def _cannot(what: str, path: Path, exc: OSError) -> GenerateError:
-    return GenerateError(f"cannot {what} {path}: {exc.strerror or exc}")
+    return GenerateError(f"cannot {what} {printable_path(path)}: {exc.strerror or exc}")
 
 
 def _umask() -> int:

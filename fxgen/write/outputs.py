@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fxgen._errors import Diagnostic, GenerateError, Location, SpecError
+from fxgen._errors import Diagnostic, GenerateError, Location, SpecError, printable_path
+from fxgen.read.files import GENERATED_BYTES, SPEC_BYTES, bounded_bytes, bounded_text
 from fxgen.read.paths import SPEC_SUFFIXES, label_of, spec_of_label
 from fxgen.write.header import (
     VERSION,
@@ -33,6 +34,7 @@ from fxgen.write.header import (
     spec_digest,
     split,
 )
+from fxgen.write.targets import check_targets
 
 __all__ = ["Job", "guard", "orphans", "plan", "refusal", "remove_orphan", "unified_diff", "unsafe_name"]
 
@@ -82,12 +84,14 @@ def plan(
     for spec in specs:
         out = out_dir / f"{spec.stem}.py"
         if out in seen:
-            raise GenerateError(
-                f"{spec} and {seen[out]} would both generate {out}; rename one of them", Location(str(spec))
-            )
+            raise GenerateError(f"{printable_path(spec)} and {printable_path(seen[out])} would both generate "
+                                f"{printable_path(out)}; rename one of them", Location(str(spec)))  # fmt: skip
         seen[out] = spec
+    check_targets([(f"the generated file of {printable_path(spec)}", out) for out, spec in seen.items()],
+                  [(f"the spec {printable_path(spec)}", spec) for spec in specs])  # fmt: skip
+    for out, spec in seen.items():
         try:
-            raw = spec.read_bytes()
+            raw = bounded_bytes(spec, SPEC_BYTES)
         except OSError as exc:
             raise SpecError.at(Location(str(spec)), f"cannot read spec: {exc.strerror or exc}") from None
         jobs.append(_status(Job(spec, out, label_of(spec), raw, "missing", shapes=shapes, imported=_imported(spec, raw),
@@ -134,7 +138,8 @@ def unsafe_name(spec: Path, out_dir: Path, reserved: frozenset[str] = frozenset(
     name = f"model_{name}" if name[0].isdigit() else name
     suggestion = name if _problem(name, reserved, out_dir) is None else f"{name.strip('_')}_model"
     out = out_dir / f"{stem}.py"
-    return f"would generate {out}, {problem}; rename the spec (to {suggestion}{spec.suffix}, for example)"
+    return (f"would generate {printable_path(out)}, {problem}; rename the spec (to {suggestion}{spec.suffix}, "
+            "for example)")
 
 
 def _problem(stem: str, reserved: frozenset[str], out_dir: Path) -> str | None:
@@ -145,17 +150,20 @@ def _problem(stem: str, reserved: frozenset[str], out_dir: Path) -> str | None:
     if stem.startswith("__") and stem.endswith("__"):
         return "a name Python reserves"
     if stem in _ALWAYS_IMPORTED or stem in reserved or stem in sys.stdlib_module_names:
-        return f"which shadows the module {stem} for every script run from {out_dir}"
+        return f"which shadows the module {stem} for every script run from {printable_path(out_dir)}"
     return None
 
 
 def _status(job: Job) -> Job:
     try:
-        raw = job.out.read_bytes()
+        raw = bounded_bytes(job.out, GENERATED_BYTES)
     except FileNotFoundError:
+        if job.out.is_symlink():  # a link to nothing: put there by someone, and no file fxgen wrote
+            job.status = "foreign"
         return job
     except OSError as exc:
-        raise GenerateError(f"cannot read generated file: {exc}", Location(str(job.out))) from None
+        raise GenerateError(f"cannot read generated file: {exc.strerror or exc}; remove it, and fxgen writes it again",
+                            Location(str(job.out))) from None  # fmt: skip
     try:
         job.status, job.old = _state(job, raw)
     except UnicodeDecodeError as exc:
@@ -198,17 +206,33 @@ def guard(job: Job, *, force: bool) -> Callable[[bytes | None], None]:
 def refusal(job: Job, status: str | None = None, *, when: str = "since fxgen wrote it") -> str:
     """Why ``job.out`` is left as it is (its status at planning time, or ``status`` found later)."""
     if (status or job.status) == "edited":
-        return f"{job.out} was edited by hand {when}; move your change into {job.label} (or pass --force to overwrite it)"
+        return (f"{printable_path(job.out)} was edited by hand {when}; move your change into "
+                f"{printable_path(job.label)} (or pass --force to overwrite it)")
+    dangling = _dangling(job.out)
+    if dangling is not None:
+        return (f"{printable_path(job.out)} is a symlink to {printable_path(dangling)}, which does not exist; "
+                "fxgen writes a file there, not through the link: remove the link, or pass --force to replace "
+                "the link with the generated file")
     if status is not None:
-        return f"{job.out} was replaced by a file fxgen did not write {when}; pass --force to overwrite it"
-    return f"{job.out} was not written by fxgen; pass --force to overwrite it"
+        return (f"{printable_path(job.out)} was replaced by a file fxgen did not write {when}; pass --force to "
+                "overwrite it")
+    return f"{printable_path(job.out)} was not written by fxgen; pass --force to overwrite it"
+
+
+def _dangling(path: Path) -> str | None:
+    """Where ``path`` points when it is a symlink to nothing, else None."""
+    try:
+        return os.readlink(path) if path.is_symlink() and not path.exists() else None
+    except OSError:
+        return None
 
 
 def unified_diff(job: Job, new: str) -> str:
     old = job.old or ""
     return "".join(
         difflib.unified_diff(
-            old.splitlines(keepends=True), new.splitlines(keepends=True), str(job.out), str(job.out)
+            old.splitlines(keepends=True), new.splitlines(keepends=True), printable_path(job.out),
+            printable_path(job.out),
         )
     )
 
@@ -219,13 +243,13 @@ def orphans(spec_dirs: Iterable[Path], out_dir: Path, jobs: list[Job]) -> Iterat
     running from another directory or with other spec folders cannot delete them."""
     if not out_dir.is_dir():
         return
-    claimed = {job.out.resolve() for job in jobs}
+    claimed = {os.path.realpath(job.out) for job in jobs}  # (Path.resolve raises on a symlink loop)
     roots = [Path(os.path.abspath(d)) for d in spec_dirs]
     for path in sorted(out_dir.glob("*.py")):
-        if path.resolve() in claimed:
+        if os.path.realpath(path) in claimed:
             continue
         try:
-            header, body = split(path.read_text(encoding="utf-8"))
+            header, body = split(bounded_text(path, GENERATED_BYTES))
         except (OSError, UnicodeDecodeError):
             continue
         if header is None or Path(header.label).suffix not in SPEC_SUFFIXES:
@@ -245,7 +269,7 @@ def remove_orphan(path: Path) -> bool:
     before: an edit made since :func:`orphans` saw it is kept); False when another run removed it
     first. A file that cannot be removed, or was edited since, is a ``GenerateError`` at it."""
     try:
-        header, body = split(path.read_text(encoding="utf-8"))
+        header, body = split(bounded_text(path, GENERATED_BYTES))
         if header is None or not _intact(body, header):
             raise GenerateError("orphaned: its spec no longer exists, and it was edited by hand while fxgen "
                                 "was running, so fxgen leaves it: delete it", Location(str(path)))  # fmt: skip

@@ -614,38 +614,6 @@ def test_plain_json_documents_get_the_schema_errors_of_walked_ones() -> None:
     assert check_schema(doc) == check_schema(walked) != []
 
 
-@pytest.mark.parametrize("size", [0, 5, 9, 10, 11, 40])
-def test_read_bounded_reads_what_read_max_bytes_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int) -> None:
-    monkeypatch.setattr(reader, "MAX_BYTES", 10)
-    path = tmp_path / "f.yaml"
-    path.write_bytes(bytes(range(65, 65 + size)))
-    with open(path, "rb") as f:
-        expected = f.read(11)
-    with open(path, "rb") as f:
-        assert reader._read_bounded(f) == expected
-
-
-def _write_and_close(fd: int, payload: bytes) -> None:
-    import os
-
-    os.write(fd, payload)
-    os.close(fd)
-
-
-def test_read_bounded_reads_pipes_which_have_no_size(monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
-    import threading
-
-    monkeypatch.setattr(reader, "MAX_BYTES", 10)
-    for payload in (b"", b"abc", b"0123456789", b"0123456789ABCDEF"):
-        read_end, write_end = os.pipe()
-        writer = threading.Thread(target=_write_and_close, args=(write_end, payload))
-        writer.start()
-        with os.fdopen(read_end, "rb") as f:
-            assert reader._read_bounded(f) == payload[:11]
-        writer.join()
-
-
 @pytest.mark.parametrize("text", ["# a \x07 bell\n", "# c\n\t# tab\n", "# x\n---\n", "# \ufeff\n"])
 def test_comments_only_is_empty_whatever_the_parser_says(text: str) -> None:
     """Only comments is an empty spec, checked after parsing now: also when the parser refuses

@@ -164,6 +164,44 @@ def test_a_missing_target_is_only_created_while_it_is_missing(tmp_path: Path, mo
     assert seen == [None, b"hand-made"] and target.read_bytes() == b"hand-made" and _temporaries(tmp_path) == []
 
 
+def test_a_symlink_to_nothing_is_seen_as_an_entry_and_replaced_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check sees b"" (a name with nothing to read), and the link, not its target, is replaced
+    (the counting link stops a regression that would retry for ever)."""
+    target = tmp_path / "out.py"
+    target.symlink_to(tmp_path / "nowhere.py")
+    seen: list[bytes | None] = []
+    real_link, calls = os.link, []
+
+    def counted(src: str, dst: str) -> None:
+        calls.append(dst)
+        if len(calls) > 1000:
+            raise AssertionError("retried without end")
+        real_link(src, dst)
+
+    monkeypatch.setattr(atomic.os, "link", counted)
+    atomic.write_atomic(target, b"new", check=seen.append)
+    assert seen == [b""] and not target.is_symlink() and target.read_bytes() == b"new"
+    assert not (tmp_path / "nowhere.py").exists() and _temporaries(tmp_path) == []
+
+
+def test_a_name_that_keeps_appearing_and_vanishing_is_given_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each link finds the name taken and each look finds it gone: a few rounds, then an error
+    (the fake link stops a regression that would retry for ever)."""
+    target = tmp_path / "out.py"
+    calls = []
+
+    def taken(src: str, dst: str) -> None:
+        calls.append(dst)
+        if len(calls) > 1000:
+            raise AssertionError("retried without end")
+        raise FileExistsError(dst)
+
+    monkeypatch.setattr(atomic.os, "link", taken)
+    with pytest.raises(GenerateError, match="kept appearing and vanishing"):
+        atomic.write_atomic(target, b"new", check=lambda current: None)
+    assert 1 < len(calls) <= 100 and not target.exists() and _temporaries(tmp_path) == []
+
+
 def test_ensure_writable_reports_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     atomic.ensure_writable(tmp_path / "new" / "gen")
     assert (tmp_path / "new" / "gen").is_dir() and list((tmp_path / "new" / "gen").iterdir()) == []
