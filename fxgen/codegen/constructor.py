@@ -33,6 +33,7 @@ from fxgen.codegen.render import (
     call_args,
     checked,
     child,
+    expression,
     literal,
     packed_key,
     presence_flags,
@@ -372,11 +373,8 @@ def declared(build: ClassBuild, value: Any) -> str:
 
 
 def _expression(build: ClassBuild, text: str) -> str:
-    """An expression as Python source; ``ceil``, ``floor`` and ``sqrt`` are ``math``'s."""
-    tree = expr.parse(text)
-    if expr.functions(tree) & {"ceil", "floor", "sqrt"}:
-        build.imports.stdlib.add("math")
-    return expr.source(tree)
+    """An expression as Python source (``ceil`` as ``math.ceil``, the file importing ``math``)."""
+    return expression(expr.parse(text), build.imports)
 
 
 # -- tensors --------------------------------------------------------------------------------

@@ -52,6 +52,7 @@ __all__ = [
     "checked",
     "child",
     "declared_classes",
+    "expression",
     "forward_block",
     "forward_lines",
     "literal",
@@ -371,6 +372,13 @@ def _compound(value: Any) -> bool:
     return known is None or known.compound(body, _compound)  # slice(...), torch.float32, ...: True
 
 
+def expression(tree: expr.Expr, imports: Imports, spelled: dict[str, str] | None = None) -> str:
+    """An expression as Python source, recording the modules that source names (``math`` for
+    ``math.sqrt``): the one way codegen writes an expression, so no place can forget the import."""
+    imports.stdlib |= expr.modules(tree)
+    return expr.source(tree, spelled)
+
+
 def call_args(args: Iterable[Any], kwargs: dict[str, Any], imports: Imports) -> str:
     parts = [literal(a, imports) for a in args]
     parts += [f"{checked(k)}={literal(v, imports)}" for k, v in kwargs.items()]
@@ -673,9 +681,7 @@ class _Forward:
         if flag in self.presence and flag not in self.loops:  # ``if self.downsample is not None:``
             return Source(f"self.{checked(flag)} is {'' if negated else 'not '}None")
         spelled = {name: self.spelled[name] for name in used if name not in self.loops and name in self.spelled}
-        if expr.functions(tree) & {"ceil", "floor"}:
-            self.imports.stdlib.add("math")
-        out = Source(expr.source(tree, spelled))
+        out = Source(expression(tree, self.imports, spelled))
         out.atomic = tree[0] in ("num", "bool", "name", "call")
         return out
 
@@ -925,14 +931,12 @@ def check_statements(spec: Spec, imports: Imports) -> list[str]:
             out.append(statement(f"{here} != {there}", message, [name, other]))
     for text in spec.checks:
         tree = expr.parse(text)
-        if expr.functions(tree) & {"ceil", "floor"}:
-            imports.stdlib.add("math")
         used = list(dict.fromkeys(expr.names(tree)))
         spelled = expr.renamed(tree, {name: size(places[name]) for name in used})
         told = ", ".join(rules.VALUE.format(input=places[n][0], dim=places[n][1], name=n,
                                             actual=f"{{{size(places[n])}}}") for n in used)  # fmt: skip
         message = rules.CONDITION.format(values=told, condition=text)
-        out.append(statement(expr.source(expr.negated(spelled)), message, [places[n][0] for n in used]))
+        out.append(statement(expression(expr.negated(spelled), imports), message, [places[n][0] for n in used]))
     return out
 
 
