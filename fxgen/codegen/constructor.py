@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fxgen.codegen.render import (
-    PACKED_HELPER,
-    PACKED_TABLE,
     Imports,
     LiteralWriter,
     UnsafeName,
@@ -41,6 +39,7 @@ from fxgen.codegen.render import (
     string,
 )
 from fxgen.spec import expr
+from fxgen.spec.file_names import PACKED_HELPER, PACKED_TABLE
 from fxgen.spec.init import init_call
 from fxgen.spec.model import (
     NO_DEFAULT,

@@ -23,6 +23,7 @@ from typing import Any
 from fxgen.blackstyle.fast import fits
 from fxgen.spec import checks as rules
 from fxgen.spec import expr
+from fxgen.spec.file_names import FILE_NAMES, PACKED_TABLE, STDLIB_ROOTS
 from fxgen.spec.model import (
     NO_DEFAULT,
     ForNodes,
@@ -41,8 +42,6 @@ from fxgen.spec.values import iter_refs, parse_ref
 
 __all__ = [
     "FORWARD_DEPTH",
-    "PACKED_HELPER",
-    "PACKED_TABLE",
     "Imports",
     "LiteralWriter",
     "access",
@@ -75,11 +74,8 @@ _BINARY = {
 _UNARY = {"neg": "-", "pos": "+", "invert": "~"}
 
 
-_STDLIB_ROOTS = frozenset({"operator", "math", "typing", "builtins"})
-
-
-# never used for forward's locals: they would shadow what the generated code calls
-_SHADOW_FREE = frozenset({"self", "torch", "nn", *_STDLIB_ROOTS, *dir(builtins), *keyword.kwlist, *keyword.softkwlist})
+# never used for forward's locals or an import's alias: they would shadow what the generated code calls
+_SHADOW_FREE = frozenset({"self", *FILE_NAMES, *dir(builtins), *keyword.kwlist, *keyword.softkwlist})
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -221,13 +217,6 @@ def _member_key(name: str) -> tuple[object, ...]:
     """isort's order-by-type: CONSTANTS, then Classes, then everything else."""
     kind = 0 if len(name) > 1 and name.isupper() else 1 if name[:1].isupper() else 2
     return (kind, _natural(name.lower()), _natural(name))
-
-
-# The module-level names a file with packed tensors defines after its class (fxgen.codegen.generate).
-PACKED_HELPER = "_unpack"
-
-
-PACKED_TABLE = "_PACKED"
 
 
 def packed_key(key: str | tuple[str, str]) -> str:
@@ -410,7 +399,7 @@ def _qualified(name: str, imports: Imports, module_of: Any) -> str:
         if not _loaded_by_import_torch(module):
             imports.torch_modules.add(module)
         return name
-    if root in _STDLIB_ROOTS:
+    if root in STDLIB_ROOTS:
         imports.stdlib.add(root)
         return name
     module = module_of(name)
@@ -423,7 +412,7 @@ def plan_names(specs: list[Spec], imports: Imports, module_of: Any) -> None:
     classes, builtins and what the file itself defines), then give every name from another
     package its alias, in the order the spec names them: aliases are then fixed before
     ``forward`` picks its locals."""
-    imports.taken |= _SHADOW_FREE | _FILE_NAMES
+    imports.taken |= _SHADOW_FREE
     names: list[str] = []
     for spec in specs:
         nodes = walk_nodes(spec.nodes)
@@ -435,7 +424,7 @@ def plan_names(specs: list[Spec], imports: Imports, module_of: Any) -> None:
         names += [name for n in nodes if n.type for name in _DOTTED.findall(n.type)]
         names += [name for arg in spec.args.values() for name in _DOTTED.findall(arg.type)]
     for name in names:
-        if "." in name and name.split(".", 1)[0] not in ("torch", *_STDLIB_ROOTS):
+        if "." in name and name.split(".", 1)[0] not in ("torch", *STDLIB_ROOTS):
             qualified(name, imports, module_of)
 
 
@@ -460,9 +449,6 @@ def declared_classes(module: ModuleSpec) -> list[str]:
             else:
                 stack.extend(reversed(list(value.values())))
     return out
-
-
-_FILE_NAMES = frozenset({"F", "base64", "sys", "zlib", PACKED_HELPER, PACKED_TABLE})  # module-level names fxgen's own code uses
 
 
 # Modules a plain ``import torch`` always loads: targets in them need no import of their own.

@@ -63,6 +63,7 @@ __all__ = [
     "MAX_CALL_DEPTH",
     "MAX_DEPTH",
     "MAX_LENGTH",
+    "MODULES",
     "REQUIRED",
     "Expr",
     "ExprError",
@@ -97,6 +98,8 @@ FUNCTIONS: dict[str, tuple[int, int]] = {
     "sqrt": (1, 1),
 }  # fmt: skip
 _PYTHON_NAMES = {"ceil": "math.ceil", "floor": "math.floor", "sqrt": "math.sqrt"}  # how generated code spells them
+MODULES = frozenset(spelled.rpartition(".")[0] for spelled in _PYTHON_NAMES.values() if "." in spelled)
+"""The modules generated code names for the functions it spells as theirs (``math``)."""
 
 ALLOWED = ("argument names, numbers, + - * / // % **, comparisons, and/or/not, `a if c else b`, and "
            f"{' '.join(FUNCTIONS)}")  # fmt: skip
