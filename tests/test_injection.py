@@ -34,8 +34,10 @@ from fxgen._errors import FxgenError, SpecError
 from fxgen.check.validate import validate_data
 from fxgen.codegen.render import declared_classes
 from fxgen.policy.tables import SAFE_BUILTINS
+from fxgen.spec.check_bounds import size_limit
 from fxgen.spec.checks import shape_checks
 from fxgen.spec.compact import fx_name
+from fxgen.spec.expr import parse
 from fxgen.spec.file_names import PACKED_HELPER_SOURCE
 from fxgen.spec.init import INIT_SCHEMES
 from fxgen.spec.layers import desugar_layers
@@ -586,6 +588,7 @@ def _input_checks(forward: ast.FunctionDef, top: fxgen.Spec | None) -> set[ast.A
     expected = 0
     if top is not None and top.checks is not None:
         expected = len(list(shape_checks([(n, i.shape) for n, i in top.inputs.items()]))) + len(top.checks)
+        expected += sum(size_limit(parse(text)) is not None for text in top.checks)  # a size limit's own if
     inputs = set(top.inputs) if top is not None else set()
     taken: set[ast.AST] = set()
     for _ in range(expected):

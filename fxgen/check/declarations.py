@@ -54,6 +54,7 @@ from fxgen.construct.tensors import shape_problem
 from fxgen.policy.policy import Policy, TargetError
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
+from fxgen.spec.check_bounds import size_limit
 from fxgen.spec.choice import Choice
 from fxgen.spec.compact import desugared
 from fxgen.spec.expr import (
@@ -367,6 +368,10 @@ class Checker(NodeChecks):
             elif tree[0] not in _CONDITIONS:
                 self.error(("checks", i), f"check {text!r} is no condition: write a comparison (`height % 8 == 0`, "
                            "`seq <= 512`), or `and`/`or`/`not` of comparisons")  # fmt: skip
+            elif size_limit(tree) == -1:
+                self.error(("checks", i), f"check {text!r} cannot be computed alike by fxgen.load and the generated "
+                           "forward at any size (arithmetic on a comparison's True/False, a root of a negative number, "
+                           "a power past 2**63): write it with numbers only, within the bounds")  # fmt: skip
 
     # -- format 2: arguments and blocks ------------------------------------------------------
     def check_arguments(self) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 from fxgen.blackstyle.fast import fits
 from fxgen.spec import checks as rules
 from fxgen.spec import expr
+from fxgen.spec.check_bounds import size_limit
 from fxgen.spec.file_names import FILE_NAMES, PACKED_TABLE, STDLIB_ROOTS
 from fxgen.spec.model import (
     NO_DEFAULT,
@@ -921,8 +922,13 @@ def check_statements(spec: Spec, imports: Imports) -> list[str]:
         spelled = expr.renamed(tree, {name: size(places[name]) for name in used})
         told = ", ".join(rules.VALUE.format(input=places[n][0], dim=places[n][1], name=n,
                                             actual=f"{{{size(places[n])}}}") for n in used)  # fmt: skip
+        inputs = [places[n][0] for n in used]
+        limit = size_limit(tree)
+        if limit is not None:  # past it, fxgen.load could not compute the condition: refused alike
+            past = " or ".join(f"{size(places[n])} > {limit}" for n in used)
+            out.append(statement(past, rules.LIMIT.format(values=told, condition=text, limit=limit), inputs))
         message = rules.CONDITION.format(values=told, condition=text)
-        out.append(statement(expression(expr.negated(spelled), imports), message, [places[n][0] for n in used]))
+        out.append(statement(expression(expr.negated(spelled), imports), message, inputs))
     return out
 
 
