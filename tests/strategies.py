@@ -13,8 +13,9 @@ from typing import Any
 import torch
 from hypothesis import strategies as st
 
-RESERVED = {"self", "torch", "nn", "F", "operator", "math", "typing", "builtins", "device",
-            "inf", "nan", "NoneType", "pytree", "fx_pytree", "output"}  # fmt: skip
+from fxgen.check.checker import RESERVED_NAMES
+
+RESERVED = {*RESERVED_NAMES, "output"}  # names valid specs avoid; tests/test_injection.py tries them
 
 
 _MODULE_ATTRS = frozenset(dir(torch.nn.Module))

@@ -34,8 +34,11 @@ from fxgen._errors import FxgenError, SpecError
 from fxgen.check.validate import validate_data
 from fxgen.codegen.render import declared_classes
 from fxgen.policy.tables import SAFE_BUILTINS
+from fxgen.spec.check_bounds import size_limit
 from fxgen.spec.checks import shape_checks
 from fxgen.spec.compact import fx_name
+from fxgen.spec.expr import parse
+from fxgen.spec.file_names import PACKED_HELPER_SOURCE
 from fxgen.spec.init import INIT_SCHEMES
 from fxgen.spec.layers import desugar_layers
 from fxgen.spec.model import walk_loops, walk_nodes
@@ -254,9 +257,8 @@ LITERAL_SLOTS = VALUE_SLOTS | {"doc", "dict key", "device"}
 # -- what the generated source may contain --------------------------------------------------------
 STD_IMPORTS = {"import torch", "import torch.nn.functional as F", "from torch import nn", "import operator",
                "import math", "import typing", "import base64", "import sys", "import zlib"}
-# What a file with packed tensors defines after its class: the template's helper, and the data.
-_HELPER = ast.unparse(ast.parse((Path(fxgen.__file__).parent / "codegen" / "templates" / "module.py.jinja").read_text()
-                                .split("{% if packed_lines %}")[1].split("{% for")[0]).body[0])
+# What a file with packed tensors defines after its class: the helper, and the data.
+_HELPER = ast.unparse(ast.parse(PACKED_HELPER_SOURCE).body[0])
 VALUE_CALLS = {"float", "complex", "slice", "torch.device", "torch.Size"}
 # What an expression of ``{arg: ...}`` or ``values:`` may call, and the syntax it is written in.
 EXPRESSION_CALLS = {"min", "max", "round", "int", "abs", "math.ceil", "math.floor", "math.sqrt"}
@@ -402,6 +404,16 @@ def check_source(data: dict[str, Any], spec: fxgen.Spec, source: str) -> None:
             docs |= _check_class(cls, models[cls.name], spec, aliases, bool(packed), bound)
         else:
             docs.add(cls.body[0])
+
+    # module-level names: each bound once, and no method's argument or local is one
+    imported = {a.asname or a.name.split(".")[0] for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom)) for a in s.names}
+    defined = [s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))]
+    defined += [t.id for s in tree.body if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)]
+    assert len(set(defined)) == len(defined) and not imported & set(defined), (sorted(imported), defined)
+    for method in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        local = {a.arg for a in ast.walk(method.args) if isinstance(a, ast.arg)}
+        local |= {n.id for n in ast.walk(method) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        assert not local & (imported | set(defined)), (method.name, sorted(local & (imported | set(defined))))
 
     # names: the spec's own and the fixed ones
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
@@ -576,6 +588,7 @@ def _input_checks(forward: ast.FunctionDef, top: fxgen.Spec | None) -> set[ast.A
     expected = 0
     if top is not None and top.checks is not None:
         expected = len(list(shape_checks([(n, i.shape) for n, i in top.inputs.items()]))) + len(top.checks)
+        expected += sum(size_limit(parse(text)) is not None for text in top.checks)  # a size limit's own if
     inputs = set(top.inputs) if top is not None else set()
     taken: set[ast.AST] = set()
     for _ in range(expected):
@@ -965,6 +978,40 @@ def test_every_nasty_string_in_every_format_2_slot(slot: str) -> None:
         except Exception as exc:  # collect them all: one slot, every string
             failures.append(f"{text!r}: {type(exc).__name__}: {str(exc)[:300]}")
     assert not failures, f"slot {slot!r}:\n" + "\n".join(failures)
+
+
+# The generated file's own module-level names, read off what fxgen writes (the imports above, the
+# helper: the name it defines and the globals it reads, and its table), not off fxgen's list of
+# them: a name the helper comes to use is tried here at once.
+_HELPER_DEF = cast(ast.FunctionDef, ast.parse(_HELPER).body[0])
+_HELPER_LOCALS = {a.arg for a in _HELPER_DEF.args.args} | {
+    n.id for n in ast.walk(_HELPER_DEF) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+FILE_NAMES = sorted({s.split()[-1] for s in STD_IMPORTS} | {_HELPER_DEF.name, "_PACKED"} | {
+    n.id for n in ast.walk(_HELPER_DEF) if isinstance(n, ast.Name) and n.id not in _HELPER_LOCALS and n.id not in dir(__builtins__)})
+NAME_SLOTS = {"class name", "node name", "placeholder name"}
+NAME_SLOTS2 = {"block name", "top argument name", "block argument name", "value name", "top value name", "function name",
+               "function argument name", "function value name"}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", FILE_NAMES)
+def test_no_spec_name_can_take_a_name_the_generated_file_binds(name: str) -> None:
+    """A class, block, function, argument, value or node named as one of the file's imports or
+    the packed-tensor helper and table is refused, or generates a file that still works."""
+    assert {"zlib", "base64", "sys", "_unpack", "_PACKED", "torch", "nn", "F", "math"} <= set(FILE_NAMES)
+    packed = {"packed": {"shape": [2], "dtype": "float16", "persistent": False, "data": PACKED}}
+    base2 = copy.deepcopy(BASE2)
+    base2["buffers"] = copy.deepcopy(packed)
+    base2["classes"]["Block"]["buffers"] = copy.deepcopy(packed)
+    failures = []
+    for base, slots in ((BASE, {s: SLOTS[s] for s in NAME_SLOTS}), (base2, {s: SLOTS2[s] for s in NAME_SLOTS2})):
+        for slot, edit in slots.items():
+            data = copy.deepcopy(base)
+            edit(data, name)
+            try:
+                run_case(data)
+            except Exception as exc:  # collect them all
+                failures.append(f"{slot}: {type(exc).__name__}: {str(exc)[:300]}")
+    assert not failures, f"name {name!r}:\n" + "\n".join(failures)
 
 
 # Expressions that try to leave the grammar: each is refused, or generates only validated names,

@@ -90,7 +90,7 @@ def _value_problem(params: dict[str, ArgSpec], arg: str, value: Any, origin: str
     if has_arguments(value):
         return f"{origin}: the value of {arg!r} is a constant, not an expression or a module"
     expected = SIMPLE_TYPES.get(params[arg].type)
-    if expected is not None and value is not None and not is_a(value, expected):
+    if expected is not None and not is_a(value, expected):  # None too: an int | None allows it, an int does not
         return f"{origin}: argument {arg!r} is {params[arg].type}, not {value!r}; give a value of that type"
     return None
 

@@ -19,6 +19,7 @@ from fxgen._errors import Diagnostic, Location
 from fxgen.policy.policy import Policy
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
+from fxgen.spec.file_names import FILE_NAMES
 from fxgen.spec.resolve import walk_data
 from fxgen.spec.tags import lookup
 from fxgen.spec.values import decode, decode_kwargs, iter_refs
@@ -33,9 +34,9 @@ __all__ = [
 ]
 
 
-# Names the generated module and torch.fx's own code use as globals; a node may not shadow them.
-RESERVED_NAMES = frozenset({"self", "torch", "nn", "F", "operator", "math", "typing", "builtins",
-                            "device", "inf", "nan", "NoneType", "pytree", "fx_pytree"})  # fmt: skip
+# Names the generated module (fxgen.spec.file_names) and torch.fx's own code use as globals; no
+# name of a spec may shadow them.
+RESERVED_NAMES = FILE_NAMES | {"self", "device", "inf", "nan", "NoneType", "pytree", "fx_pytree"}
 
 
 # jsonschema's `$` also matches before a trailing newline, so names are re-checked with fullmatch.

@@ -55,6 +55,7 @@ from fxgen.construct.tensors import shape_problem
 from fxgen.policy.policy import Policy, TargetError
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
+from fxgen.spec.check_bounds import size_limit
 from fxgen.spec.choice import Choice
 from fxgen.spec.compact import desugared
 from fxgen.spec.expr import (
@@ -368,6 +369,10 @@ class Checker(NodeChecks):
             elif tree[0] not in _CONDITIONS:
                 self.error(("checks", i), f"check {text!r} is no condition: write a comparison (`height % 8 == 0`, "
                            "`seq <= 512`), or `and`/`or`/`not` of comparisons")  # fmt: skip
+            elif size_limit(tree) == -1:
+                self.error(("checks", i), f"check {text!r} cannot be computed alike by fxgen.load and the generated "
+                           "forward at any size (arithmetic on a comparison's True/False, a root of a negative number, "
+                           "a power past 2**63): write it with numbers only, within the bounds")  # fmt: skip
 
     # -- format 2: arguments and blocks ------------------------------------------------------
     def check_arguments(self) -> None:
@@ -405,10 +410,12 @@ class Checker(NodeChecks):
                 else:
                     value = self.decode_constant(default, (*where, "default"))
                     expected = SIMPLE_TYPES.get(arg.type)
-                    if expected is not None and value is not None and not is_a(value, expected):
+                    # null is None, no value of a simple type (`typing.Optional[int]` takes it); a default that
+                    # did not decode (None too) was reported already
+                    if expected is not None and (default is None or value is not None) and not is_a(value, expected):
                         refused.append(name)
                         self.error((*where, "default"), f"argument {name!r}: the default {value!r} is not "
-                                   f"{arg.type}; write a default of the declared type{_written(value)}")  # fmt: skip
+                                   f"{arg.type}; write a default of the declared type{_written(value, arg.type)}")  # fmt: skip
             elif not self.scope:
                 self.error(where, f"argument {name!r} of the top class needs a default: fxgen.load builds the "
                            f"model with it (`{name}: {{type: {arg.type}, default: ...}}`)", key=True)  # fmt: skip
@@ -895,8 +902,10 @@ class Checker(NodeChecks):
             self.error((*where, "data"), f"{path!r}: {exc}")
 
 
-def _written(value: Any) -> str:
-    """A hint for a default written as an expression in a string (``"32 * 0.75"``)."""
+def _written(value: Any, kind: str) -> str:
+    """A hint for a default of null (None) or written as an expression in a string (``"32 * 0.75"``)."""
+    if value is None:
+        return f", or declare it `typing.Optional[{kind}]` to allow null"
     if not isinstance(value, str) or not any(op in value for op in "+-*/%()<>"):
         return ""
     try:

@@ -88,8 +88,10 @@ def _name_problem(name: str, what: str) -> str | None:
         return f"{what} {name!r} is not an identifier; use only letters, digits and _"
     if keyword.iskeyword(name) or keyword.issoftkeyword(name):
         return f"{what} {name!r} is a Python keyword; choose another name"
-    if hasattr(builtins, name) or name in FUNCTIONS or name == "math" or name.startswith("__"):
+    if hasattr(builtins, name) or name in FUNCTIONS or name.startswith("__"):
         return f"{what} {name!r} would shadow a built-in or an expression's function; choose another name"
+    if name in RESERVED_NAMES:  # a function's own names too: its body reads math, the file imports the rest
+        return f"{what} {name!r} would shadow a name the generated code uses; choose another name"
     return None
 
 

@@ -169,8 +169,8 @@ class NodeChecks(CheckerBase):
         elif name in self.builtin_names:
             self.error(where, f"node name {name!r} would shadow the builtin {name!r}; choose another name")
         elif name in RESERVED_NAMES or name in self.imported_roots:
-            self.error(where, f"node name {name!r} is reserved for a module the generated code imports; "
-                       "choose another name")  # fmt: skip
+            self.error(where, f"node name {name!r} is reserved for a name the generated code uses (an import "
+                       "or its own helper); choose another name")  # fmt: skip
         elif name == "output" and op != "output":
             self.error(where, "node name 'output' is reserved for the output node; choose another name")
 

@@ -146,16 +146,24 @@ def _common(*, top: bool) -> argparse.ArgumentParser:
 
 def _set_value(text: str) -> tuple[str, Any]:
     """``--set NAME=VALUE``: the name, and VALUE read as a YAML scalar the way a spec's are
-    (``0.5``, ``64``, ``true``, ``relu``; ``yes`` and ``010`` are refused as ambiguous). A bad one
-    is a usage error (exit 2)."""
+    (``0.5``, ``64``, ``true``, ``relu``; ``yes`` and ``010`` are refused as ambiguous; ``null``
+    is None, which only an argument whose type allows None takes). A bad one, an empty VALUE
+    among them, is a usage error (exit 2)."""
     name, equals, value = text.partition("=")
     name = name.strip()
     if not equals or not name.isidentifier():
         raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE (an argument's name, then its value: width=0.5)")
+    if not value.strip():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has no VALUE after '='; write one: {name}=64, {name}=0.5, {name}=true, {name}=relu, "
+            f"{name}=\"\" for an empty string, or {name}=null for None where the argument's type allows it")
     from fxgen.read.reader import parse_text
+    from fxgen.read.scalars import resolve_plain
 
+    if resolve_plain(value.strip()) is None:  # null, ~: a document of its own would be an empty spec
+        return name, None
     try:
-        data = parse_text(value, f"--set {name}").data if value.strip() else None
+        data = parse_text(value, f"--set {name}").data
     except FxgenError as exc:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc.message}") from None
     if isinstance(data, (dict, list)):

@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fxgen.codegen.render import (
-    PACKED_HELPER,
-    PACKED_TABLE,
     Imports,
     LiteralWriter,
     UnsafeName,
@@ -33,6 +31,7 @@ from fxgen.codegen.render import (
     call_args,
     checked,
     child,
+    expression,
     literal,
     packed_key,
     presence_flags,
@@ -40,6 +39,7 @@ from fxgen.codegen.render import (
     string,
 )
 from fxgen.spec import expr
+from fxgen.spec.file_names import PACKED_HELPER, PACKED_TABLE
 from fxgen.spec.init import init_call
 from fxgen.spec.model import (
     NO_DEFAULT,
@@ -372,11 +372,8 @@ def declared(build: ClassBuild, value: Any) -> str:
 
 
 def _expression(build: ClassBuild, text: str) -> str:
-    """An expression as Python source; ``ceil``, ``floor`` and ``sqrt`` are ``math``'s."""
-    tree = expr.parse(text)
-    if expr.functions(tree) & {"ceil", "floor", "sqrt"}:
-        build.imports.stdlib.add("math")
-    return expr.source(tree)
+    """An expression as Python source (``ceil`` as ``math.ceil``, the file importing ``math``)."""
+    return expression(expr.parse(text), build.imports)
 
 
 # -- tensors --------------------------------------------------------------------------------

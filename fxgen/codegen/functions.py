@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from fxgen.blackstyle import formatter
-from fxgen.codegen.render import Imports, UnsafeName, checked
+from fxgen.codegen.render import Imports, UnsafeName, checked, expression
 from fxgen.spec import expr
 from fxgen.spec.model import NO_DEFAULT, FunctionSpec, Spec
 
@@ -54,7 +54,4 @@ def _number(value: object) -> str:
 
 
 def _source(text: str, imports: Imports) -> str:
-    tree = expr.parse(text)
-    if expr.functions(tree) & {"ceil", "floor", "sqrt"}:
-        imports.stdlib.add("math")
-    return expr.source(tree)
+    return expression(expr.parse(text), imports)

@@ -41,6 +41,7 @@ from fxgen.codegen.render import (
     string,
 )
 from fxgen.read.paths import label_of
+from fxgen.spec.file_names import PACKED_HELPER_SOURCE, PACKED_IMPORTS
 from fxgen.spec.model import Spec
 from fxgen.spec.tree import ModelTree
 from fxgen.write.header import VERSION, Header, body_digest, safe_label
@@ -112,11 +113,12 @@ def render_spec(
                                  shapes=shapes if body is spec else None)  # fmt: skip
     packed = render.packed_lines(imports.packed) if imports.packed else []
     if packed:
-        imports.stdlib.update(("base64", "sys", "zlib"))  # what the template's _unpack uses
+        imports.stdlib |= PACKED_IMPORTS  # what the helper reads
     import_lines = formatter.block(imports.lines(), 0)
     if render.imports_other_packages(imports):
         import_lines = [render.UNTYPED_IMPORTS, "", *import_lines]
-    text = _template().render(imports=import_lines, functions=functions, classes=classes, packed_lines=packed)
+    text = _template().render(imports=import_lines, functions=functions, classes=classes, packed_lines=packed,
+                              packed_helper=PACKED_HELPER_SOURCE)
     names = list(passes)
     if names:  # identifiers (validated pass names) only
         text = f"# Transformed by the spec's passes: {', '.join(names)}. The code is the transformed spec's.\n" + text

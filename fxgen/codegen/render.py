@@ -23,6 +23,8 @@ from typing import Any
 from fxgen.blackstyle.fast import fits
 from fxgen.spec import checks as rules
 from fxgen.spec import expr
+from fxgen.spec.check_bounds import size_limit
+from fxgen.spec.file_names import FILE_NAMES, PACKED_TABLE, STDLIB_ROOTS
 from fxgen.spec.model import (
     NO_DEFAULT,
     ForNodes,
@@ -41,8 +43,6 @@ from fxgen.spec.values import iter_refs, parse_ref
 
 __all__ = [
     "FORWARD_DEPTH",
-    "PACKED_HELPER",
-    "PACKED_TABLE",
     "Imports",
     "LiteralWriter",
     "access",
@@ -52,6 +52,7 @@ __all__ = [
     "checked",
     "child",
     "declared_classes",
+    "expression",
     "forward_block",
     "forward_lines",
     "literal",
@@ -74,11 +75,8 @@ _BINARY = {
 _UNARY = {"neg": "-", "pos": "+", "invert": "~"}
 
 
-_STDLIB_ROOTS = frozenset({"operator", "math", "typing", "builtins"})
-
-
-# never used for forward's locals: they would shadow what the generated code calls
-_SHADOW_FREE = frozenset({"self", "torch", "nn", *_STDLIB_ROOTS, *dir(builtins), *keyword.kwlist, *keyword.softkwlist})
+# never used for forward's locals or an import's alias: they would shadow what the generated code calls
+_SHADOW_FREE = frozenset({"self", *FILE_NAMES, *dir(builtins), *keyword.kwlist, *keyword.softkwlist})
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -220,13 +218,6 @@ def _member_key(name: str) -> tuple[object, ...]:
     """isort's order-by-type: CONSTANTS, then Classes, then everything else."""
     kind = 0 if len(name) > 1 and name.isupper() else 1 if name[:1].isupper() else 2
     return (kind, _natural(name.lower()), _natural(name))
-
-
-# The module-level names a file with packed tensors defines after its class (fxgen.codegen.generate).
-PACKED_HELPER = "_unpack"
-
-
-PACKED_TABLE = "_PACKED"
 
 
 def packed_key(key: str | tuple[str, str]) -> str:
@@ -371,6 +362,13 @@ def _compound(value: Any) -> bool:
     return known is None or known.compound(body, _compound)  # slice(...), torch.float32, ...: True
 
 
+def expression(tree: expr.Expr, imports: Imports, spelled: dict[str, str] | None = None) -> str:
+    """An expression as Python source, recording the modules that source names (``math`` for
+    ``math.sqrt``): the one way codegen writes an expression, so no place can forget the import."""
+    imports.stdlib |= expr.modules(tree)
+    return expr.source(tree, spelled)
+
+
 def call_args(args: Iterable[Any], kwargs: dict[str, Any], imports: Imports) -> str:
     parts = [literal(a, imports) for a in args]
     parts += [f"{checked(k)}={literal(v, imports)}" for k, v in kwargs.items()]
@@ -402,7 +400,7 @@ def _qualified(name: str, imports: Imports, module_of: Any) -> str:
         if not _loaded_by_import_torch(module):
             imports.torch_modules.add(module)
         return name
-    if root in _STDLIB_ROOTS:
+    if root in STDLIB_ROOTS:
         imports.stdlib.add(root)
         return name
     module = module_of(name)
@@ -415,7 +413,7 @@ def plan_names(specs: list[Spec], imports: Imports, module_of: Any) -> None:
     classes, builtins and what the file itself defines), then give every name from another
     package its alias, in the order the spec names them: aliases are then fixed before
     ``forward`` picks its locals."""
-    imports.taken |= _SHADOW_FREE | _FILE_NAMES
+    imports.taken |= _SHADOW_FREE
     names: list[str] = []
     for spec in specs:
         nodes = walk_nodes(spec.nodes)
@@ -427,7 +425,7 @@ def plan_names(specs: list[Spec], imports: Imports, module_of: Any) -> None:
         names += [name for n in nodes if n.type for name in _DOTTED.findall(n.type)]
         names += [name for arg in spec.args.values() for name in _DOTTED.findall(arg.type)]
     for name in names:
-        if "." in name and name.split(".", 1)[0] not in ("torch", *_STDLIB_ROOTS):
+        if "." in name and name.split(".", 1)[0] not in ("torch", *STDLIB_ROOTS):
             qualified(name, imports, module_of)
 
 
@@ -452,9 +450,6 @@ def declared_classes(module: ModuleSpec) -> list[str]:
             else:
                 stack.extend(reversed(list(value.values())))
     return out
-
-
-_FILE_NAMES = frozenset({"F", "base64", "sys", "zlib", PACKED_HELPER, PACKED_TABLE})  # module-level names fxgen's own code uses
 
 
 # Modules a plain ``import torch`` always loads: targets in them need no import of their own.
@@ -673,9 +668,7 @@ class _Forward:
         if flag in self.presence and flag not in self.loops:  # ``if self.downsample is not None:``
             return Source(f"self.{checked(flag)} is {'' if negated else 'not '}None")
         spelled = {name: self.spelled[name] for name in used if name not in self.loops and name in self.spelled}
-        if expr.functions(tree) & {"ceil", "floor"}:
-            self.imports.stdlib.add("math")
-        out = Source(expr.source(tree, spelled))
+        out = Source(expression(tree, self.imports, spelled))
         out.atomic = tree[0] in ("num", "bool", "name", "call")
         return out
 
@@ -925,14 +918,17 @@ def check_statements(spec: Spec, imports: Imports) -> list[str]:
             out.append(statement(f"{here} != {there}", message, [name, other]))
     for text in spec.checks:
         tree = expr.parse(text)
-        if expr.functions(tree) & {"ceil", "floor"}:
-            imports.stdlib.add("math")
         used = list(dict.fromkeys(expr.names(tree)))
         spelled = expr.renamed(tree, {name: size(places[name]) for name in used})
         told = ", ".join(rules.VALUE.format(input=places[n][0], dim=places[n][1], name=n,
                                             actual=f"{{{size(places[n])}}}") for n in used)  # fmt: skip
+        inputs = [places[n][0] for n in used]
+        limit = size_limit(tree)
+        if limit is not None:  # past it, fxgen.load could not compute the condition: refused alike
+            past = " or ".join(f"{size(places[n])} > {limit}" for n in used)
+            out.append(statement(past, rules.LIMIT.format(values=told, condition=text, limit=limit), inputs))
         message = rules.CONDITION.format(values=told, condition=text)
-        out.append(statement(expr.source(expr.negated(spelled)), message, [places[n][0] for n in used]))
+        out.append(statement(expression(expr.negated(spelled), imports), message, inputs))
     return out
 
 

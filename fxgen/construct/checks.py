@@ -15,8 +15,10 @@ from typing import Any
 import torch
 import torch.fx
 
+from fxgen.spec.check_bounds import size_limit
 from fxgen.spec.checks import (
     CONDITION,
+    LIMIT,
     RANK,
     SAME,
     STATIC,
@@ -63,9 +65,14 @@ def check_inputs(inputs: tuple[Any, ...], shapes: tuple[tuple[str, tuple[int | s
         return  # symbolic sizes (shape analysis): nothing to decide
     for text in texts:
         tree, used = _parsed(text)
-        if all(name in sizes for name in used) and not evaluate(tree, sizes):
-            told = ", ".join(VALUE.format(input=places[name][0], dim=places[name][1], name=name, actual=sizes[name])
-                             for name in used)  # fmt: skip
+        if not all(name in sizes for name in used):
+            continue
+        told = ", ".join(VALUE.format(input=places[name][0], dim=places[name][1], name=name, actual=sizes[name])
+                         for name in used)  # fmt: skip
+        limit = size_limit(tree)
+        if limit is not None and any(sizes[name] > limit for name in used):
+            raise ValueError(LIMIT.format(values=told, condition=text, limit=limit))
+        if not evaluate(tree, sizes):
             raise ValueError(CONDITION.format(values=told, condition=text))
 
 

@@ -6,7 +6,8 @@ declared as a number has that size, a name repeated has one size, and each condi
 ``checks:`` holds over the names (``height % 8 != 0``, in fxgen's expression grammar). Both
 ``fxgen.load`` (``fxgen.construct.checks``) and the generated forward (``fxgen.codegen.render``)
 check them in this order, with these messages: an input outside raises ValueError naming the
-input, the dimension and the condition.
+input, the dimension and the condition. A condition is computed only for sizes up to its
+``fxgen.spec.check_bounds.size_limit`` (where it has one), so both compute it alike.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["CONDITION", "RANK", "SAME", "STATIC", "VALUE", "Shapes", "first_places", "shape_checks", "shape_text"]
+__all__ = ["CONDITION", "LIMIT", "RANK", "SAME", "STATIC", "VALUE", "Shapes", "first_places", "shape_checks", "shape_text"]
 
 Shapes = Sequence[tuple[str, Sequence[int | str]]]  # (input, its sizes: numbers and names), in order
 
@@ -24,6 +25,8 @@ STATIC = "input {input!r}: dimension {dim} is {actual}; the model was exported f
 SAME = ("input {input!r}: dimension {dim} ({name}) is {actual}, but {name} is {first} (input {other!r} dimension "
         "{other_dim}); the model was exported for equal sizes")  # fmt: skip
 CONDITION = "{values}: the model was exported for {condition}"
+# a size past the check's ``fxgen.spec.check_bounds.size_limit``: refused before the condition is computed
+LIMIT = "{values}: the model was exported for {condition}, computed for sizes of at most {limit}"
 VALUE = "input {input!r} dimension {dim} ({name}) is {actual}"
 
 

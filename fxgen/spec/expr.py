@@ -63,6 +63,7 @@ __all__ = [
     "MAX_CALL_DEPTH",
     "MAX_DEPTH",
     "MAX_LENGTH",
+    "MODULES",
     "REQUIRED",
     "Expr",
     "ExprError",
@@ -70,6 +71,7 @@ __all__ = [
     "call_problems",
     "evaluate",
     "functions",
+    "modules",
     "names",
     "negated",
     "parse",
@@ -96,6 +98,8 @@ FUNCTIONS: dict[str, tuple[int, int]] = {
     "sqrt": (1, 1),
 }  # fmt: skip
 _PYTHON_NAMES = {"ceil": "math.ceil", "floor": "math.floor", "sqrt": "math.sqrt"}  # how generated code spells them
+MODULES = frozenset(spelled.rpartition(".")[0] for spelled in _PYTHON_NAMES.values() if "." in spelled)
+"""The modules generated code names for the functions it spells as theirs (``math``)."""
 
 ALLOWED = ("argument names, numbers, + - * / // % **, comparisons, and/or/not, `a if c else b`, and "
            f"{' '.join(FUNCTIONS)}")  # fmt: skip
@@ -369,6 +373,12 @@ def untested(tree: Expr) -> list[str]:
 def functions(tree: Expr) -> set[str]:
     """The functions ``tree`` calls."""
     return {node[1] for node in _walk(tree) if node[0] == "call"}
+
+
+def modules(tree: Expr) -> set[str]:
+    """The modules ``source(tree)`` names: those of the functions it spells as a module's
+    (``math`` for ``math.sqrt``), which a file holding the source must import."""
+    return {spelled.rpartition(".")[0] for name in functions(tree) if "." in (spelled := _PYTHON_NAMES.get(name, ""))}
 
 
 def _walk(tree: Expr) -> list[Expr]:
@@ -668,9 +678,9 @@ def render(tree: Expr) -> str:
 
 
 def source(tree: Expr, spelled: Mapping[str, str] | None = None) -> str:
-    """``tree`` as Python source (``math.ceil(x)``: the file imports ``math`` when
-    ``functions(tree)`` holds ``ceil``, ``floor`` or ``sqrt``), spaced as black spaces it; ``spelled``
-    writes names otherwise (``forward`` reads an argument as ``self.n``)."""
+    """``tree`` as Python source (``math.ceil(x)``: a file holding it imports ``modules(tree)``),
+    spaced as black spaces it; ``spelled`` writes names otherwise (``forward`` reads an argument
+    as ``self.n``)."""
     names_as = {_NAME_KEY + name: text for name, text in (spelled or {}).items()}
     return _join(_emit(tree, {**_PYTHON_NAMES, **names_as} if names_as else _PYTHON_NAMES))
 

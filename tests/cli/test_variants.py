@@ -165,12 +165,34 @@ def test_validate_reports_a_bad_choice_at_the_spec(capsys: pytest.CaptureFixture
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize(("value", "message"), [("width", "is not NAME=VALUE"), ("width=yes", "YAML 1.1"), ("width=[1, 2]", "not list")])
+@pytest.mark.parametrize(("value", "message"), [("width", "is not NAME=VALUE"), ("width=yes", "YAML 1.1"), ("width=[1, 2]", "not list"),
+                                                ("width=", "has no VALUE after '='; write one: width=64"), ("width= ", "has no VALUE")])
 def test_a_malformed_set_is_a_usage_error(capsys: pytest.CaptureFixture[str], value: str, message: str) -> None:
     with pytest.raises(SystemExit) as info:
         main(["validate", "--set", value, str(WIDTH_NET)])
     assert info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["null", "~"])
+def test_an_explicit_null_is_refused_for_a_typed_argument(capsys: pytest.CaptureFixture[str], value: str) -> None:
+    code, _, err = _run(capsys, "validate", "--set", f"width={value}", str(WIDTH_NET))
+    assert code == 1
+    assert "error: --set width=None: argument 'width' is float, not None; give a value of that type" in err, err
+
+
+@pytest.mark.parametrize("kind", ["int", "float", "bool", "str"])
+def test_none_is_no_value_of_a_simple_type_but_is_one_of_an_optional(kind: str) -> None:
+    data = _small({})
+    data["args"]["n"] = {"type": kind, "default": {"int": 2, "float": 2.0, "bool": True, "str": "a"}[kind]}
+    data["modules"]["lin"]["args"] = [2, 2]
+    for chosen in ({"args": {"n": None}}, {"variant": "none"}):
+        data["variants"] = {"none": {"n": None}} if "variant" in chosen else {}
+        with pytest.raises(fxgen.SpecError, match=f"argument 'n' is {kind}, not None; give a value of that type"):
+            fxgen.generate(copy.deepcopy(data), **chosen)
+    data["variants"] = {}
+    data["args"]["n"] = {"type": f"typing.Optional[{kind}]", "default": None}  # None where the type allows it
+    assert f"n: {kind} | None = None" in fxgen.generate(copy.deepcopy(data), args={"n": None})
 
 
 def test_generate_with_a_choice_writes_its_defaults_and_check_needs_the_same_flags(
