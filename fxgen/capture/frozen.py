@@ -184,7 +184,7 @@ def rebuild_strings(graph: torch.fx.Graph, formatted: list[tuple[torch.fx.Proxy,
             if not isinstance(value, str) or not _MARK.search(value):
                 return value
             with graph.inserting_before(node):
-                built = _string_nodes(graph, value, formatted)
+                built = _string_nodes(graph, value, formatted, node.meta.get("nn_module_stack"))
             if built is None:
                 failed.append(node.name)
                 return value
@@ -197,22 +197,33 @@ def rebuild_strings(graph: torch.fx.Graph, formatted: list[tuple[torch.fx.Proxy,
     return None
 
 
-def _string_nodes(graph: torch.fx.Graph, text: str, formatted: list[tuple[torch.fx.Proxy, str]]) -> Any:
+def _string_nodes(graph: torch.fx.Graph, text: str, formatted: list[tuple[torch.fx.Proxy, str]],
+                  stack: dict[str, Any] | None) -> Any:  # fmt: skip
+    """The nodes building ``text`` at run time, each recorded as run inside the module calls
+    (``stack``: ``nn_module_stack``) of the node that reads it, so they stay in its block."""
     pieces: list[Any] = []
+
+    def made(new: torch.fx.Node) -> torch.fx.Node:
+        if stack is not None:
+            new.meta["nn_module_stack"] = dict(stack)
+        return new
+
     at = 0
     for match in _MARK.finditer(text):
         if match.start() > at:
             pieces.append(text[at:match.start()])
         proxy, spec = formatted[int(match.group(1))]
-        if proxy.node.graph is not graph:
+        if proxy.node.graph is not graph:  # (an Attribute's node, ``x.shape``, is made now: here, in the reader's calls)
             return None
-        pieces.append(graph.call_function(format, (proxy.node, spec)) if spec else graph.call_function(str, (proxy.node,)))
+        if "nn_module_stack" not in proxy.node.meta:
+            made(proxy.node)
+        pieces.append(made(graph.call_function(format, (proxy.node, spec)) if spec else graph.call_function(str, (proxy.node,))))
         at = match.end()
     if at < len(text):
         pieces.append(text[at:])
     result = pieces[0]
     for piece in pieces[1:]:
-        result = graph.call_function(operator.add, (result, piece))
+        result = made(graph.call_function(operator.add, (result, piece)))
     return result
 
 

@@ -298,3 +298,24 @@ def test_a_branch_on_a_stored_bool_is_an_if_on_an_argument_of_that_name() -> Non
     assert list(spec.classes) == ["Residual"]
     assert "use_res_connect" in spec.classes["Residual"].args
     assert "if self.use_res_connect:" in fxgen.generate(spec)
+
+
+class Checked(nn.Module):
+    """torchvision's EncoderBlock checks its input with a message formatted from its shape."""
+
+    def __init__(self, c: int) -> None:
+        super().__init__()
+        self.fc = nn.Linear(c, c)
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        torch._assert(input.dim() == 2, f"Expected (batch_size, hidden_dim) got {input.shape}")
+        return self.fc(input)
+
+
+def test_a_block_formatting_its_input_shape_into_a_message_is_kept() -> None:
+    # The shape's node is made when the message is rebuilt, after tracing: it belongs to the block reading it.
+    model = nn.Sequential(Checked(4), Checked(4), Checked(4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        spec = check_exact(model, torch.randn(2, 4))
+    assert list(spec.classes) == ["Checked"]
