@@ -542,3 +542,50 @@ def test_a_model_failing_while_fuse_conv_bn_checks_it_prints_no_traceback(capsys
     with pytest.raises(fxgen.SpecError, match="pass 'fuse_conv_bn' failed: TypeError"):
         fxgen.load(data)
     assert "Traceback" not in capsys.readouterr().err
+
+
+HUGE = textwrap.dedent("""\
+    fxgen: 1
+    name: Huge
+    modules:
+      conv: {class: torch.nn.Conv2d, args: [1, 1, 1]}
+      bn: {class: torch.nn.BatchNorm2d, args: [1]}
+      fc: {class: torch.nn.Linear, args: [1048576, 1048576]}
+    nodes:
+      - {op: placeholder, name: x}
+      - {op: call_module, name: c, target: conv, args: ["%x"]}
+      - {op: call_module, name: b, target: bn, args: ["%c"]}
+      - {op: call_module, name: y, target: fc, args: ["%b"]}
+      - {op: output, args: ["%y"]}
+    inputs:
+      x: {shape: [1, 1, 1048576, 1048576]}
+    passes: [fuse_conv_bn]
+    """)
+
+
+def test_validating_and_generating_run_the_passes_on_meta_tensors(tmp_path: Path) -> None:
+    """Validation and generation want the spec the passes make, never tensors of the declared
+    sizes: a 4 TiB input and a 4 TiB parameter (no machine allocates either, so a real one would
+    fail at once) validate and generate. Loading is running the model, and does allocate."""
+    path = tmp_path / "huge.yaml"
+    path.write_text(HUGE)
+    done = subprocess.run([sys.executable, "-m", "fxgen", "validate", str(path)], capture_output=True, text=True,
+                          timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    source = fxgen.generate(path)
+    assert "self.bn" not in source and "nn.Linear(1048576, 1048576)" in source
+
+
+def test_a_meta_model_gives_the_spec_a_real_one_does(spec_path: Path) -> None:
+    """Generating transforms the model on the meta device (but for the spec's constant buffers,
+    which fold_constants computes from): the spec it renders is the one a real model gives."""
+    from fxgen._api import transformed
+    from fxgen.policy.policy import policy_for
+
+    passes = ["eliminate_dead_code", {"decompose": {"rules": ["relu"]}}, "fuse_conv_bn", "fold_constants"]
+    spec = fxgen.load_spec(spec_path)
+    spec.passes = passes
+    real, meta = transformed(spec, policy_for(None)), transformed(spec, policy_for(None), meta=True)
+    assert real is not None and meta is not None
+    assert meta.spec.to_dict() == real.spec.to_dict()
+    assert {path for path, t in meta.tensors.items() if not t.is_meta} == {"scale"}  # its constant buffer
