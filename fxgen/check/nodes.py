@@ -50,6 +50,8 @@ class NodeChecks(CheckerBase):
         if self.doc.data["fxgen"] >= 2 and data_needs_resolution(nodes):
             self.check_resolved_nodes(nodes)
             return
+        with self.located(("nodes",)):
+            self.budget.charge("nodes", len(nodes))
         self.check_node_list([(("nodes", i), node) for i, node in enumerate(nodes)])
 
     def check_resolved_nodes(self, nodes: list[dict[str, Any]]) -> None:
@@ -74,7 +76,9 @@ class NodeChecks(CheckerBase):
         for mode in modes:
             env = {**self.env, **mode}
             try:
-                flat = expand_nodes(nodes, env)
+                with self.located(("nodes",)):
+                    flat = expand_nodes(nodes, env)
+                    self.budget.charge("nodes", len(flat))  # each mode's graph is built
             except NodesError as exc:
                 self.error(exc.path, f"{exc} (with {shown(env) or 'no arguments'})")
                 return  # (the other mode's graph would mostly report it again)
