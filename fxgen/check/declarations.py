@@ -256,6 +256,7 @@ class Checker(NodeChecks):
             self.block_types: dict[str, list[str | None]] = {}  # block -> its nodes' canonical types
             self.instantiated: dict[tuple[str, str], Any] = {}  # (block, its values) -> a stand-in module
             self.costs: dict[tuple[str, str], dict[str, int]] = {}  # (block, its values) -> what it charged the budget
+            self.top_runs = {}  # a block instance's stand-in (by id) -> the nodes its forward runs
             self.active: set[str] = set()  # blocks being checked now (a cycle is reported, not followed)
             self.init_kinds: dict[tuple[str, ...], dict[str, str]] = {}  # (scope..., module) -> its init's kinds
             self.arities = arities(self.doc.data)  # the spec's functions -> (fewest, most) arguments
@@ -263,6 +264,8 @@ class Checker(NodeChecks):
             env = self.top_values()
         elif env is not None and top.callables:
             env = {**env, CALLS: top.callables}
+        if top is not None:
+            self.top_runs = top.top_runs
         self.env = env  # the values of this body's arguments, when known
 
     def top_values(self) -> dict[str, Any] | None:
@@ -529,6 +532,8 @@ class Checker(NodeChecks):
             top.block_types.setdefault(name, checker.canonical_types)
             top.instantiated[key] = None if self.reported > reported else checker.stand_in(name)
             top.costs[key] = self.budget.since(before)
+            if top.instantiated[key] is not None:
+                top.top_runs[id(top.instantiated[key])] = checker.forward_runs
         finally:
             top.active.discard(name)
         return top.instantiated[key]

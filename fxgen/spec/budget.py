@@ -2,7 +2,10 @@
 
 Each container count has a cap of its own (``MAX_REPEAT`` copies, ``MAX_NODES`` per class graph,
 ``MAX_CALLS`` per evaluation), but blocks multiply them: a block of 100 blocks of 100 blocks ...
-stands for 10**8 modules in a few lines. The check counts what the model's construction makes,
+stands for 10**8 modules in a few lines, and a block called in a loop by a block called in a loop
+runs its graph as often as both loops' counts multiplied. The check counts what the model's
+construction makes, and the graph nodes one call of its forward runs (validation runs it on the
+declared inputs),
 each instance as often as the model holds it (the check looks at each distinct instance once and
 charges the others what it counted then), into one ``Budget``, and stops with a ``BudgetError``
 (the check locates it) as soon as a count goes beyond its cap. Expressions charge the budget in
@@ -15,16 +18,18 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 
-__all__ = ["CAPS", "MAX_MODULES", "MAX_STEPS", "MAX_TOTAL_NODES", "Budget", "BudgetError", "counting", "current"]
+__all__ = ["CAPS", "MAX_MODULES", "MAX_RUNS", "MAX_STEPS", "MAX_TOTAL_NODES", "Budget", "BudgetError", "counting", "current"]
 
 MAX_MODULES = 100_000  # modules a model builds, blocks and their items included: ten times a large exported model's
 MAX_TOTAL_NODES = 1_000_000  # graph nodes of every class instance (and mode) together: what a flat file holds at most
 MAX_STEPS = 2_000_000  # steps of expression evaluation (operators, names, calls), all instances told: seconds
+MAX_RUNS = 1_000_000  # graph nodes one call of the model's forward runs, every block call opened (validation runs it)
 
-CAPS = {"modules": MAX_MODULES, "nodes": MAX_TOTAL_NODES, "steps": MAX_STEPS}
-_NAMES = {"modules": "MAX_MODULES", "nodes": "MAX_TOTAL_NODES", "steps": "MAX_STEPS"}
+CAPS = {"modules": MAX_MODULES, "nodes": MAX_TOTAL_NODES, "steps": MAX_STEPS, "runs": MAX_RUNS}
+_NAMES = {"modules": "MAX_MODULES", "nodes": "MAX_TOTAL_NODES", "steps": "MAX_STEPS", "runs": "MAX_RUNS"}
 _WHAT = {"modules": "builds {count:,} modules", "nodes": "has {count:,} graph nodes",
-         "steps": "takes {count:,} steps to evaluate its expressions"}  # fmt: skip
+         "steps": "takes {count:,} steps to evaluate its expressions",
+         "runs": "runs {count:,} graph nodes in one call of its forward"}  # fmt: skip
 
 
 class BudgetError(Exception):

@@ -86,3 +86,47 @@ def test_each_copy_of_an_instance_is_charged_what_the_first_cost(monkeypatch: py
         text = NESTED.replace("default: 3}}", f"default: {n}}}}}", 1).replace("args: [{arg: n}]}}]}", "args: [2]}}]}")
         steps.append(_counts(text, monkeypatch)["steps"])
     assert steps[2] - steps[1] == steps[1] - steps[0] > 0
+
+
+CALLS = textwrap.dedent("""\
+    fxgen: 2
+    name: Calls
+    args: {n: {type: int, default: 3}}
+    classes:
+      Chain:
+        args: {n: int}
+        modules: {act: {class: torch.nn.ReLU}}
+        nodes:
+          - {op: placeholder, name: x}
+          - for: i
+            in: n
+            carry: {x: "%y"}
+            nodes: [{op: call_module, name: y, target: act, args: ["%x"]}]
+          - {op: output, args: ["%x"]}
+    modules:
+      chain: {class: Chain, args: [{arg: n}]}
+      chains: {class: torch.nn.Sequential, args: [{repeat: 2, module: {class: Chain, args: [2]}}]}
+    nodes:
+      - {op: placeholder, name: x}
+      - for: i
+        in: n
+        carry: {x: "%y"}
+        nodes: [{op: call_module, name: y, target: chain, args: ["%x"]}]
+      - {op: call_module, name: z, target: chains, args: ["%x"]}
+      - {op: call_module, name: w, target: chains.1, args: ["%z"]}
+      - {op: output, args: ["%w"]}
+    """)
+
+
+def test_the_budget_counts_the_nodes_one_forward_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block called in a loop runs its graph once per call (validation runs the forward on the
+    declared inputs): the count is the nodes the loaded model's graphs run in one call, a
+    Sequential's items and an item called by its path included."""
+    counts = _counts(CALLS, monkeypatch)
+    gm = fxgen.load(_data(CALLS))
+    ran = [0]
+    for module in gm.modules():
+        if isinstance(module, torch.fx.GraphModule):
+            module.register_forward_pre_hook(lambda m, args: ran.__setitem__(0, ran[0] + len(m.graph.nodes)))
+    gm(torch.ones(2))
+    assert counts["runs"] == ran[0] == 7 + 3 * 5 + 2 * 4 + 4  # the top graph, 3 calls of chain, chains, chains.1
