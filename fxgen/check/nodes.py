@@ -63,12 +63,14 @@ class NodeChecks(CheckerBase):
         """The graph nodes one call of the module at ``target`` runs: a block instance's forward
         (``forward_runs``, block calls opened), a Sequential's items' in turn; 0 for any other
         module (its own code, not a graph of the spec)."""
-        head = next((p for p in sorted(self.instances, key=len, reverse=True)
-                     if target == p or target.startswith(p + ".")), None)  # fmt: skip
-        if head is None:
-            return 0
-        module = self.instances[head]
-        for name in target[len(head) + 1 :].split(".") if target != head else ():
+        if not self.top_runs:
+            return 0  # no block instance yet: no call opens one
+        head, rest = target, list[str]()
+        while head not in self.instances and "." in head:  # the declared module, then the items in it
+            head, _, name = head.rpartition(".")
+            rest.insert(0, name)
+        module = self.instances.get(head)
+        for name in rest:
             module = getattr(module, "_modules", {}).get(name)
         return _runs(module, self.top_runs)
 
