@@ -206,13 +206,16 @@ def to_spec(graph_module: torch.fx.GraphModule, *, name: str | None = None) -> S
     return graph_module_to_spec(graph_module, name=name)
 
 
-def transformed(spec: Spec, policy: Policy, state: Mapping[str, torch.Tensor] | None = None) -> Transformed | None:
-    """``spec``'s own passes applied (None when it has none)."""
+def transformed(
+    spec: Spec, policy: Policy, state: Mapping[str, torch.Tensor] | None = None, *, meta: bool = False
+) -> Transformed | None:
+    """``spec``'s own passes applied (None when it has none); with ``meta``, on a model built on
+    the meta device (validating, generating: only the resulting spec is wanted)."""
     if not spec.passes:
         return None
     from fxgen.passes.run import apply_passes
 
-    return apply_passes(spec, spec.passes, policy, state=state)
+    return apply_passes(spec, spec.passes, policy, state=state, meta=meta)
 
 
 def prepare(spec: Spec, policy: Policy, *, shapes: bool = False) -> tuple[Spec, dict[int, str] | None, list[str]]:
@@ -222,7 +225,7 @@ def prepare(spec: Spec, policy: Policy, *, shapes: bool = False) -> tuple[Spec, 
     check is ``fxgen validate``'s and ``fxgen show``'s, and generating stays as fast as without."""
     from fxgen.passes.run import pass_names
 
-    result = transformed(spec, policy)
+    result = transformed(spec, policy, meta=True)
     final = result.spec if result is not None else spec
     comments = None
     if final.inputs and (shapes or spec.shapes):

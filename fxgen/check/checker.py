@@ -8,6 +8,7 @@ nodes, ``fxgen.check.validate`` the declarations (modules, parameters, buffers) 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import keyword
 import re
@@ -19,6 +20,7 @@ from fxgen._errors import Diagnostic, Location
 from fxgen.policy.policy import Policy
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
+from fxgen.spec.budget import Budget, BudgetError
 from fxgen.spec.file_names import FILE_NAMES
 from fxgen.spec.resolve import walk_data
 from fxgen.spec.tags import lookup
@@ -116,11 +118,13 @@ class CheckerBase:
         # bytes the packed tensors checked so far declare (the spec's limit); problems found so far,
         # folded or not (a check asks whether its part failed by this count: `reported`)
         self.totals = {"packed_bytes": 0, "errors": 0}
+        # what the whole model builds, every instance of every block counted (fxgen.spec.budget)
+        self.budget = Budget()
         # location -> the diagnostic of a block's line in its first failing instance: a line fails
         # in every instance alike, and one mistake is one diagnostic
         self.folded: dict[Location, _Folded] = {}
         if parent is not None:  # a block of the same document: one list of diagnostics, one set of memos
-            self.errors, self.totals, self.folded = parent.errors, parent.totals, parent.folded
+            self.errors, self.totals, self.folded, self.budget = parent.errors, parent.totals, parent.folded, parent.budget
             self.meta_builds, self.bindings = parent.meta_builds, parent.bindings
             self.keyword_names, self.arities = parent.keyword_names, parent.arities
 
@@ -141,6 +145,16 @@ class CheckerBase:
         if self.instance and first is None:
             self.folded[loc] = _Folded(len(self.errors), self.instance, text)
         self.errors.append(Diagnostic(loc, text + self.instance))
+
+    @contextlib.contextmanager
+    def located(self, where: JsonPath) -> Iterator[None]:
+        """A count beyond its cap located at ``where`` in this body (the outermost place wins:
+        the declaration of the model's class that holds what made it so large)."""
+        try:
+            yield
+        except BudgetError as exc:
+            exc.at = (*self.scope, *where)
+            raise
 
     @property
     def reported(self) -> int:

@@ -55,6 +55,7 @@ from fxgen.construct.tensors import shape_problem
 from fxgen.policy.policy import Policy, TargetError
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
+from fxgen.spec.budget import Budget, BudgetError, counting
 from fxgen.spec.check_bounds import size_limit
 from fxgen.spec.choice import Choice
 from fxgen.spec.compact import desugared
@@ -244,6 +245,7 @@ class Checker(NodeChecks):
     # What a load makes during validation, in order, when that is not the declarations' order.
     plan: list[tuple[str, str]] | None = None
     passes: Catalogue | None = None  # the built-in passes a spec's `passes:` may name
+    stopped = False  # the model's budget stopped the check (fxgen.spec.budget)
 
     def __init__(self, *args: Any, env: dict[str, Any] | None = None, top: Checker | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs, parent=top)
@@ -255,6 +257,8 @@ class Checker(NodeChecks):
         if top is None:
             self.block_types: dict[str, list[str | None]] = {}  # block -> its nodes' canonical types
             self.instantiated: dict[tuple[str, str], Any] = {}  # (block, its values) -> a stand-in module
+            self.costs: dict[tuple[str, str], dict[str, int]] = {}  # (block, its values) -> what it charged the budget
+            self.top_runs = {}  # a block instance's stand-in (by id) -> the nodes its forward runs
             self.active: set[str] = set()  # blocks being checked now (a cycle is reported, not followed)
             self.init_kinds: dict[tuple[str, ...], dict[str, str]] = {}  # (scope..., module) -> its init's kinds
             self.arities = arities(self.doc.data)  # the spec's functions -> (fewest, most) arguments
@@ -262,6 +266,8 @@ class Checker(NodeChecks):
             env = self.top_values()
         elif env is not None and top.callables:
             env = {**env, CALLS: top.callables}
+        if top is not None:
+            self.top_runs = top.top_runs
         self.env = env  # the values of this body's arguments, when known
 
     def top_values(self) -> dict[str, Any] | None:
@@ -272,6 +278,19 @@ class Checker(NodeChecks):
             return None  # check_arguments reports the missing default
 
     def run(self) -> None:
+        """Every check of this body; for the model's class, with the whole model's budget in force
+        (``fxgen.spec.budget``): a count beyond its cap stops the check, with one error."""
+        if self.scope:
+            self._run()
+            return
+        try:
+            with counting(self.budget):
+                self._run()
+        except BudgetError as exc:
+            self.error(exc.at or (), str(exc))
+            self.stopped = True
+
+    def _run(self) -> None:
         if not self.scope:
             self.check_class_name()
             self.check_functions()
@@ -453,7 +472,8 @@ class Checker(NodeChecks):
         env = self.env
         for name, text in self.data["values"].items():
             try:
-                env = with_values(env, {name: text})
+                with self.located(("values", name)):
+                    env = with_values(env, {name: text})
             except ExprError as exc:
                 self.error(("values", name), f"{exc} (with {_shown(self.env)})")
                 self.env = None
@@ -505,10 +525,12 @@ class Checker(NodeChecks):
         top = self.top
         key = (name, repr(sorted(values.items())))
         if key in top.instantiated:
+            self.budget.charge_all(top.costs[key])  # the model builds this copy as it built the first
             return top.instantiated[key]
         if name in top.active:
             return None  # a cycle, reported by class_cycles
         top.active.add(name)
+        before = self.budget.snapshot()
         try:
             checker = Checker(self.doc, self.policy, scope=("classes", name), env=values, top=top)
             shown = ", ".join(f"{arg}={value!r}" for arg, value in values.items())
@@ -517,14 +539,22 @@ class Checker(NodeChecks):
             checker.run()
             top.block_types.setdefault(name, checker.canonical_types)
             top.instantiated[key] = None if self.reported > reported else checker.stand_in(name)
+            top.costs[key] = self.budget.since(before)
+            if top.instantiated[key] is not None:
+                top.top_runs[id(top.instantiated[key])] = checker.forward_runs
         finally:
             top.active.discard(name)
         return top.instantiated[key]
 
     def check_unused_blocks(self) -> None:
-        """A block no declaration uses is still checked, without argument values."""
+        """A block no declaration uses is still checked, without argument values (the model builds
+        none: nothing is charged to its budget). Not after the budget stopped the check: the
+        blocks it did not reach are not unused."""
+        if self.stopped:
+            return
         for name in sorted(self.blocks - set(self.block_types)):
             checker = Checker(self.doc, self.policy, scope=("classes", name), env=None, top=self)
+            checker.budget = Budget()
             checker.run()
             self.block_types[name] = checker.canonical_types
 
@@ -548,6 +578,7 @@ class Checker(NodeChecks):
         """A module value (its arguments substituted) declared at ``where``, as validation builds
         it: a block as its stand-in, any other class on the meta device."""
         name = decl["class"]
+        self.budget.charge("modules")
         if name in self.blocks:
             return self.instantiate(name, self.bind_block(name, decl), where) or torch.nn.Module()
         cls = self.policy.resolve_module_class(name)
@@ -603,7 +634,9 @@ class Checker(NodeChecks):
                 if "if" in modules[path] and not self.check_condition(path, modules[path]):
                     continue  # not declared for this instance (or its condition is refused)
                 reported = len(self.errors)
-                self.check_module(path, modules[path])
+                with self.located(("modules", path)):
+                    self.budget.charge("modules")
+                    self.check_module(path, modules[path])
                 if len(self.errors) > reported:
                     self.refused.add(path)  # the nodes calling its items are not told again that they are undeclared
                 if "init" in modules[path]:
@@ -746,6 +779,8 @@ class Checker(NodeChecks):
         except TargetError as exc:
             self.error((*where, "class"), f"module {path!r}: {exc}")
             return None
+        except BudgetError:
+            raise  # the whole model's, not this call's: reported once, where it is located
         except Exception as exc:
             text = str(exc).strip().splitlines()
             self.error(where, f"module {path!r}: {entry['class']} cannot be built with these arguments: "

@@ -44,13 +44,35 @@ class NodeChecks(CheckerBase):
     value_names: list[str]
     label: str
     env: dict[str, Any] | None
+    top_runs: dict[int, int]  # block instance (by id of its stand-in) -> its forward_runs
+    forward_runs = 0  # graph nodes one call of this body's forward runs, block calls opened
 
     def check_nodes(self) -> None:
         nodes: list[dict[str, Any]] = self.data["nodes"]
         if self.doc.data["fxgen"] >= 2 and data_needs_resolution(nodes):
             self.check_resolved_nodes(nodes)
-            return
-        self.check_node_list([(("nodes", i), node) for i, node in enumerate(nodes)])
+        else:
+            with self.located(("nodes",)):
+                self.budget.charge("nodes", len(nodes))
+            self.check_node_list([(("nodes", i), node) for i, node in enumerate(nodes)])
+        if not self.scope:  # one call of the model's forward, every block call opened
+            with self.located(("nodes",)):
+                self.budget.charge("runs", self.forward_runs)
+
+    def runs_of(self, target: str) -> int:
+        """The graph nodes one call of the module at ``target`` runs: a block instance's forward
+        (``forward_runs``, block calls opened), a Sequential's items' in turn; 0 for any other
+        module (its own code, not a graph of the spec)."""
+        if not self.top_runs:
+            return 0  # no block instance yet: no call opens one
+        head, rest = target, list[str]()
+        while head not in self.instances and "." in head:  # the declared module, then the items in it
+            head, _, name = head.rpartition(".")
+            rest.insert(0, name)
+        module = self.instances.get(head)
+        for name in rest:
+            module = getattr(module, "_modules", {}).get(name)
+        return _runs(module, self.top_runs)
 
     def check_resolved_nodes(self, nodes: list[dict[str, Any]]) -> None:
         """A node list with conditionals, repeats, aliases or ``{arg: ...}`` values: its rules
@@ -74,7 +96,9 @@ class NodeChecks(CheckerBase):
         for mode in modes:
             env = {**self.env, **mode}
             try:
-                flat = expand_nodes(nodes, env)
+                with self.located(("nodes",)):
+                    flat = expand_nodes(nodes, env)
+                    self.budget.charge("nodes", len(flat))  # each mode's graph is built
             except NodesError as exc:
                 self.error(exc.path, f"{exc} (with {shown(env) or 'no arguments'})")
                 return  # (the other mode's graph would mostly report it again)
@@ -116,6 +140,9 @@ class NodeChecks(CheckerBase):
         ``(node, where)``: ``where`` the item it comes from)."""
         if nodes and isinstance(nodes[0][0], dict):
             nodes = [(where, node) for node, where in nodes]
+        calls = sum(self.runs_of(node["target"]) for _, node in nodes
+                    if node["op"] == "call_module" and isinstance(node.get("target"), str))  # fmt: skip
+        self.forward_runs = max(self.forward_runs, len(nodes) + calls)  # one mode's graph runs per call
         defined: dict[str, Any] = {}
         seen_other = False
         with_default: str | None = None
@@ -384,6 +411,17 @@ class NodeChecks(CheckerBase):
 
 
 _UNSET: Any = object()
+
+
+def _runs(module: Any, known: dict[int, int]) -> int:
+    """``NodeChecks.runs_of`` for a module: ``known`` holds each block instance's (by id)."""
+    if module is None:
+        return 0
+    if id(module) in known:
+        return known[id(module)]
+    if isinstance(module, torch.nn.Sequential):  # its items, in turn (a repeated instance once per place)
+        return sum(_runs(item, known) for item in module._modules.values())
+    return 0
 
 
 def _kinds(items: list[dict[str, Any]], where: JsonPath) -> set[str]:

@@ -409,7 +409,7 @@ def _prepared(
     if spec.passes:
         from fxgen._api import transformed
 
-        result = transformed(spec, policy)
+        result = transformed(spec, policy, meta=True)  # the spec they make; no tensor of the sizes it declares
         assert result is not None
         origin, spec = spec, result.spec
         for note in result.notes if notes else ():

@@ -14,12 +14,15 @@ __all__ = ["PassContext"]
 @dataclass
 class PassContext:
     """What a pass may consult besides the GraphModule: the target policy, the spec it came from
-    (to locate what it reports), where the pass was named, and the notes it reports."""
+    (to locate what it reports), where the pass was named, the notes it reports, and whether the
+    model is on the meta device (``meta``: validating or generating, where only the resulting spec
+    counts; its tensors have shapes and no values, but for the spec's own constant buffers)."""
 
     policy: Policy
     spec: Spec
     where: Location
     notes: list[str] = field(default_factory=list)
+    meta: bool = False
 
     def note(self, message: str, location: Location | None = None) -> None:
         self.notes.append(f"{location or self.where}: note: {message}")

@@ -3,8 +3,10 @@ for inference, with torch.fx's own ``experimental.optimization.fuse`` (``fuse_co
 ``fuse_linear_bn_eval``). The fused layer's weights are computed from the model's tensors: with
 a weights file, those of the file.
 
-When the spec declares ``inputs:``, the fused model is checked against the unfused one on a
-random input of those shapes (named dimensions of size 2): the fused weights are rounded once
+When the spec declares ``inputs:`` and the model holds values (it is loaded or transformed; not
+while validating or generating, where it is on the meta device and nothing of the declared sizes
+is allocated), the fused model is checked against the unfused one on a random input of those
+shapes (named dimensions of size 2): the fused weights are rounded once
 more than the unfused ones (2**-24 relative each) and summed in another order, so outputs may
 differ by some float32 ulps of their magnitude, and ``TOLERANCE`` (32 ulps, 2**-19 relative to
 the largest output) allows that and no more. A larger difference is an error at the pass."""
@@ -60,9 +62,10 @@ def fuse_conv_bn(gm: torch.fx.GraphModule, args: Mapping[str, Any], context: Pas
 
 
 def _example(context: PassContext) -> list[torch.Tensor] | None:
-    """A random input of the declared shapes (named dimensions of size 2), or None."""
+    """A random input of the declared shapes (named dimensions of size 2), or None (no inputs
+    declared, or a model on the meta device: nothing to compare)."""
     spec = context.spec
-    if not spec.inputs:
+    if not spec.inputs or context.meta:
         return None
     generator = torch.Generator().manual_seed(0)
     out = []

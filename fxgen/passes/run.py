@@ -15,7 +15,7 @@ import torch
 import torch.fx
 
 from fxgen._errors import ExportError, FxgenError, Location, SpecError
-from fxgen.assemble.module import META_KEY, Declarations, build_module
+from fxgen.assemble.module import META_KEY, Builder, Declarations, build_module
 from fxgen.check.passes import check_passes, pass_entry
 from fxgen.check.validate import validate_body, validate_data
 from fxgen.construct.modules import same_random_state
@@ -25,7 +25,7 @@ from fxgen.passes.registry import builtin_passes, pass_arguments, registered
 from fxgen.policy.policy import Policy
 from fxgen.read.reader import Document
 from fxgen.read.yaml_events import JsonPath
-from fxgen.spec.model import Spec
+from fxgen.spec.model import BufferSpec, ParameterSpec, Spec
 from fxgen.spec.resolve import cases
 
 __all__ = ["Transformed", "apply_passes", "check_pass_list", "pass_names"]
@@ -94,10 +94,14 @@ def apply_passes(
     *,
     state: Mapping[str, torch.Tensor] | None = None,
     locate: Any = None,
+    meta: bool = False,
 ) -> Transformed:
     """Run ``passes`` (checked already) over ``spec``'s model, with ``state``'s tensors if given
     (else as ``fxgen.load`` initialises it, leaving the random generator as it was). ``locate(i)``
-    is where the i-th pass was named."""
+    is where the i-th pass was named. With ``meta`` (validating, generating: the passes' result is
+    a spec, not tensors), the model is built on the meta device but for the spec's own constant
+    tensors (by value or packed data: its own bytes), so nothing of the sizes it declares is
+    allocated; the result's other tensors are meta tensors then."""
     if cases(spec.nodes) != [{}] or any(cases(body.nodes) != [{}] for body in spec.classes.values()):
         raise SpecError.at(locate(0) if locate is not None else spec.locate(("passes", 0)),
                            "passes run on one graph, and this spec's graph depends on the mode (`training`) or on "
@@ -106,7 +110,7 @@ def apply_passes(
     base = dataclasses.replace(spec, passes=[])
     base.document = spec.document
     with same_random_state():
-        gm = build_module(base, policy)
+        gm = build_module(base, policy, builder=Builder(policy, "meta", placement=_constants_real) if meta else None)
     if state is not None:
         gm.load_state_dict(dict(state), strict=True)
     original = {path: module for path, module in gm.named_modules()}
@@ -118,7 +122,7 @@ def apply_passes(
         function = builtin.function if builtin is not None else registered().get(name)
         if function is None:  # a Spec validated without the catalogue (fxgen._api hands it on)
             raise SpecError.at(where, f"unknown pass {name!r}; the built-in passes are {', '.join(builtin_passes())}")
-        context = PassContext(policy, spec, where, notes)
+        context = PassContext(policy, spec, where, notes, meta=meta)
         try:
             result = function(gm, args, context)
             if not isinstance(result, torch.fx.GraphModule):
@@ -158,6 +162,13 @@ def apply_passes(
         raise SpecError.at(spec.locate(("passes",)) if spec.passes else Location(label),
                            f"the passes' result is not a valid spec: {exc.diagnostics[0].message}") from None  # fmt: skip
     return Transformed(checked, spec_state(gm), notes)
+
+
+def _constants_real(table: str, declared: ParameterSpec | BufferSpec) -> str | None:
+    """Where a meta build puts a tensor: a buffer declared by value or packed data on the CPU
+    (what ``fold_constants`` computes from), anything else on the meta device."""
+    constant = isinstance(declared, BufferSpec) and (declared.value is not None or declared.data is not None)
+    return None if constant else "meta"
 
 
 def _holds(gm: torch.nn.Module, path: str) -> bool:

@@ -56,6 +56,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fxgen.spec.budget import current
+
 __all__ = [
     "CALLS",
     "FUNCTIONS",
@@ -464,13 +466,17 @@ def evaluate(tree: Expr, values: Mapping[str, Any]) -> Any:
 
 
 class _Evaluation:
-    """One evaluation: the calls of the spec's functions it has made, and how deep they nest."""
+    """One evaluation: the calls of the spec's functions it has made, how deep they nest, and the
+    whole spec's budget of steps it charges (``fxgen.spec.budget``; none outside a check)."""
 
     def __init__(self) -> None:
         self.calls = 0
         self.depth = 0
+        self.budget = current()
 
     def run(self, tree: Expr, values: Mapping[str, Any]) -> Any:
+        if self.budget is not None:
+            self.budget.charge("steps")
         kind = tree[0]
         if kind in ("num", "bool"):
             return tree[1]

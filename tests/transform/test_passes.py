@@ -8,6 +8,8 @@ fusion, numerically (see ``test_fuse_conv_bn_with_weights_is_numerically_the_sam
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -197,6 +199,59 @@ def test_fold_constants_leaves_parameters_and_random_values(tmp_path: Path) -> N
     spec = fxgen.transform(data, ["fold_constants"])
     assert isinstance(spec, fxgen.Spec)
     assert [n.name for n in spec.nodes] == [n["name"] for n in data["nodes"][:-1]] + [None]
+
+
+FOLD_BOMB = textwrap.dedent("""\
+    fxgen: 1
+    name: FoldBomb
+    buffers:
+      c: {value: [[1.0]]}
+    nodes:
+      - {op: placeholder, name: x}
+      - {op: get_attr, name: c, target: c}
+      - {op: call_method, name: big, target: expand, args: ["%c", SIZE, SIZE]}
+      - {op: call_function, name: f, target: FUNCTION, args: ["%big", "%big"]}
+      - {op: call_function, name: y, target: operator.add, args: ["%x", "%f"]}
+      - {op: output, args: ["%y"]}
+    passes: [fold_constants]
+    """)
+
+
+@pytest.mark.parametrize(("n", "function", "cap"), [(5000, "torch.add", "FOLD_BYTES"), (2048, "torch.matmul", "FOLD_FLOPS")])
+def test_fold_constants_is_bounded_before_it_computes(tmp_path: Path, n: int, function: str, cap: str) -> None:
+    """The spec chooses what its constant part computes: a 4-byte constant expanded to 5000 x
+    5000 and added to itself (100 MB allocated, 300 MB read and written), or a 2048 x 2048
+    matmul of views (1.7e10 operations). Counted on meta tensors first, the fold stops at the
+    node that goes beyond the cap, before it allocates or computes anything."""
+    path = tmp_path / "bomb.yaml"
+    path.write_text(FOLD_BOMB.replace("SIZE", str(n)).replace("FUNCTION", function))
+    for run in (fxgen.generate, fxgen.load):
+        with pytest.raises(SpecError) as info:
+            run(path)
+        (diagnostic,) = info.value.diagnostics
+        assert (diagnostic.location.line, diagnostic.location.column) == (9, 5)  # the node `f`
+        assert f"fxgen.passes.fold_constants.{cap}" in diagnostic.message and "node 'f'" in diagnostic.message
+    done = subprocess.run([sys.executable, "-m", "fxgen", "validate", str(path)], capture_output=True, text=True,
+                          timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 1 and f"{path}:9:5: error: fold_constants: with node 'f'" in done.stderr
+
+
+def test_fold_constants_leaves_what_meta_tensors_cannot_tell_to_run_time() -> None:
+    """``nonzero``'s size depends on the values: it is not folded (nor what uses it), so its
+    cost is never computed ahead unbounded."""
+    data = {"fxgen": 1, "name": "M", "buffers": {"c": {"value": [0.0, 2.0, 3.0]}, "d": {"value": [1.0]}}, "nodes": [
+        {"op": "placeholder", "name": "x"}, {"op": "get_attr", "name": "c", "target": "c"},
+        {"op": "get_attr", "name": "d", "target": "d"},
+        {"op": "call_function", "name": "d2", "target": "operator.mul", "args": ["%d", 2.0]},
+        {"op": "call_function", "name": "nz", "target": "torch.nonzero", "args": ["%c"]},
+        {"op": "call_method", "name": "n", "target": "float", "args": ["%nz"]},
+        {"op": "call_function", "name": "a", "target": "operator.add", "args": ["%x", "%n"]},
+        {"op": "call_function", "name": "b", "target": "operator.add", "args": ["%a", "%d2"]},
+        {"op": "output", "args": ["%b"]}]}  # fmt: skip
+    spec = fxgen.transform(data, ["fold_constants"])
+    assert isinstance(spec, fxgen.Spec)
+    names = [n.name for n in spec.nodes]
+    assert "nz" in names and "n" in names and "d2" not in names and "folded_d2" in spec.buffers
 
 
 def test_fuse_conv_bn_with_weights_is_numerically_the_same(tmp_path: Path, spec_path: Path) -> None:
@@ -487,3 +542,50 @@ def test_a_model_failing_while_fuse_conv_bn_checks_it_prints_no_traceback(capsys
     with pytest.raises(fxgen.SpecError, match="pass 'fuse_conv_bn' failed: TypeError"):
         fxgen.load(data)
     assert "Traceback" not in capsys.readouterr().err
+
+
+HUGE = textwrap.dedent("""\
+    fxgen: 1
+    name: Huge
+    modules:
+      conv: {class: torch.nn.Conv2d, args: [1, 1, 1]}
+      bn: {class: torch.nn.BatchNorm2d, args: [1]}
+      fc: {class: torch.nn.Linear, args: [1048576, 1048576]}
+    nodes:
+      - {op: placeholder, name: x}
+      - {op: call_module, name: c, target: conv, args: ["%x"]}
+      - {op: call_module, name: b, target: bn, args: ["%c"]}
+      - {op: call_module, name: y, target: fc, args: ["%b"]}
+      - {op: output, args: ["%y"]}
+    inputs:
+      x: {shape: [1, 1, 1048576, 1048576]}
+    passes: [fuse_conv_bn]
+    """)
+
+
+def test_validating_and_generating_run_the_passes_on_meta_tensors(tmp_path: Path) -> None:
+    """Validation and generation want the spec the passes make, never tensors of the declared
+    sizes: a 4 TiB input and a 4 TiB parameter (no machine allocates either, so a real one would
+    fail at once) validate and generate. Loading is running the model, and does allocate."""
+    path = tmp_path / "huge.yaml"
+    path.write_text(HUGE)
+    done = subprocess.run([sys.executable, "-m", "fxgen", "validate", str(path)], capture_output=True, text=True,
+                          timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    source = fxgen.generate(path)
+    assert "self.bn" not in source and "nn.Linear(1048576, 1048576)" in source
+
+
+def test_a_meta_model_gives_the_spec_a_real_one_does(spec_path: Path) -> None:
+    """Generating transforms the model on the meta device (but for the spec's constant buffers,
+    which fold_constants computes from): the spec it renders is the one a real model gives."""
+    from fxgen._api import transformed
+    from fxgen.policy.policy import policy_for
+
+    passes = ["eliminate_dead_code", {"decompose": {"rules": ["relu"]}}, "fuse_conv_bn", "fold_constants"]
+    spec = fxgen.load_spec(spec_path)
+    spec.passes = passes
+    real, meta = transformed(spec, policy_for(None)), transformed(spec, policy_for(None), meta=True)
+    assert real is not None and meta is not None
+    assert meta.spec.to_dict() == real.spec.to_dict()
+    assert {path for path, t in meta.tensors.items() if not t.is_meta} == {"scale"}  # its constant buffer
