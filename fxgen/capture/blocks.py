@@ -272,13 +272,18 @@ class _Writer:
 
     # -- classes from instances --------------------------------------------------------------
     def _name_classes(self, taken: set[str]) -> None:
-        """Give every instance its class, nested blocks first."""
+        """Give every instance its class, nested blocks first, and all instances of a class at
+        once: a class waits until every instance of it is ready (an instance that never calls
+        its drop-path is ready a round before those that do, and would be a class of its own)."""
         left = set(self.raw)
         order = {key: i for i, key in enumerate(self.raw)}
         while left:
             ready = {k for k in left if not (self.inside[k] & left)}
             if not ready:
                 raise NotTheSame("a block class contains itself")
+            waiting = {type(self.instances[k]) for k in left - ready}
+            whole = {k for k in ready if type(self.instances[k]) not in waiting}
+            ready = whole or ready  # (else a class holds itself through its instances: as they come)
             by_class: dict[type, list[int]] = {}
             for key in sorted(ready, key=order.__getitem__):  # the model's order: stable names
                 by_class.setdefault(type(self.instances[key]), []).append(key)
@@ -377,7 +382,13 @@ class _Writer:
             if found is not None:
                 at[path] = found
             elif not same_values(values, [values[0]] * len(values)):  # (else the one value, as written)
-                return False
+                filled = self._unused_values(group, with_extras, path, values)
+                if filled is None:
+                    return False
+                key = json.dumps(filled)
+                columns.setdefault(key, filled)
+                where.setdefault(key, path)
+                at[path] = key
         constants: dict[str, str] = {}  # a node constant's marker -> its column's json
         for marker in markers(template["nodes"]):
             first, second = json.loads(marker[1:])
@@ -405,6 +416,40 @@ class _Writer:
         for k, declaration in declared.items():
             self.declared[k] = {**declaration, "class": name}
         return True
+
+    def _unused_values(self, group: list[int], with_extras: set[int], path: tuple[Any, ...],
+                       values: list[Any]) -> list[Any] | None:  # fmt: skip
+        """A column for a value of an extra submodule's declaration that no other argument gives:
+        the instances that have it, their values; the others, the value their own submodule at
+        that path holds though their forward never calls it (EfficientNet's ``MBConv`` builds
+        its ``StochasticDepth(p)`` and runs it only with the residual), so that the argument
+        keeps its meaning (a drop-path schedule stays one rule). None where one of them has no
+        such submodule, or one that holds no such value."""
+        given = iter(values)
+        declared = value_at(self._resolved_body(self.raw[next(k for k in group if k in with_extras)]), path[:2])
+        column = []
+        for k in group:
+            if k in with_extras:
+                column.append(next(given))
+                continue
+            try:
+                value = self._held(self.instances[k], path, declared)
+            except (AttributeError, KeyError, IndexError, TypeError, ExportError):
+                return None
+            if type(value) is not type(values[0]):
+                return None
+            column.append(value)
+        return column
+
+    def _held(self, instance: torch.nn.Module, path: tuple[Any, ...], declared: dict[str, Any]) -> Any:
+        """The value at ``path`` (``("modules", NAME, "args", 0, ...)``) of the submodule NAME
+        ``instance`` holds: recovered as any module is, or, for one of the model's own classes
+        (declared as a block), the attribute its argument was named after (``self.p``)."""
+        owned = self._submodule(instance, str(path[1]))
+        cls = declared.get("class")
+        if cls in self.arg_names and len(path) == 4 and path[2] == "args" and isinstance(path[3], int):
+            return getattr(owned, self.arg_names[cls][path[3]])
+        return value_at(recover_declaration(str(path[1]), owned, self.cache, self.names).to_dict(), path[2:])
 
     def _arguments(self, stored: _Stored, columns: dict[str, list[Any]], where: dict[str, tuple[Any, ...]],
                    taken: set[str], body: dict[str, Any]) -> tuple[dict[str, ArgSpec], dict[str, str]]:  # fmt: skip

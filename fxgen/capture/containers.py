@@ -155,20 +155,23 @@ def _affine(start: int, step: int, i: str) -> str:
 
 def _schedule(column: list[float], i: str) -> str | None:
     """``p * (o + i) / d``, as a linear schedule over a model's blocks is computed
-    (``rate * block_index / (blocks - 1)``), where that gives every value bit for bit."""
+    (``rate * block_index / (blocks - 1)``), where that gives every value bit for bit; of those
+    that do, the one whose rate is written shortest (``0.2 * (5 + i) / 16.0``, not
+    ``0.0125 * (5 + i) / 1.0``), then the smallest ``d``."""
     step = column[1] - column[0]
     if not all(math.isfinite(v) for v in column) or step <= 0:
         return None
+    best: tuple[int, int, str] | None = None
     for d in range(1, _MAX_DENOMINATOR + 1):
         p = float(f"{step * d:.4g}")
-        if p == 0 or abs(p - step * d) > 1e-9 * abs(p):
+        if p == 0 or abs(p - step * d) > 1e-9 * abs(p) or (best is not None and len(repr(p)) >= best[0]):
             continue
         o = round(column[0] * d / p)
         if o < 0 or not all(p * (o + k) / float(d) == v for k, v in enumerate(column)):
             continue
         index = i if o == 0 else f"({o} + {i})"
-        return f"{p!r} * {index} / {float(d)!r}"
-    return None
+        best = (len(repr(p)), d, f"{p!r} * {index}" if d == 1 else f"{p!r} * {index} / {float(d)!r}")
+    return None if best is None else best[2]
 
 
 def _literal(value: int | float) -> str:

@@ -319,3 +319,32 @@ def test_a_block_formatting_its_input_shape_into_a_message_is_kept() -> None:
         warnings.simplefilter("error")
         spec = check_exact(model, torch.randn(2, 4))
     assert list(spec.classes) == ["Checked"]
+
+
+class Gated(nn.Module):
+    """EfficientNet's MBConv: it builds its drop-path in every instance, and calls it only with
+    the residual."""
+
+    def __init__(self, cin: int, cout: int, p: float) -> None:
+        super().__init__()
+        self.use_res_connect = cin == cout
+        self.fc = nn.Linear(cin, cout)
+        self.drop = Drop(p)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.fc(x)
+        if self.use_res_connect:
+            y = self.drop(y) + x
+        return y
+
+
+def test_a_submodule_only_some_instances_call_keeps_its_values_in_the_others() -> None:
+    rates = [0.1 * i / 5.0 for i in range(6)]
+    widths = [(4, 8), (8, 8), (8, 8), (8, 6), (6, 6), (6, 6)]
+    model = _Wrap(nn.Sequential(*[Gated(a, b, p) for (a, b), p in zip(widths, rates, strict=True)]))
+    spec = check_exact(model, torch.randn(2, 4))
+    assert sorted(spec.classes) == ["Drop", "Gated"]
+    # The rate of an instance without the residual is its own Drop's (0.0 and 0.06), not left out.
+    (table,) = spec.modules["body"].args
+    assert table["for"] == ["in_features", "out_features", "p", "use_res_connect"]
+    assert [row[2] for row in table["in"]] == rates
