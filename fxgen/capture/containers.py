@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fxgen.capture.class_bodies import declaration_leaves, declaration_skeleton, same_values
+from fxgen.check.checker import RESERVED_NAMES
 from fxgen.describe.recover import resolve_qualname
 from fxgen.spec.expr import ExprError, evaluate, names, parse
 from fxgen.spec.model import ClassSpec, ModuleSpec, Spec
@@ -43,7 +44,7 @@ _MAX_DENOMINATOR = 4096  # the largest ``d`` a float schedule ``p * (o + i) / d`
 
 def compact_containers(spec: Spec) -> Spec:
     """``spec`` with every Sequential's and ModuleList's runs of items written as one item."""
-    taken = set(spec.classes) | set(dir(builtins)) | {"torch", "nn", "self", "training"}
+    taken = set(spec.classes) | set(dir(builtins)) | set(RESERVED_NAMES) | {"torch", "nn", "self", "training"}
     params = _Params(spec)
     classes = {name: dataclasses.replace(body, modules=_modules(body.modules, taken | set(body.args) | set(body.values),
                                                                 params))
@@ -109,6 +110,7 @@ def _run(run: list[dict[str, Any]], taken: set[str], params: _Params) -> dict[st
             differing.append((path, column))
     if not differing:
         return {"repeat": len(run), "module": first}
+    taken = taken | _bound_inside(first)  # (a loop inside the item: its names are not to be shadowed)
     index = next(name for name in ("i", "j", "k", "idx", "index") if name not in taken)
     by_index = {path: _of_index(column, index) for path, column in differing}
     if all(text is not None for text in by_index.values()):
@@ -123,6 +125,18 @@ def _run(run: list[dict[str, Any]], taken: set[str], params: _Params) -> dict[st
     else:
         return None
     return written if _gives_back(written, declarations) else None
+
+
+def _bound_inside(value: Any) -> set[str]:
+    """The names the ``for`` items inside a declaration bind."""
+    if isinstance(value, list):
+        return {name for item in value for name in _bound_inside(item)}
+    if not isinstance(value, dict):
+        return set()
+    found = {name for item in value.values() for name in _bound_inside(item)}
+    if "for" in value and "module" in value:
+        found |= {value["for"]} if isinstance(value["for"], str) else set(value["for"])
+    return found
 
 
 def _of_index(column: list[Any], i: str) -> str | None:

@@ -348,3 +348,13 @@ def test_a_submodule_only_some_instances_call_keeps_its_values_in_the_others() -
     (table,) = spec.modules["body"].args
     assert table["for"] == ["in_features", "out_features", "p", "use_res_connect"]
     assert [row[2] for row in table["in"]] == rates
+
+
+def test_a_loop_around_items_holding_loops_binds_another_name() -> None:
+    stage = [nn.Sequential(*[_Strided(4, 2 if i == 0 else 1) for i in range(3)], nn.Dropout(0.1 * k)) for k in range(3)]
+    model = _Wrap(nn.Sequential(*stage))
+    spec = check_exact(model, torch.randn(1, 4, 32, 32))
+    (outer,) = spec.modules["body"].args
+    inner = outer["module"]["args"][0]
+    assert (outer["for"], inner["for"]) == ("j", "i")  # the outer loop's name is not the inner one's
+    fxgen.load(spec)  # (validated: no loop name shadows an enclosing one)
