@@ -10,7 +10,8 @@ constructor argument may stand) becomes one item:
   an expression of ``i``: ``c + k * i`` for integers; ``v0 if i == 0 else v`` where the first
   item differs from the others (a stage's first block); ``p * (o + i) / d`` for a linear float
   schedule (a drop-path rate), found by its step and checked bit for bit;
-* anything else, from three items on: a table, ``{for: [NAMES], in: [[...], ...], module: D}``.
+* anything else, from four items on, or three that share a value: a table, ``{for: [NAMES],
+  in: [[...], ...], module: D}`` (three ``Linear``s with nothing in common stay three items).
 
 Nothing is guessed: the new item, expanded as ``fxgen.load`` expands it
 (``fxgen.spec.resolve.module_loop``, with fxgen's own evaluator), must give back the items it
@@ -116,7 +117,7 @@ def _run(run: list[dict[str, Any]], taken: set[str], params: _Params) -> dict[st
     if all(text is not None for text in by_index.values()):
         template = _with(first, {path: text for path, text in by_index.items() if text is not None})
         written: dict[str, Any] = {"for": index, "in": len(run), "module": template}
-    elif len(run) >= 3:
+    elif len(run) >= 4 or (len(run) == 3 and len(differing) < len(declaration_leaves(first))):
         names = params.names(first, [path for path, _ in differing], taken)
         template = _with(first, dict(zip([path for path, _ in differing], names, strict=True)))
         rows = [[column[k] for _, column in differing] for k in range(len(run))]
