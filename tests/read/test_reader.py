@@ -272,7 +272,10 @@ def test_deep_block_nesting_is_refused() -> None:
 
 def test_depth_limit_is_not_too_tight() -> None:
     depth = MAX_DEPTH - 2
-    assert data("a: " + "[" * depth + "]" * depth) is not None
+    nested: list[Any] = []
+    for _ in range(depth - 1):
+        nested = [nested]
+    assert data("a: " + "[" * depth + "]" * depth) == {"a": nested}
 
 
 def test_too_large_files_are_refused_before_parsing() -> None:
