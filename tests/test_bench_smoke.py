@@ -13,10 +13,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# Only so that a hung script ends the test: no script here comes near it on any machine, and how
+# long one takes is never judged (a loaded machine once took a run past a 300 s limit).
+HANG_WATCHDOG = 2 * 3600
+
+
 def _bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
     """``python bench/SCRIPT ARGS...`` from the checkout's root; it must succeed."""
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / script), *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+                          text=True, timeout=HANG_WATCHDOG)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
@@ -117,3 +122,20 @@ def test_export_blocks_writes_the_default_against_the_flat_export(tmp_path: Path
     row = next(line for line in text.splitlines() if line.startswith("| monai.UNet |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == "1" and cells[4].split("x")[0].replace(".", "").isdigit(), row
+
+
+def test_the_quick_run_limits_only_catch_hangs(tmp_path: Path) -> None:
+    """``--quick`` judges no time, so no limit of it may turn a stage on a slow machine into a
+    "timeout" (which the tests above would fail on): the worker's hard timeout and each stage's
+    limits are the hour-long watchdog, never a few seconds."""
+    import argparse
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import run  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    args = argparse.Namespace(quick=True, no_examples=True, zoo="none")
+    ((_, _, cfg, hard),) = run._plan(tmp_path, [20], ["chain"], args)
+    assert hard >= run.QUICK_WATCHDOG >= 3600
+    assert cfg["stage_limit"] >= 3600 and cfg["run_limit"] >= 3600, cfg
