@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import FAST_EXAMPLES, THOROUGH_EXAMPLES
 from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -15,14 +16,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 EXAMPLES = sorted((ROOT / "model_specs").glob("*.yaml"))
 
-# CI runs a fixed, derandomised budget; `HYPOTHESIS_PROFILE=long` is the maintainers' long run.
-settings.register_profile(
-    "ci", derandomize=True, max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.register_profile("dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile(
-    "long", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+# Hypothesis budgets. `python -m pytest` (the README's command) runs a small one ("dev"; "ci",
+# derandomised, under CI=true); CI's second step runs every property test again at the budgets
+# the tests are written for ("thorough", derandomised: helpers.property_budget);
+# `HYPOTHESIS_PROFILE=long` is the maintainers' long run.
+_QUIET = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("dev", max_examples=FAST_EXAMPLES, **_QUIET)
+settings.register_profile("ci", derandomize=True, max_examples=FAST_EXAMPLES, **_QUIET)
+settings.register_profile("thorough", derandomize=True, max_examples=THOROUGH_EXAMPLES, **_QUIET)
+settings.register_profile("long", max_examples=5000, **_QUIET)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 

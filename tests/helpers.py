@@ -10,6 +10,22 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from hypothesis import settings
+
+# A property test's budget is written as the examples it runs under the "thorough" profile (CI's
+# second step); the fast profiles ("dev", "ci": the README's test command) run a sixth of that.
+THOROUGH_EXAMPLES = 60
+FAST_EXAMPLES = 10
+
+
+def property_budget(thorough: int) -> int:
+    """Examples for a property test that runs ``thorough`` of them under the thorough profile:
+    scaled down with the fast profiles, at least the long profile's own budget under it."""
+    default = settings.default.max_examples
+    if default >= THOROUGH_EXAMPLES:
+        return max(thorough, default)
+    return max(1, thorough * default // THOROUGH_EXAMPLES)
+
 
 _INPUT = re.compile(r"^# input: (?P<name>\w+) (?P<dtype>\w+)\[(?P<shape>[\d, ]*)\]\s*$")
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 from conftest import EXAMPLES
+from helpers import property_budget
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import (
@@ -53,7 +54,7 @@ from fxgen.spec.layers import desugar_layers
 from fxgen.spec.shorthand import desugar_declarations
 
 EXAMPLE_DICTS = [parse_text(p.read_bytes(), str(p)).data for p in EXAMPLES]
-BUDGET = settings.default.max_examples  # the profile's budget (ci: 60, long: 5000)
+BUDGET = settings.default.max_examples  # the profile's budget (dev and ci: 10, thorough: 60, long: 5000)
 
 # Words that keep mutants close to valid specs, so they get past the schema into deeper checks.
 VOCABULARY = [
@@ -587,7 +588,7 @@ def test_mutated_spec_files_never_crash_the_reader(case: tuple[str, bytes]) -> N
     run_pipeline(spec.to_dict())
 
 
-@settings(max_examples=max(10, BUDGET // 4), suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=property_budget(15), suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(st.lists(spec_files(), min_size=1, max_size=4))
 def test_mutated_specs_through_the_cli(files: list[tuple[str, bytes]]) -> None:
     with _workspace() as tmp:

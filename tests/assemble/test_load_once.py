@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import torch
 import torch.fx
-from helpers import assert_same_state, import_source
+from helpers import assert_same_state, import_source, property_budget
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -323,7 +323,7 @@ def _trees(draw: st.DrawFn) -> dict[str, Any]:
     return spec
 
 
-@settings(deadline=None, max_examples=max(200, settings.default.max_examples))  # ~10 ms each; 1 in 10 reorders
+@settings(deadline=None, max_examples=property_budget(200))  # ~10 ms each; 1 in 10 reorders
 @given(_trees())
 def test_seeded_loads_of_any_tree_hold_what_the_generated_class_holds(spec: dict[str, Any]) -> None:
     """``construction_order`` (the load's order) against the renderer's ``__init__``, on random

@@ -39,7 +39,7 @@ import pytest
 import torch
 import torch.fx
 from conftest import EXAMPLES, ROOT
-from helpers import assert_same, assert_same_state, example_inputs
+from helpers import assert_same, assert_same_state, example_inputs, property_budget
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from strategies import inputs_for, names, words
@@ -90,10 +90,10 @@ def trusted_spec(data: dict[str, Any]) -> Spec:
 
 # Example counts: hundreds of specs are checked against black in all (200 here plus every
 # faithfulness example); the long profile (HYPOTHESIS_PROFILE=long) raises every count.
-MANY = max(200, settings.default.max_examples)
-FAITHFUL = max(100, settings.default.max_examples)
-SOME = max(50, settings.default.max_examples // 2)
-FEW = max(20, settings.default.max_examples // 3)
+MANY = property_budget(200)
+FAITHFUL = property_budget(100)
+SOME = property_budget(50)
+FEW = property_budget(20)
 _SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
 
 
