@@ -1,6 +1,7 @@
 """Smoke test of the benchmark suite: ``bench/run.py --quick`` runs and writes its report.
 
-Benchmarks are not tests: nothing here asserts on a timing, only that the suite works.
+Benchmarks are not tests: nothing here asserts on a timing, only that the suite works. The runs
+are marked ``slow`` (minutes): CI runs them in its second step, ``python -m pytest`` leaves them out.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,6 +29,7 @@ def _bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
     return proc
 
 
+@pytest.mark.slow  # CI's second step
 def test_quick_benchmark_writes_a_table(tmp_path: Path) -> None:
     out = tmp_path / "benchmarks.md"
     raw = tmp_path / "benchmarks.json"
@@ -56,6 +60,7 @@ def test_quick_benchmark_writes_a_table(tmp_path: Path) -> None:
     assert weights["load_save_file"]["extra"]["misaligned"] == 0 and "## Weights files in and out (issue 34)" in text
 
 
+@pytest.mark.slow  # CI's second step
 def test_pair_times_a_stage_against_its_reference() -> None:
     """``bench/pair.py`` (alternate timing for small workloads) runs and prints one ratio per
     workload, for each kind of pair."""
@@ -66,6 +71,7 @@ def test_pair_times_a_stage_against_its_reference() -> None:
         assert row[0] == workload and row[-1].endswith("x") and float(row[-1][:-1]) > 0, proc.stdout
 
 
+@pytest.mark.slow  # CI's second step
 def test_export_parts_split_both_exports_into_their_steps() -> None:
     """``bench/pair.py export --parts`` (the flat export) and ``export_blocks --parts`` (the
     default export, classes kept) print one line per step, each a time and a multiple."""
@@ -85,6 +91,7 @@ def test_export_parts_split_both_exports_into_their_steps() -> None:
     assert int(blocks_steps["block GraphModules"]) > 0, lines[-1]  # UNet's blocks were split off the trace
 
 
+@pytest.mark.slow  # CI's second step
 def test_load_parts_splits_a_load_into_its_steps() -> None:
     """``bench/load_parts.py`` (read / validate / build with the collector on and off) runs and
     prints a line per step, with a time for each collector setting."""
@@ -99,6 +106,7 @@ def test_load_parts_splits_a_load_into_its_steps() -> None:
             assert on > 0 and off > 0, line
 
 
+@pytest.mark.slow  # CI's second step
 def test_cli_startup_writes_its_section(tmp_path: Path) -> None:
     """``bench/cli_startup.py`` (fxgen validate against ``import torch``, whole processes) writes
     its table into the report, where ``bench/run.py`` keeps it."""
@@ -109,6 +117,7 @@ def test_cli_startup_writes_its_section(tmp_path: Path) -> None:
     assert "<!-- bench/cli_startup.py -->" in text and "| mlp | yes |" in text and "| mlp | no |" in text
 
 
+@pytest.mark.slow  # CI's second step
 def test_export_blocks_writes_the_default_against_the_flat_export(tmp_path: Path) -> None:
     """``bench/export_blocks.py`` (issue 30: the default export judged against the flat one)
     puts its table between its markers, keeping what the file held, and says how often each
