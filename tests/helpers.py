@@ -12,6 +12,10 @@ from typing import Any
 import torch
 from hypothesis import settings
 
+# A timeout in a test only ends a hang: no test judges the machine's speed. An hour is far beyond
+# any single run on a loaded 2-core machine (the whole suite once took 75 minutes under load).
+HANG_WATCHDOG = 3600.0
+
 # A property test's budget is written as the examples it runs under the "thorough" profile (CI's
 # second step); the fast profiles ("dev", "ci": the README's test command) run a sixth of that.
 THOROUGH_EXAMPLES = 60

@@ -12,13 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import HANG_WATCHDOG
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-# Only so that a hung script ends the test: no script here comes near it on any machine, and how
-# long one takes is never judged (a loaded machine once took a run past a 300 s limit).
-HANG_WATCHDOG = 2 * 3600
 
 
 def _bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import torch
+from helpers import HANG_WATCHDOG
 from safetensors.torch import save_file
 
 import fxgen
@@ -230,10 +231,10 @@ def test_bombs_are_refused_quickly_with_bounded_memory() -> None:
     for name, proc in procs.items():
         _, _, refuse, cpu_budget, peak_budget, values = BOMBS[name]
         try:
-            out, err = proc.communicate(timeout=120)
+            out, err = proc.communicate(timeout=HANG_WATCHDOG)
         except subprocess.TimeoutExpired:
             proc.kill()
-            problems.append(f"{name}: still running after 120 s")
+            problems.append(f"{name}: still running after {HANG_WATCHDOG:.0f} s")
             continue
         if proc.returncode != 0:
             problems.append(f"{name}: crashed ({proc.returncode}): {err.strip()[-500:]}")
@@ -462,9 +463,9 @@ def test_cli_failure_modes(tmp_path: Path) -> None:
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     debug = subprocess.Popen([sys.executable, "-m", "fxgen", "--debug", "show", str(spec)], cwd=tmp_path, env=env,
                              text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = runner.communicate(timeout=600)
-    _, plain_err = plain.communicate(timeout=600)
-    _, debug_err = debug.communicate(timeout=600)
+    out, err = runner.communicate(timeout=HANG_WATCHDOG)
+    _, plain_err = plain.communicate(timeout=HANG_WATCHDOG)
+    _, debug_err = debug.communicate(timeout=HANG_WATCHDOG)
     assert runner.returncode == 0, err[-3000:]
     outcomes = json.loads(out.strip().splitlines()[-1])
     problems = []

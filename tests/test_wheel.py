@@ -17,6 +17,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers import HANG_WATCHDOG
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,7 +30,7 @@ def test_the_wheel_holds_the_schema_the_template_and_the_typed_marker(tmp_path: 
         pytest.skip(message)
     command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
                "--wheel-dir", str(tmp_path), str(ROOT)]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=HANG_WATCHDOG, check=False)
     assert done.returncode == 0, done.stderr
     (wheel,) = tmp_path.glob("fxgen-*.whl")
     with zipfile.ZipFile(wheel) as archive:

@@ -23,6 +23,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from helpers import HANG_WATCHDOG
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
@@ -105,7 +106,7 @@ def test_zoo_model_round_trips_exactly_on_the_current_transformers_release(zm, t
     """)
     path = [site, str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     run = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": os.pathsep.join(path)},
-                         capture_output=True, text=True, timeout=900)  # fmt: skip
+                         capture_output=True, text=True, timeout=HANG_WATCHDOG)  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
 
 

@@ -21,7 +21,7 @@ from export_fixtures import (
     make_with_leaf,
     triple,
 )
-from helpers import assert_same, import_source
+from helpers import HANG_WATCHDOG, assert_same, import_source
 from hypothesis import given
 from safetensors.torch import load_file
 from strategies import inputs_for, spec_dicts
@@ -238,7 +238,7 @@ def test_random_graphs_survive_retracing(data: dict) -> None:
 def _fxgen(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {"PYTHONPATH": str(ROOT / "tests"), "PATH": "/usr/bin:/bin"}
     return subprocess.run([sys.executable, "-m", "fxgen", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=300)  # fmt: skip
+                          env=env, timeout=HANG_WATCHDOG)  # fmt: skip
 
 
 def test_cli_export_then_generate(tmp_path: Path) -> None:
