@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import torch
 import torch.fx
+from conftest import marked_examples
 from helpers import assert_same_state, import_source, property_budget
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -95,7 +96,7 @@ def _assert_identical(a: torch.nn.Module, b: torch.nn.Module) -> None:
         assert m._non_persistent_buffers_set == n._non_persistent_buffers_set, name
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+@pytest.mark.parametrize("path", marked_examples())  # the large examples: CI's second step
 def test_a_path_draws_the_parameters_its_validated_spec_draws(path: Path) -> None:
     """With a seed, load(path) gives the bit-identical model load(load_spec(path)) gives (the
     build of an already validated Spec), and leaves the generator in the same state."""

@@ -38,8 +38,8 @@ import jinja2
 import pytest
 import torch
 import torch.fx
-from conftest import EXAMPLES, ROOT
-from helpers import assert_same, assert_same_state, example_inputs, property_budget
+from conftest import EXAMPLES, ROOT, marked_examples
+from helpers import HANG_WATCHDOG, assert_same, assert_same_state, example_inputs, property_budget
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from strategies import inputs_for, names, words
@@ -754,7 +754,7 @@ def test_generated_files_run_without_fxgen(tmp_path: Path) -> None:
     files.append((str(tmp_path / "control.py"), "Control"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     result = subprocess.run(
-        [sys.executable, "-c", _RUNNER, json.dumps(files)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", _RUNNER, json.dumps(files)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_WATCHDOG
     )
     assert result.returncode == 0, result.stderr
     results = json.loads(result.stdout)
@@ -795,7 +795,7 @@ def test_same_bytes_with_any_hash_seed(tmp_path: Path) -> None:
         runs[out] = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     outputs = []
     for out, process in runs.items():
-        _, stderr = process.communicate(timeout=300)
+        _, stderr = process.communicate(timeout=HANG_WATCHDOG)
         assert process.returncode == 0, stderr
         outputs.append({p.name: p.read_bytes() for p in sorted(out.glob("*.py"))})
     assert sorted(outputs[0]) == sorted(p.stem + ".py" for p in EXAMPLES)
@@ -1019,6 +1019,7 @@ def check_scripting(spec: Spec, generated: torch.nn.Module, inputs: list[Any]) -
     assert_same(scripted(*inputs), generated(*inputs))
 
 
+@pytest.mark.parametrize("example", marked_examples())  # the large examples: CI's second step
 def test_examples_are_faithful(example: Path) -> None:
     spec = fxgen.load_spec(example)
     inputs = list(example_inputs(example).values())
