@@ -294,18 +294,25 @@ def test_cli_export_errors(tmp_path: Path, argv: list[str], message: str, monkey
     assert not (tmp_path / "x.yaml").exists()
 
 
-def test_cli_export_keeps_blocks_and_flat_does_not(tmp_path: Path) -> None:
+def test_cli_export_keeps_blocks_and_flat_does_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     """``fxgen export`` writes a format-2 spec with the model's classes; ``--flat`` one graph;
-    both load the weights they wrote into a model that computes what the original does."""
+    both load the weights they wrote into a model that computes what the original does. The
+    exports run in this process (the test above runs the command in a fresh one), generate in a
+    fresh one."""
     import reference_models
 
+    from fxgen.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
     args = ["export", "reference_models:ResNet", "--kwargs", '{"width": 8, "num_classes": 5}']
-    done = _fxgen(*args, "--out", "blocks.yaml", "--weights", "w.safetensors", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    code = main([*args, "--out", "blocks.yaml", "--weights", "w.safetensors"])
+    err = capsys.readouterr().err
+    assert code == 0, err
     # blocks are the spec's own; BasicBlock with and without downsample is one class, as in the original
-    assert "1 block class\n" in done.stderr and "--allow" not in done.stderr
-    done = _fxgen(*args, "--flat", "--out", "flat.yaml", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert "1 block class\n" in err and "--allow" not in err
+    code = main([*args, "--flat", "--out", "flat.yaml"])
+    assert code == 0, capsys.readouterr().err
     blocks, flat = fxgen.load_spec(tmp_path / "blocks.yaml"), fxgen.load_spec(tmp_path / "flat.yaml")
     assert (blocks.fxgen, list(blocks.classes), flat.fxgen) == (2, ["BasicBlock"], 1)
     original = reference_models.ResNet(width=8, num_classes=5).eval()
