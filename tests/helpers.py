@@ -6,6 +6,7 @@ import importlib.util
 import re
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,32 @@ from hypothesis import settings
 # A timeout in a test only ends a hang: no test judges the machine's speed. An hour is far beyond
 # any single run on a loaded 2-core machine (the whole suite once took 75 minutes under load).
 HANG_WATCHDOG = 3600.0
+
+class OverBudget(BaseException):
+    """Work past its budget (``steps``): a BaseException, so no ``except Exception`` swallows it."""
+
+
+def steps(fn: Callable[[], Any], budget: int) -> int:
+    """The Python steps (lines, calls, returns) ``fn()`` runs: work measured without a clock, the
+    same on every machine and under any load. Past ``budget`` it stops ``fn`` (OverBudget), so a
+    blow-up fails at once instead of hanging the test."""
+    count = 0
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        count += 1
+        if count > budget:
+            raise OverBudget(f"more than {budget} Python steps")
+        return trace
+
+    previous = sys.gettrace()  # a coverage tool's, say: it resumes afterwards
+    sys.settrace(trace)
+    try:
+        fn()
+    finally:
+        sys.settrace(previous)
+    return count
+
 
 # A property test's budget is written as the examples it runs under the "thorough" profile (CI's
 # second step); the fast profiles ("dev", "ci": the README's test command) run a sixth of that.
