@@ -9,7 +9,8 @@ either succeeds or raises a ``FxgenError`` (SpecError, ExportError, WeightsError
 GenerateError); anything else is a bug. The CLI must exit 0 or 1 without an internal error,
 leave no temporary files and write only files that parse.
 
-CI runs the derandomised ``ci`` profile. For a long run::
+``python -m pytest`` runs a small budget (profile ``dev``; ``ci``, derandomised, under CI=true),
+CI's second step the derandomised ``thorough`` one. For a long run::
 
     HYPOTHESIS_PROFILE=long python -m pytest tests/test_fuzz.py
 """

@@ -88,8 +88,9 @@ def trusted_spec(data: dict[str, Any]) -> Spec:
     return spec
 
 
-# Example counts: hundreds of specs are checked against black in all (200 here plus every
-# faithfulness example); the long profile (HYPOTHESIS_PROFILE=long) raises every count.
+# Example counts under the thorough profile (CI's second step): hundreds of specs are checked
+# against black in all (200 here plus every faithfulness example); the fast run takes a sixth,
+# the long profile (HYPOTHESIS_PROFILE=long) raises every count.
 MANY = property_budget(200)
 FAITHFUL = property_budget(100)
 SOME = property_budget(50)
