@@ -744,9 +744,13 @@ _RUNNER = textwrap.dedent(
 )
 
 
-def test_generated_files_run_without_fxgen(tmp_path: Path) -> None:
+@pytest.mark.parametrize("large", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["small", "large"])
+def test_generated_files_run_without_fxgen(tmp_path: Path, large: bool) -> None:
+    """Each example's generated file builds its model in a Python without fxgen (the large ones,
+    GPT-2's 124M parameters among them, in CI's second step)."""
+    examples = [p for p in EXAMPLES if (p.stem in LARGE_EXAMPLES) == large]
     files = []
-    for example in EXAMPLES:
+    for example in examples:
         path = tmp_path / f"{example.stem}.py"
         path.write_text(generate_example(example))
         files.append((str(path), fxgen.load_spec(example).name))
@@ -760,7 +764,8 @@ def test_generated_files_run_without_fxgen(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     results = json.loads(result.stdout)
     assert results.pop("Control") == {"error": "ImportError: fxgen is not installed here"}
-    for example in EXAMPLES:
+    assert len(results) == len(examples)
+    for example in examples:
         spec = fxgen.load_spec(example)
         assert results[spec.name] == {"keys": sorted(fxgen.load(spec).state_dict()), "fxgen": []}
 
