@@ -57,6 +57,7 @@ def _exported(model: nn.Module, inputs: Any) -> tuple[fxgen.Spec, list[str]]:
     return spec, [str(w.message) for w in caught]
 
 
+@pytest.mark.slow  # a whole ResNet captured by TorchDynamo (the Staged capture's test keeps classes in python -m pytest)
 def test_a_captured_resnet_keeps_the_classes_tracing_keeps(tmp_path: Path) -> None:
     """torchvision's layout: the same classes, arguments and Sequentials as the traced export;
     the block graphs differ only where Dynamo records what the code does (``out += identity``
