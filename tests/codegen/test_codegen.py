@@ -1224,7 +1224,7 @@ def test_allowed_types_outside_torch_are_imported() -> None:
     assert torch.equal(namespace["Typed"]()(x, None), torch.relu(x))
 
 
-@settings(max_examples=200)
+@settings(max_examples=property_budget(200))
 @given(st.lists(st.text(st.sampled_from("ab_1 .é"), max_size=4) | st.sampled_from(sorted(keyword.kwlist)), max_size=8))
 def test_identifier_checks_are_memoised_not_skipped(texts: list[str]) -> None:
     """is_identifier is cached: every answer, asked twice, is the one the plain rule gives."""
