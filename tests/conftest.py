@@ -36,7 +36,8 @@ settings.register_profile("dev", max_examples=FAST_EXAMPLES, **_QUIET)
 settings.register_profile("ci", derandomize=True, max_examples=FAST_EXAMPLES, **_QUIET)
 settings.register_profile("thorough", derandomize=True, max_examples=THOROUGH_EXAMPLES, **_QUIET)
 settings.register_profile("long", max_examples=5000, **_QUIET)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
+settings.load_profile(PROFILE)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -53,9 +53,9 @@ def property_budget(thorough: int) -> int:
     """Examples for a property test that runs ``thorough`` of them under the thorough profile:
     scaled down with the fast profiles, at least the long profile's own budget under it."""
     default = settings.default.max_examples
-    if default >= THOROUGH_EXAMPLES:
+    if default > THOROUGH_EXAMPLES:  # the long profile
         return max(thorough, default)
-    return max(1, thorough * default // THOROUGH_EXAMPLES)
+    return max(1, thorough * default // THOROUGH_EXAMPLES)  # exactly ``thorough`` under thorough
 
 
 _INPUT = re.compile(r"^# input: (?P<name>\w+) (?P<dtype>\w+)\[(?P<shape>[\d, ]*)\]\s*$")

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from conftest import EXAMPLES
+from conftest import EXAMPLES, PROFILE
 from helpers import property_budget
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -626,3 +626,15 @@ def test_the_examples_with_checks_are_valid_and_check_their_inputs() -> None:
     for data in WITH_CHECKS:
         spec = validate_data(copy.deepcopy(data))
         assert spec.checks and "raise ValueError(" in fxgen.generate(spec)
+
+
+def test_a_property_budget_is_written_for_the_thorough_profile() -> None:
+    """``property_budget(n)`` is n examples under CI's thorough profile (today's budgets), a sixth
+    of them in the fast run (dev, ci), and at least the long profile's own under it."""
+    try:
+        for profile, expected in (("thorough", [400, 30, 10]), ("dev", [66, 5, 1]), ("ci", [66, 5, 1]),
+                                  ("long", [5000, 5000, 5000])):  # fmt: skip
+            settings.load_profile(profile)
+            assert [property_budget(n) for n in (400, 30, 10)] == expected, profile
+    finally:
+        settings.load_profile(PROFILE)
