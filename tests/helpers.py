@@ -7,10 +7,57 @@ import importlib.util
 import re
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
+from hypothesis import settings
+
+# A timeout in a test only ends a hang: no test judges the machine's speed. An hour is far beyond
+# any single run on a loaded 2-core machine (the whole suite once took 75 minutes under load).
+HANG_WATCHDOG = 3600.0
+
+class OverBudget(BaseException):
+    """Work past its budget (``steps``): a BaseException, so no ``except Exception`` swallows it."""
+
+
+def steps(fn: Callable[[], Any], budget: int) -> int:
+    """The Python steps (lines, calls, returns) ``fn()`` runs: work measured without a clock, the
+    same on every machine and under any load. Past ``budget`` it stops ``fn`` (OverBudget), so a
+    blow-up fails at once instead of hanging the test."""
+    count = 0
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        count += 1
+        if count > budget:
+            raise OverBudget(f"more than {budget} Python steps")
+        return trace
+
+    previous = sys.gettrace()  # a coverage tool's, say: it resumes afterwards
+    sys.settrace(trace)
+    try:
+        fn()
+    finally:
+        sys.settrace(previous)
+    return count
+
+
+# A property test's budget is written as the examples it runs under the "thorough" profile (CI's
+# second step); the fast profiles ("dev", "ci": the README's test command) run a sixth of that.
+THOROUGH_EXAMPLES = 60
+FAST_EXAMPLES = 10
+
+
+def property_budget(thorough: int) -> int:
+    """Examples for a property test that runs ``thorough`` of them under the thorough profile:
+    scaled down with the fast profiles, at least the long profile's own budget under it."""
+    default = settings.default.max_examples
+    if default > THOROUGH_EXAMPLES:  # the long profile
+        return max(thorough, default)
+    return max(1, thorough * default // THOROUGH_EXAMPLES)  # exactly ``thorough`` under thorough
+
 
 _INPUT = re.compile(r"^# input: (?P<name>\w+) (?P<dtype>\w+)\[(?P<shape>[\d, ]*)\]\s*$")
 

@@ -1,6 +1,7 @@
 """Smoke test of the benchmark suite: ``bench/run.py --quick`` runs and writes its report.
 
-Benchmarks are not tests: nothing here asserts on a timing, only that the suite works.
+Benchmarks are not tests: nothing here asserts on a timing, only that the suite works. The runs
+are marked ``slow`` (minutes): CI runs them in its second step, ``python -m pytest`` leaves them out.
 """
 
 from __future__ import annotations
@@ -10,17 +11,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from helpers import HANG_WATCHDOG
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
     """``python bench/SCRIPT ARGS...`` from the checkout's root; it must succeed."""
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / script), *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+                          text=True, timeout=HANG_WATCHDOG)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
 
+@pytest.mark.slow  # CI's second step
 def test_quick_benchmark_writes_a_table(tmp_path: Path) -> None:
     out = tmp_path / "benchmarks.md"
     raw = tmp_path / "benchmarks.json"
@@ -51,6 +56,7 @@ def test_quick_benchmark_writes_a_table(tmp_path: Path) -> None:
     assert weights["load_save_file"]["extra"]["misaligned"] == 0 and "## Weights files in and out (issue 34)" in text
 
 
+@pytest.mark.slow  # CI's second step
 def test_pair_times_a_stage_against_its_reference() -> None:
     """``bench/pair.py`` (alternate timing for small workloads) runs and prints one ratio per
     workload, for each kind of pair."""
@@ -61,6 +67,7 @@ def test_pair_times_a_stage_against_its_reference() -> None:
         assert row[0] == workload and row[-1].endswith("x") and float(row[-1][:-1]) > 0, proc.stdout
 
 
+@pytest.mark.slow  # CI's second step
 def test_export_parts_split_both_exports_into_their_steps() -> None:
     """``bench/pair.py export --parts`` (the flat export) and ``export_blocks --parts`` (the
     default export, classes kept) print one line per step, each a time and a multiple."""
@@ -80,6 +87,7 @@ def test_export_parts_split_both_exports_into_their_steps() -> None:
     assert int(blocks_steps["block GraphModules"]) > 0, lines[-1]  # UNet's blocks were split off the trace
 
 
+@pytest.mark.slow  # CI's second step
 def test_load_parts_splits_a_load_into_its_steps() -> None:
     """``bench/load_parts.py`` (read / validate / build with the collector on and off) runs and
     prints a line per step, with a time for each collector setting."""
@@ -94,6 +102,7 @@ def test_load_parts_splits_a_load_into_its_steps() -> None:
             assert on > 0 and off > 0, line
 
 
+@pytest.mark.slow  # CI's second step
 def test_cli_startup_writes_its_section(tmp_path: Path) -> None:
     """``bench/cli_startup.py`` (fxgen validate against ``import torch``, whole processes) writes
     its table into the report, where ``bench/run.py`` keeps it."""
@@ -104,6 +113,7 @@ def test_cli_startup_writes_its_section(tmp_path: Path) -> None:
     assert "<!-- bench/cli_startup.py -->" in text and "| mlp | yes |" in text and "| mlp | no |" in text
 
 
+@pytest.mark.slow  # CI's second step
 def test_export_blocks_writes_the_default_against_the_flat_export(tmp_path: Path) -> None:
     """``bench/export_blocks.py`` (issue 30: the default export judged against the flat one)
     puts its table between its markers, keeping what the file held, and says how often each
@@ -119,6 +129,7 @@ def test_export_blocks_writes_the_default_against_the_flat_export(tmp_path: Path
     assert cells[1] == "1" and cells[4].split("x")[0].replace(".", "").isdigit(), row
 
 
+@pytest.mark.slow  # CI's second step
 def test_export_classes_writes_the_classes_of_each_model(tmp_path: Path) -> None:
     """``bench/export_classes.py`` (issue 42) puts its table between its markers, keeping what the
     file held: a row per model, its own classes counted without its top class, the export exact."""
@@ -162,3 +173,20 @@ def test_class_counts_map_each_original_class_to_the_spec_classes_at_its_paths()
     assert (counts.original, counts.kept, counts.spec) == (2, 1, 2)
     assert counts.kept_share == 0.5 and counts.per_class == 1.0
     assert counts.detail() == "Block 2, Other 0; leaves: Leaf"
+
+
+def test_the_quick_run_limits_only_catch_hangs(tmp_path: Path) -> None:
+    """``--quick`` judges no time, so no limit of it may turn a stage on a slow machine into a
+    "timeout" (which the tests above would fail on): the worker's hard timeout and each stage's
+    limits are the hour-long watchdog, never a few seconds."""
+    import argparse
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import run  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    args = argparse.Namespace(quick=True, no_examples=True, zoo="none")
+    ((_, _, cfg, hard),) = run._plan(tmp_path, [20], ["chain"], args)
+    assert hard >= run.QUICK_WATCHDOG >= 3600
+    assert cfg["stage_limit"] >= 3600 and cfg["run_limit"] >= 3600, cfg

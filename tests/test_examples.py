@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import EXAMPLES, ROOT
-from helpers import example_graph, example_inputs
+from conftest import EXAMPLES, ROOT, marked_examples
+from helpers import HANG_WATCHDOG, example_graph, example_inputs
 
 import fxgen
 from fxgen.cli.show import show
@@ -98,6 +98,7 @@ def test_structure_check_can_fail() -> None:
         assert_structure({"b": 1, "a": 2}, {"a": 2, "b": 1})
 
 
+@pytest.mark.parametrize("example", marked_examples())  # the large examples: CI's second step
 def test_example_runs_with_the_expected_outputs(example: Path) -> None:
     spec = fxgen.load_spec(example)
     gm = fxgen.load(spec)
@@ -110,6 +111,7 @@ def test_example_runs_with_the_expected_outputs(example: Path) -> None:
     assert type(gm).__name__ == spec.name
 
 
+@pytest.mark.parametrize("example", marked_examples())  # the large examples: CI's second step
 def test_example_round_trips_through_a_graph_module(example: Path) -> None:
     spec = fxgen.load_spec(example)
     back = fxgen.to_spec(fxgen.load(spec))
@@ -128,7 +130,7 @@ def test_show_lists_every_node(example: Path) -> None:
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(argv), cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run(list(argv), cwd=ROOT, capture_output=True, text=True, timeout=HANG_WATCHDOG)
 
 
 def test_cli_validates_the_examples() -> None:

@@ -18,9 +18,16 @@ from helpers import assert_same
 
 import fxgen
 
+
+def full_size(*case: Any) -> Any:
+    """A case at the published size (ResNet-18, MobileNetV2 1.0 and 1.4, YOLOv8m): seconds each,
+    so marked slow (CI's second step); the narrow cases of each spec run in ``python -m pytest``."""
+    return pytest.param(*case, marks=pytest.mark.slow)
+
+
 # spec name -> (constructor arguments, the reference built with them, an input)
-CASES: list[tuple[str, dict[str, Any], Callable[[], torch.nn.Module], tuple[int, ...]]] = [
-    ("resnet", {}, lambda: ref.ResNet(), (1, 3, 64, 64)),
+CASES: list[Any] = [
+    full_size("resnet", {}, lambda: ref.ResNet(), (1, 3, 64, 64)),
     ("resnet", {"width": 8, "num_classes": 7, "blocks1": 3, "blocks2": 4, "blocks3": 6, "blocks4": 3},
      lambda: ref.ResNet((3, 4, 6, 3), num_classes=7, width=8), (2, 3, 32, 32)),  # a narrow ResNet-34
     ("resnet", {"width": 8, "blocks2": 1}, lambda: ref.ResNet((2, 1, 2, 2), width=8), (1, 3, 32, 32)),
@@ -37,12 +44,13 @@ CASES: list[tuple[str, dict[str, Any], Callable[[], torch.nn.Module], tuple[int,
     ("family_net", {"n": 0}, lambda: ref.FamilyNet(n=0), (2, 3, 32, 32)),  # no bottleneck: the loop runs no step
     ("family_net", {"n": 1, "width": 8}, lambda: ref.FamilyNet(8, 1), (1, 3, 16, 16)),
     ("family_net", {"n": 4, "width": 8, "num_classes": 3}, lambda: ref.FamilyNet(8, 4, 3), (3, 3, 24, 24)),
-    ("mobilenet_v2", {}, lambda: ref.MobileNetV2(), (2, 3, 64, 64)),
+    full_size("mobilenet_v2", {}, lambda: ref.MobileNetV2(), (2, 3, 64, 64)),
     ("mobilenet_v2", {"width_mult": 0.5, "num_classes": 10}, lambda: ref.MobileNetV2(10, 0.5), (1, 3, 64, 64)),
     ("mobilenet_v2", {"width_mult": 0.75}, lambda: ref.MobileNetV2(width_mult=0.75), (1, 3, 64, 64)),
-    ("mobilenet_v2", {"width_mult": 1.4}, lambda: ref.MobileNetV2(width_mult=1.4), (1, 3, 64, 64)),
+    full_size("mobilenet_v2", {"width_mult": 1.4}, lambda: ref.MobileNetV2(width_mult=1.4), (1, 3, 64, 64)),
     ("yolov8", {}, lambda: ref.YOLOv8("n"), (2, 3, 64, 64)),  # size n: three levels of 80 classes + 64 box bins
-    ("yolov8", {"depth": 0.67, "width": 0.75, "max_channels": 768, "nc": 3}, lambda: ref.YOLOv8("m", 3), (1, 3, 64, 96)),
+    full_size("yolov8", {"depth": 0.67, "width": 0.75, "max_channels": 768, "nc": 3}, lambda: ref.YOLOv8("m", 3),
+              (1, 3, 64, 96)),
 ]  # fmt: skip
 
 # Ultralytics' sizes (yolov8.yaml's `scales`: depth, width, max_channels) and the parameter counts
@@ -83,7 +91,7 @@ def test_mobilenet_v2_is_torchvisions_at_every_width(width: float) -> None:
         assert list(loaded.state_dict())[-2:] == ["classifier.1.weight", "classifier.1.bias"]
 
 
-@pytest.mark.parametrize("size", list(YOLOV8_SIZES))
+@pytest.mark.parametrize("size", [s if s == "n" else pytest.param(s, marks=pytest.mark.slow) for s in YOLOV8_SIZES])
 def test_yolov8_has_ultralytics_parameter_count_and_keys(size: str) -> None:
     """One spec for the five sizes: Ultralytics' published parameter counts, and the keys and
     shapes of the reference built as parse_model builds yolov8.yaml (model.0.conv.weight ...

@@ -9,7 +9,8 @@ either succeeds or raises a ``FxgenError`` (SpecError, ExportError, WeightsError
 GenerateError); anything else is a bug. The CLI must exit 0 or 1 without an internal error,
 leave no temporary files and write only files that parse.
 
-CI runs the derandomised ``ci`` profile. For a long run::
+``python -m pytest`` runs a small budget (profile ``dev``; ``ci``, derandomised, under CI=true),
+CI's second step the derandomised ``thorough`` one. For a long run::
 
     HYPOTHESIS_PROFILE=long python -m pytest tests/test_fuzz.py
 """
@@ -29,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from conftest import EXAMPLES
+from conftest import EXAMPLES, PROFILE
+from helpers import property_budget
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import (
@@ -53,7 +55,7 @@ from fxgen.spec.layers import desugar_layers
 from fxgen.spec.shorthand import desugar_declarations
 
 EXAMPLE_DICTS = [parse_text(p.read_bytes(), str(p)).data for p in EXAMPLES]
-BUDGET = settings.default.max_examples  # the profile's budget (ci: 60, long: 5000)
+BUDGET = settings.default.max_examples  # the profile's budget (dev and ci: 10, thorough: 60, long: 5000)
 
 # Words that keep mutants close to valid specs, so they get past the schema into deeper checks.
 VOCABULARY = [
@@ -587,7 +589,7 @@ def test_mutated_spec_files_never_crash_the_reader(case: tuple[str, bytes]) -> N
     run_pipeline(spec.to_dict())
 
 
-@settings(max_examples=max(10, BUDGET // 4), suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=property_budget(15), suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(st.lists(spec_files(), min_size=1, max_size=4))
 def test_mutated_specs_through_the_cli(files: list[tuple[str, bytes]]) -> None:
     with _workspace() as tmp:
@@ -633,3 +635,15 @@ def test_the_examples_with_checks_are_valid_and_check_their_inputs() -> None:
     for data in WITH_CHECKS:
         spec = validate_data(copy.deepcopy(data))
         assert spec.checks and "raise ValueError(" in fxgen.generate(spec)
+
+
+def test_a_property_budget_is_written_for_the_thorough_profile() -> None:
+    """``property_budget(n)`` is n examples under CI's thorough profile (today's budgets), a sixth
+    of them in the fast run (dev, ci), and at least the long profile's own under it."""
+    try:
+        for profile, expected in (("thorough", [400, 30, 10]), ("dev", [66, 5, 1]), ("ci", [66, 5, 1]),
+                                  ("long", [5000, 5000, 5000])):  # fmt: skip
+            settings.load_profile(profile)
+            assert [property_budget(n) for n in (400, 30, 10)] == expected, profile
+    finally:
+        settings.load_profile(PROFILE)

@@ -25,6 +25,7 @@ from typing import Any, cast
 
 import pytest
 import torch
+from helpers import property_budget
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -1040,7 +1041,7 @@ def test_hostile_expressions(slot: str) -> None:
     assert accepted  # some are valid: the check above looked at generated expressions
 
 
-@settings(max_examples=max(60, settings.default.max_examples), suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_budget(60), suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(sorted(SLOTS2)), hostile), min_size=1, max_size=3))
 def test_hostile_text_anywhere_in_format_2(edits: list[tuple[str, str]]) -> None:
     data = copy.deepcopy(BASE2)
@@ -1369,7 +1370,7 @@ def _assert_literal_survives(data: dict[str, Any], spec: fxgen.Spec, slot: str, 
         assert wanted in constants, (slot, text)
 
 
-@settings(max_examples=max(80, settings.default.max_examples), suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_budget(80), suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(sorted(SLOTS)), hostile), min_size=1, max_size=4))
 def test_hostile_text_anywhere(edits: list[tuple[str, str]]) -> None:
     data = copy.deepcopy(BASE)

@@ -19,6 +19,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers import HANG_WATCHDOG
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,7 +32,7 @@ def test_the_wheel_holds_the_schema_the_template_and_the_typed_marker(tmp_path: 
         pytest.skip(message)
     command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
                "--wheel-dir", str(tmp_path), str(ROOT)]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=HANG_WATCHDOG, check=False)
     assert done.returncode == 0, done.stderr
     (wheel,) = tmp_path.glob("fxgen-*.whl")
     with zipfile.ZipFile(wheel) as archive:
@@ -54,7 +55,7 @@ def test_numpy_is_a_dependency_because_fxgen_calls_tensor_numpy(tmp_path: Path) 
     code = "import torch, fxgen; fxgen.save_weights(torch.nn.Linear(2, 3), 'w.safetensors')"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hidden.parent), str(ROOT)])}
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300, check=False)  # fmt: skip
+                          timeout=HANG_WATCHDOG, check=False)  # fmt: skip
     assert done.returncode != 0 and "Numpy is not available" in done.stderr, done.stderr
     assert "Failed to initialize NumPy" in done.stderr
     dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]

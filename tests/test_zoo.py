@@ -23,6 +23,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from helpers import HANG_WATCHDOG
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
@@ -68,6 +69,7 @@ def require_versions(zm: ZooModel) -> None:
         pytest.skip(f"{zm.name} {unmet}")
 
 
+@pytest.mark.zoo
 @pytest.mark.parametrize("zm", FAST, ids=[z.name for z in FAST])
 def test_zoo_model_round_trips_exactly(zm, tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
     require(zm.requires)
@@ -83,6 +85,7 @@ CURRENT_TRANSFORMERS = "FXGEN_CURRENT_TRANSFORMERS"
 ON_CURRENT = [z for z in FAST if "transformers" in z.requires and not z.versions]
 
 
+@pytest.mark.zoo
 @pytest.mark.parametrize("zm", ON_CURRENT, ids=[z.name for z in ON_CURRENT])
 def test_zoo_model_round_trips_exactly_on_the_current_transformers_release(zm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     site = os.environ.get(CURRENT_TRANSFORMERS, "")
@@ -105,7 +108,7 @@ def test_zoo_model_round_trips_exactly_on_the_current_transformers_release(zm, t
     """)
     path = [site, str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     run = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": os.pathsep.join(path)},
-                         capture_output=True, text=True, timeout=900)  # fmt: skip
+                         capture_output=True, text=True, timeout=HANG_WATCHDOG)  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
 
 
@@ -119,6 +122,7 @@ def _beyond_cases() -> list[object]:
     return cases
 
 
+@pytest.mark.zoo
 @pytest.mark.parametrize(("zm", "column"), _beyond_cases())
 def test_zoo_model_is_exact_beyond_its_example(zm, column: str, tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
     """Train mode, a second input shape, optional arguments left out: exact, or a check that does not

@@ -29,7 +29,8 @@ def module_chain(body: dict[str, Any], where: JsonPath, problems: list[tuple[Jso
             problems.append(((*where, "modules", path), f"module {path!r} is declared with `if:`, so a class without "
                              "`nodes:` cannot run its modules in order; write its nodes (a conditional runs it)"))
             return []
-        if isinstance(decl, dict) and decl.get("class") in _CONTAINERS:
+        # a class that is no string is the schema's to report (the data is untrusted: a list is unhashable)
+        if isinstance(decl, dict) and isinstance(decl.get("class"), str) and decl["class"] in _CONTAINERS:
             problems.append(((*where, "modules", path), f"module {path!r} is a {decl['class']}, which holds modules "
                              "and cannot be called, so a class without `nodes:` cannot run its modules in order; "
                              "write its nodes (a `for` over its items runs them)"))  # fmt: skip

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import ROOT
+from conftest import ROOT, marked_examples
 
 import fxgen
 from fxgen.analysis.expand import expand_blocks
@@ -20,6 +20,7 @@ from tests.analysis.test_pictures import _parse_mermaid
 from tests.helpers import assert_same, example_inputs
 
 
+@pytest.mark.parametrize("example", marked_examples())  # the large examples: CI's second step
 @pytest.mark.parametrize("depth", [1, 2, 3])
 def test_an_opened_spec_is_the_same_model(example: Path, depth: int) -> None:
     spec = fxgen.load_spec(example)

@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import torch
+from helpers import HANG_WATCHDOG
 
 from fxgen.analysis.flow import flows_on_meta
 from fxgen.assemble.module import build_module
@@ -71,5 +72,5 @@ def test_it_imports_no_dynamo_and_leaves_torch_as_it_was() -> None:
         x + x
         assert "torch._dynamo" in sys.modules, "torch's wrapper no longer imports TorchDynamo"
     """)
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=HANG_WATCHDOG)
     assert done.returncode == 0, done.stderr[-2000:]

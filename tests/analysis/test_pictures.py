@@ -20,7 +20,7 @@ from fxgen.check.validate import validate_data
 from fxgen.policy.policy import DEFAULT_POLICY
 from fxgen.spec.model import InputSpec
 from fxgen.spec.values import dtype_name
-from tests.helpers import example_graph, example_inputs
+from tests.helpers import HANG_WATCHDOG, example_graph, example_inputs
 
 MERMAID = Path(__file__).parents[1] / "mermaid"
 
@@ -32,7 +32,7 @@ def _parse_mermaid(text: str) -> dict[str, Any]:
             pytest.fail("mermaid's parser is not installed: npm ci --prefix tests/mermaid")
         pytest.skip("mermaid's parser is not installed (npm ci --prefix tests/mermaid)")
     done = subprocess.run([node, str(MERMAID / "parse.mjs")], input=text, capture_output=True, text=True,
-                          timeout=120, check=False)  # fmt: skip
+                          timeout=HANG_WATCHDOG, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import torch
 import torch.fx
+from conftest import marked_examples
 from torch.utils.flop_counter import FlopCounterMode
 
 import fxgen
@@ -43,6 +44,7 @@ class _Recorder(torch.fx.Interpreter):
         return result
 
 
+@pytest.mark.parametrize("example", marked_examples())  # the large examples: CI's second step
 def test_every_example_propagates_what_a_real_run_computes(example: Path) -> None:
     spec = example_graph(example)
     inputs = example_inputs(example)

@@ -17,20 +17,20 @@ from typing import Any
 import pytest
 import torch
 import torch.fx
+from conftest import marked_examples
 from helpers import assert_same, example_inputs
 
 import fxgen
 from fxgen.assemble import module as building
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted((ROOT / "model_specs").glob("*.yaml"))
 
 
 def _graph_modules(gm: torch.nn.Module) -> list[tuple[str, torch.fx.GraphModule]]:
     return [(path, m) for path, m in gm.named_modules() if isinstance(m, torch.fx.GraphModule)]
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", marked_examples())  # the large examples: CI's second step
 def test_each_graph_module_is_what_torch_fx_makes_of_its_graph(path: Path) -> None:
     """Every GraphModule of a load (format-2 blocks included) against torch.fx's own
     ``GraphModule(module, graph)`` of a copy of its graph: code, attribute names, the compiled
@@ -108,7 +108,7 @@ def test_edits_recompile_and_a_new_graph_replaces_the_forward() -> None:
     assert torch.equal(gm(torch.tensor([-1.0, 2.0])), torch.tensor([0.0, 2.0]))
 
 
-@pytest.mark.parametrize("name", ["mlp", "resnet"])  # format 1, and format 2 with nested blocks
+@pytest.mark.parametrize("name", ["mlp", "unet"])  # format 1, and format 2 with nested blocks
 def test_printing_pickling_and_copying_keep_working(name: str) -> None:
     path = ROOT / "model_specs" / f"{name}.yaml"
     gm = fxgen.load(path).eval()

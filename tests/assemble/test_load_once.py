@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import torch
 import torch.fx
-from helpers import assert_same_state, import_source
+from conftest import marked_examples
+from helpers import assert_same_state, import_source, property_budget
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -95,7 +96,7 @@ def _assert_identical(a: torch.nn.Module, b: torch.nn.Module) -> None:
         assert m._non_persistent_buffers_set == n._non_persistent_buffers_set, name
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+@pytest.mark.parametrize("path", marked_examples())  # the large examples: CI's second step
 def test_a_path_draws_the_parameters_its_validated_spec_draws(path: Path) -> None:
     """With a seed, load(path) gives the bit-identical model load(load_spec(path)) gives (the
     build of an already validated Spec), and leaves the generator in the same state."""
@@ -323,7 +324,7 @@ def _trees(draw: st.DrawFn) -> dict[str, Any]:
     return spec
 
 
-@settings(deadline=None, max_examples=max(200, settings.default.max_examples))  # ~10 ms each; 1 in 10 reorders
+@settings(deadline=None, max_examples=property_budget(200))  # ~10 ms each; 1 in 10 reorders
 @given(_trees())
 def test_seeded_loads_of_any_tree_hold_what_the_generated_class_holds(spec: dict[str, Any]) -> None:
     """``construction_order`` (the load's order) against the renderer's ``__init__``, on random

@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.fx
 import torch.nn.functional as F
-from helpers import assert_same, loaded_and_generated
+from helpers import assert_same, loaded_and_generated, property_budget
 from hypothesis import HealthCheck, given, settings
 from strategies import inputs_for, mode_specs
 
@@ -169,7 +169,7 @@ def test_passes_refuse_a_spec_whose_graph_depends_on_the_mode() -> None:
         fxgen.transform(SPEC, ["eliminate_dead_code"])
 
 
-@settings(max_examples=max(10, settings.default.max_examples // 3), suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_budget(20), suppress_health_check=[HealthCheck.too_slow])
 @given(mode_specs())
 def test_drawn_mode_specs_compute_each_modes_own_graph(data: dict[str, Any]) -> None:
     """A drawn spec whose graph depends on the mode: ``fxgen.load``'s GraphModule and the

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import assert_same, import_source, loaded_and_generated
+from helpers import assert_same, import_source, loaded_and_generated, property_budget
 from hypothesis import HealthCheck, given, settings
 from strategies import inputs_for, presence_specs
 
@@ -112,7 +112,7 @@ def test_passes_refuse_a_spec_whose_graph_depends_on_the_inputs_given() -> None:
         fxgen.transform(data, ["eliminate_dead_code"])
 
 
-@settings(max_examples=max(10, settings.default.max_examples // 3), suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_budget(20), suppress_health_check=[HealthCheck.too_slow])
 @given(presence_specs())
 def test_drawn_presence_specs_compute_each_cases_own_graph(data: dict[str, Any]) -> None:
     """A drawn spec whose graph depends on an optional input (and perhaps the mode): the GraphModule

@@ -19,6 +19,7 @@ from typing import Any
 
 import black
 import pytest
+from helpers import property_budget
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from strategies import words
@@ -30,7 +31,7 @@ from fxgen.codegen import render
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
-MANY = max(400, settings.default.max_examples)
+MANY = property_budget(400)
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
 
@@ -567,7 +568,7 @@ small_statements = st.one_of(
 )
 
 
-@settings(max_examples=max(30, settings.default.max_examples // 2), suppress_health_check=list(HealthCheck))
+@settings(max_examples=property_budget(30), suppress_health_check=list(HealthCheck))
 @given(st.lists(small_statements, min_size=1, max_size=10), st.sampled_from([0, 1, 2]))
 def test_batched_black_equals_one_call_per_statement(drawn: list[str], depth: int) -> None:
     batch = [*drawn, "x = a + b  # " + "c" * 90, "y = f(a)  # comment"]

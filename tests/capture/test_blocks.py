@@ -18,6 +18,7 @@ import pytest
 import reference_models as ref
 import torch
 import torch.nn.functional as F
+from helpers import property_budget
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch import nn
@@ -339,7 +340,7 @@ def stacks(draw: st.DrawFn) -> list[tuple[str, int, int, Any]]:
     return layers
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_budget(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stacks())
 def test_random_block_models_export_exactly(layers: list[tuple[str, int, int, Any]]) -> None:
     torch.manual_seed(0)

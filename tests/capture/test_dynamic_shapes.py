@@ -219,6 +219,7 @@ def test_a_small_transformer_at_another_batch_size_and_sequence_length(tmp_path:
             copy(torch.randint(0, 20, (1, 17)), torch.ones(1, 17, dtype=torch.long))
 
 
+@pytest.mark.slow  # a whole UNet captured by TorchDynamo (PadTo8's tests check a size guard in python -m pytest)
 def test_a_unet_takes_every_size_its_poolings_divide(tmp_path: Path) -> None:
     """Captured at 32 x 32: exact at 64 x 48 and 16 x 16; 40 (not a multiple of 16: the
     original fails inside torch.cat) refused by the check of the size the skip connections need."""

@@ -21,7 +21,7 @@ from export_fixtures import (
     make_with_leaf,
     triple,
 )
-from helpers import assert_same, import_source
+from helpers import HANG_WATCHDOG, assert_same, import_source
 from hypothesis import given
 from safetensors.torch import load_file
 from strategies import inputs_for, spec_dicts
@@ -174,8 +174,9 @@ def test_tied_weights_round_trip_as_equal_copies_with_a_warning(tmp_path: Path) 
 
 def test_untied_models_export_without_warnings() -> None:
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        fxgen.export(Everything())
+        warnings.simplefilter("error")  # a warning fails the export
+        spec = fxgen.export(Everything())
+    assert set(spec.modules) == {"conv", "norm", "proj"}, spec.modules  # exported whole, nothing tied
 
 
 def test_custom_tracer_class_is_honoured() -> None:
@@ -237,7 +238,7 @@ def test_random_graphs_survive_retracing(data: dict) -> None:
 def _fxgen(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {"PYTHONPATH": str(ROOT / "tests"), "PATH": "/usr/bin:/bin"}
     return subprocess.run([sys.executable, "-m", "fxgen", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=300)  # fmt: skip
+                          env=env, timeout=HANG_WATCHDOG)  # fmt: skip
 
 
 def test_cli_export_then_generate(tmp_path: Path) -> None:
@@ -280,23 +281,38 @@ def test_cli_export_tracing_error_is_one_line(tmp_path: Path) -> None:
     (["export_fixtures:Everything", "--args", "[1]"], "calling"),
     (["export_fixtures:clamp_unit"], "calling"),
 ])  # fmt: skip
-def test_cli_export_errors(tmp_path: Path, argv: list[str], message: str) -> None:
-    done = _fxgen("export", *argv, "--out", "x.yaml", cwd=tmp_path)
-    assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr
+def test_cli_export_errors(tmp_path: Path, argv: list[str], message: str, monkeypatch: pytest.MonkeyPatch,
+                           capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """In this process (the two tests above run the command in a fresh one): each error is one
+    message, exit code 1, and nothing is written."""
+    from fxgen.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    code = main(["export", *argv, "--out", "x.yaml"])
+    err = capsys.readouterr().err
+    assert code == 1 and message in err and "Traceback" not in err, err
+    assert not (tmp_path / "x.yaml").exists()
 
 
-def test_cli_export_keeps_blocks_and_flat_does_not(tmp_path: Path) -> None:
+def test_cli_export_keeps_blocks_and_flat_does_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     """``fxgen export`` writes a format-2 spec with the model's classes; ``--flat`` one graph;
-    both load the weights they wrote into a model that computes what the original does."""
+    both load the weights they wrote into a model that computes what the original does. The
+    exports run in this process (the test above runs the command in a fresh one), generate in a
+    fresh one."""
     import reference_models
 
+    from fxgen.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
     args = ["export", "reference_models:ResNet", "--kwargs", '{"width": 8, "num_classes": 5}']
-    done = _fxgen(*args, "--out", "blocks.yaml", "--weights", "w.safetensors", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    code = main([*args, "--out", "blocks.yaml", "--weights", "w.safetensors"])
+    err = capsys.readouterr().err
+    assert code == 0, err
     # blocks are the spec's own; BasicBlock with and without downsample is one class, as in the original
-    assert "1 block class\n" in done.stderr and "--allow" not in done.stderr
-    done = _fxgen(*args, "--flat", "--out", "flat.yaml", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert "1 block class\n" in err and "--allow" not in err
+    code = main([*args, "--flat", "--out", "flat.yaml"])
+    assert code == 0, capsys.readouterr().err
     blocks, flat = fxgen.load_spec(tmp_path / "blocks.yaml"), fxgen.load_spec(tmp_path / "flat.yaml")
     assert (blocks.fxgen, list(blocks.classes), flat.fxgen) == (2, ["BasicBlock"], 1)
     original = reference_models.ResNet(width=8, num_classes=5).eval()

@@ -19,6 +19,7 @@ import export_fixtures as efx
 import pytest
 import reference_models as ref
 import torch
+from helpers import property_budget
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch import nn
@@ -57,6 +58,7 @@ def _exported(model: nn.Module, inputs: Any) -> tuple[fxgen.Spec, list[str]]:
     return spec, [str(w.message) for w in caught]
 
 
+@pytest.mark.slow  # a whole ResNet captured by TorchDynamo (the Staged capture's test keeps classes in python -m pytest)
 def test_a_captured_resnet_keeps_the_classes_tracing_keeps(tmp_path: Path) -> None:
     """torchvision's layout: the same classes, arguments and Sequentials as the traced export;
     the block graphs differ only where Dynamo records what the code does (``out += identity``
@@ -233,7 +235,7 @@ def chains(draw: st.DrawFn) -> tuple[list[tuple[int, int, bool]], bool]:
     return layers, draw(st.booleans())
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=property_budget(10), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(chains())
 def test_random_chains_export_exactly(tmp_path: Path, case: tuple[list[tuple[int, int, bool]], bool]) -> None:
     layers, wrap = case

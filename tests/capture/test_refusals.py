@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers import property_budget
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
@@ -47,7 +48,7 @@ _NAMES = st.one_of(
 )
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=property_budget(30), deadline=None)
 @given(top=_NAMES, block=_NAMES)
 def test_load_spec_takes_every_spec_export_writes(top: str, block: str) -> None:
     inner = type(block, (nn.Module,), {"forward": lambda self, x: x * 2})

@@ -16,6 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from helpers import HANG_WATCHDOG
 
 import fxgen
 from fxgen._errors import Diagnostic
@@ -126,7 +127,7 @@ def test_cli_validate_reports_every_file() -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_WATCHDOG,
     )
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr and "internal error" not in result.stderr

@@ -4,6 +4,7 @@ blocks nested too deeply are located errors of validation, saying what to write 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -130,7 +131,10 @@ def test_a_literal_its_dtype_cannot_hold_is_refused_at_the_number(value: str, dt
     ],
 )
 def test_every_literal_a_dtype_holds_is_valid(value: str, dtype: str) -> None:
-    assert validate_document(parse_text(buffer(value, dtype), "s.yaml")).buffers["b"].value is not None
+    """Accepted, and the loaded buffer holds those values as torch converts them to the dtype."""
+    checked = validate_document(parse_text(buffer(value, dtype), "s.yaml"))
+    expected = torch.tensor(json.loads(value), dtype=getattr(torch, dtype))
+    assert torch.equal(fxgen.load(checked).get_buffer("b"), expected)
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+import torch
 from helpers import import_source
 
 import fxgen
@@ -262,7 +263,14 @@ def test_integral_floats_are_not_shapes_or_sizes() -> None:
 # -- targets -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("target", ["fc.weight", "fc.bias"])
 def test_get_attr_of_a_module_attribute(target: str) -> None:
-    validate_data(with_node({"op": "get_attr", "name": "w", "target": target}))
+    """Accepted, kept, and read from the module: the loaded graph returns the attribute itself."""
+    data = with_node({"op": "get_attr", "name": "w", "target": target})
+    data["nodes"][-1]["args"] = [["%y", "%w"]]
+    checked = validate_data(data)
+    assert [(n.op, n.name, n.target) for n in checked.nodes if n.op == "get_attr"] == [("get_attr", "w", target)]
+    gm = fxgen.load(checked)
+    _, read = gm(torch.randn(2, 4))
+    assert read is gm.get_parameter(target)
 
 
 def test_get_attr_inside_a_container_module() -> None:
@@ -291,8 +299,13 @@ def test_all_node_references_in_module_arguments_are_reported() -> None:
 
 @pytest.mark.parametrize("device", ["cpu", "cuda", "cuda:0", "cuda:12", "meta", "mps"])
 def test_devices_accepted(device: str) -> None:
-    validate_data(with_node({"op": "call_method", "name": "moved", "target": "to", "args": ["%y"],
-                             "kwargs": {"device": {"device": device}}}))  # fmt: skip
+    """Accepted and kept: the graph calls ``.to`` with that ``torch.device``."""
+    checked = validate_data(with_node({"op": "call_method", "name": "moved", "target": "to", "args": ["%y"],
+                                       "kwargs": {"device": {"device": device}}}))  # fmt: skip
+    moved = next(n for n in checked.nodes if n.name == "moved")
+    assert (moved.op, moved.target, moved.args, moved.kwargs) == ("call_method", "to", ["%y"], {"device": {"device": device}})
+    calls = [n for n in fxgen.load(checked).graph.nodes if n.op == "call_method"]
+    assert [(n.target, n.kwargs) for n in calls] == [("to", {"device": torch.device(device)})]
 
 
 @pytest.mark.parametrize("device", ["nonsense", "nonsense:0", "cuda:x", "cpu\n", "cuda:0:1"])

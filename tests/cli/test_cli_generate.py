@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT
-from helpers import forge
+from helpers import HANG_WATCHDOG, forge
 
 import fxgen
 from fxgen._errors import GenerateError
@@ -359,7 +359,7 @@ def _stopped_mid_write(project: Path, sig: signal.Signals) -> int:
         assert process.stdout.readline() == "writing\n", process.stderr.read() if process.stderr else ""
         assert [p.name for p in (project / "gen").iterdir() if p.name.endswith(".tmp")]  # mid-write
         process.send_signal(sig)
-        process.wait(timeout=60)
+        process.wait(timeout=HANG_WATCHDOG)
     finally:
         process.kill()
         process.communicate()
@@ -390,7 +390,7 @@ def _imported_modules(stderr: str) -> set[str]:
 
 
 def _importtime(args: list[str], cwd: Path) -> tuple[int, set[str]]:
-    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "fxgen", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "fxgen", *args], cwd=cwd, capture_output=True, text=True, timeout=HANG_WATCHDOG)
     return result.returncode, _imported_modules(result.stderr)
 
 
@@ -536,7 +536,7 @@ def test_parallel_runs_remove_each_orphan_once_and_all_succeed(project: Path, ca
     command = [sys.executable, "-m", "fxgen", "generate", "specs", "--out-dir", "gen", "-j", "1"]
     processes = [subprocess.Popen(command, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for _ in range(8)]  # fmt: skip
-    errors = [p.communicate(timeout=120)[1] for p in processes]
+    errors = [p.communicate(timeout=HANG_WATCHDOG)[1] for p in processes]
     results = [(p.returncode, err) for p, err in zip(processes, errors, strict=True)]
     assert [code for code, _ in results] == [0] * 8, [err for _, err in results]
     removed = [line for _, err in results for line in err.splitlines() if line.startswith("fxgen: removed ")]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import HANG_WATCHDOG
 from safetensors.torch import save_file
 
 import fxgen
@@ -93,7 +94,7 @@ def test_a_run_killed_between_the_two_writes_leaves_a_pair_that_refuses(project:
               "from fxgen.cli.main import main; sys.exit(main(sys.argv[1:]))")  # fmt: skip
     env = {"PYTHONPATH": f"{ROOT}{':' + str(project)}", "PATH": "/usr/bin:/bin"}
     done = subprocess.run([sys.executable, "-c", killed, *_export(2)], cwd=project, env=env, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+                          text=True, timeout=HANG_WATCHDOG)  # fmt: skip
     assert done.returncode == 9, done.stderr
     assert Path("s.yaml").read_bytes() == before
     assert sorted(p.name for p in project.iterdir() if p.suffix != ".py" and p.name != "__pycache__") == [

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from helpers import HANG_WATCHDOG
 
-WATCHDOG = 600  # seconds: only ever reached by a run that hangs
+WATCHDOG = HANG_WATCHDOG  # only ever reached by a run that hangs
 MEMORY = 2 * 2**30  # bytes of address space for a run that must not import torch: a read without limit ends at it
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ROOT
-from helpers import forge
+from helpers import HANG_WATCHDOG, forge
 
 import fxgen
 
@@ -55,7 +55,7 @@ def environment(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def sh(cwd: Path, env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def sh(cwd: Path, env: dict[str, str], *args: str, timeout: float = HANG_WATCHDOG) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -181,7 +181,7 @@ def test_manifest_follows_pre_commit_conventions() -> None:
     own = ("id", "name", "description", "entry")
     assert {k: v for k, v in full.items() if k not in own} == {k: v for k, v in check.items() if k not in own}
     result = subprocess.run([sys.executable, "-m", "pre_commit", "validate-manifest", str(ROOT / ".pre-commit-hooks.yaml")],
-                            capture_output=True, text=True, timeout=120)  # fmt: skip
+                            capture_output=True, text=True, timeout=HANG_WATCHDOG)  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -282,7 +282,7 @@ def test_hooks_end_to_end_installed_by_pre_commit(tmp_path: Path) -> None:
     config = {"repos": [{"repo": str(hooks_repo), "rev": rev, "hooks": hooks}]}
     repo = make_project(tmp_path, env, config)
     start = time.monotonic()
-    result = sh(repo, env, sys.executable, "-m", "pre_commit", "install-hooks", timeout=900)
+    result = sh(repo, env, sys.executable, "-m", "pre_commit", "install-hooks")
     assert result.returncode == 0, result.stdout + result.stderr
     print(f"hook environment installed in {time.monotonic() - start:.0f} s")
     installed = list((tmp_path / "pre-commit-home").glob("repo*/py_env-*/lib/python*/site-packages"))

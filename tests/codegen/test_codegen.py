@@ -38,8 +38,8 @@ import jinja2
 import pytest
 import torch
 import torch.fx
-from conftest import EXAMPLES, ROOT
-from helpers import assert_same, assert_same_state, example_inputs
+from conftest import EXAMPLES, LARGE_EXAMPLES, ROOT, marked_examples
+from helpers import HANG_WATCHDOG, assert_same, assert_same_state, example_inputs, property_budget
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from strategies import inputs_for, names, words
@@ -88,12 +88,13 @@ def trusted_spec(data: dict[str, Any]) -> Spec:
     return spec
 
 
-# Example counts: hundreds of specs are checked against black in all (200 here plus every
-# faithfulness example); the long profile (HYPOTHESIS_PROFILE=long) raises every count.
-MANY = max(200, settings.default.max_examples)
-FAITHFUL = max(100, settings.default.max_examples)
-SOME = max(50, settings.default.max_examples // 2)
-FEW = max(20, settings.default.max_examples // 3)
+# Example counts under the thorough profile (CI's second step): hundreds of specs are checked
+# against black in all (200 here plus every faithfulness example); the fast run takes a sixth,
+# the long profile (HYPOTHESIS_PROFILE=long) raises every count.
+MANY = property_budget(200)
+FAITHFUL = property_budget(100)
+SOME = property_budget(50)
+FEW = property_budget(20)
 _SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
 
 
@@ -743,9 +744,13 @@ _RUNNER = textwrap.dedent(
 )
 
 
-def test_generated_files_run_without_fxgen(tmp_path: Path) -> None:
+@pytest.mark.parametrize("large", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["small", "large"])
+def test_generated_files_run_without_fxgen(tmp_path: Path, large: bool) -> None:
+    """Each example's generated file builds its model in a Python without fxgen (the large ones,
+    GPT-2's 124M parameters among them, in CI's second step)."""
+    examples = [p for p in EXAMPLES if (p.stem in LARGE_EXAMPLES) == large]
     files = []
-    for example in EXAMPLES:
+    for example in examples:
         path = tmp_path / f"{example.stem}.py"
         path.write_text(generate_example(example))
         files.append((str(path), fxgen.load_spec(example).name))
@@ -754,12 +759,13 @@ def test_generated_files_run_without_fxgen(tmp_path: Path) -> None:
     files.append((str(tmp_path / "control.py"), "Control"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     result = subprocess.run(
-        [sys.executable, "-c", _RUNNER, json.dumps(files)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", _RUNNER, json.dumps(files)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_WATCHDOG
     )
     assert result.returncode == 0, result.stderr
     results = json.loads(result.stdout)
     assert results.pop("Control") == {"error": "ImportError: fxgen is not installed here"}
-    for example in EXAMPLES:
+    assert len(results) == len(examples)
+    for example in examples:
         spec = fxgen.load_spec(example)
         assert results[spec.name] == {"keys": sorted(fxgen.load(spec).state_dict()), "fxgen": []}
 
@@ -786,6 +792,7 @@ def test_imports_and_strings_are_portable(example: Path) -> None:
 # ----------------------------------------------------------------------------------------------
 # Deterministic: the same bytes whatever the hash seed.
 # ----------------------------------------------------------------------------------------------
+@pytest.mark.slow  # two processes generating every example; each run of the golden tests has a hash seed of its own
 def test_same_bytes_with_any_hash_seed(tmp_path: Path) -> None:
     runs = {}
     for seed in ("0", "4242"):  # two processes at once
@@ -795,7 +802,7 @@ def test_same_bytes_with_any_hash_seed(tmp_path: Path) -> None:
         runs[out] = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     outputs = []
     for out, process in runs.items():
-        _, stderr = process.communicate(timeout=300)
+        _, stderr = process.communicate(timeout=HANG_WATCHDOG)
         assert process.returncode == 0, stderr
         outputs.append({p.name: p.read_bytes() for p in sorted(out.glob("*.py"))})
     assert sorted(outputs[0]) == sorted(p.stem + ".py" for p in EXAMPLES)
@@ -1019,6 +1026,7 @@ def check_scripting(spec: Spec, generated: torch.nn.Module, inputs: list[Any]) -
     assert_same(scripted(*inputs), generated(*inputs))
 
 
+@pytest.mark.parametrize("example", marked_examples())  # the large examples: CI's second step
 def test_examples_are_faithful(example: Path) -> None:
     spec = fxgen.load_spec(example)
     inputs = list(example_inputs(example).values())
@@ -1026,9 +1034,12 @@ def test_examples_are_faithful(example: Path) -> None:
 
 
 def test_examples_that_script_are_checked() -> None:
-    """Scripting is compared on real examples, not skipped everywhere."""
+    """Scripting is compared on real examples, not skipped everywhere: three script (the small
+    examples first, and no more scripted than that proves)."""
     scriptable = []
-    for example in EXAMPLES:
+    for example in sorted(EXAMPLES, key=lambda p: p.stem in LARGE_EXAMPLES):
+        if len(scriptable) == 3:
+            break
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -1213,7 +1224,7 @@ def test_allowed_types_outside_torch_are_imported() -> None:
     assert torch.equal(namespace["Typed"]()(x, None), torch.relu(x))
 
 
-@settings(max_examples=200)
+@settings(max_examples=property_budget(200))
 @given(st.lists(st.text(st.sampled_from("ab_1 .é"), max_size=4) | st.sampled_from(sorted(keyword.kwlist)), max_size=8))
 def test_identifier_checks_are_memoised_not_skipped(texts: list[str]) -> None:
     """is_identifier is cached: every answer, asked twice, is the one the plain rule gives."""

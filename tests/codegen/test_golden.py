@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from helpers import HANG_WATCHDOG
 
 import fxgen
 from fxgen.write.atomic import write_atomic
@@ -53,7 +54,7 @@ def test_generated_directory_is_current() -> None:
     golden file without an example is an orphan)."""
     result = subprocess.run(
         [sys.executable, "-m", "fxgen", "generate", "--check", "model_specs"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT, capture_output=True, text=True, timeout=HANG_WATCHDOG,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stdout == ""

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import torch
+from helpers import HANG_WATCHDOG
 
 import fxgen
 from fxgen._errors import FxgenError, SpecError
@@ -492,7 +493,7 @@ def test_resolving_refused_names_imports_nothing() -> None:
     ]  # fmt: skip
     result = subprocess.run(
         [sys.executable, "-c", _NO_IMPORT_CHECK, json.dumps(targets)],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        capture_output=True, text=True, timeout=HANG_WATCHDOG, env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     imported = json.loads(result.stdout.strip().splitlines()[-1])

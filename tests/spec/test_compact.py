@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import torch
 from conftest import ROOT
+from helpers import HANG_WATCHDOG
 
 import fxgen
 from fxgen.check.checker import RESERVED_NAMES
@@ -213,7 +214,7 @@ def test_expand_of_a_bad_compact_spec_is_a_located_error_without_a_traceback(tmp
     spec = tmp_path / "bad.yaml"
     spec.write_text(_HEAD + "nodes:\n  - h: fc\n  - {a: 1, b: 2}\n")
     result = subprocess.run([sys.executable, "-m", "fxgen", "expand", str(spec)], capture_output=True, text=True,
-                            timeout=60, cwd=tmp_path)  # fmt: skip
+                            timeout=HANG_WATCHDOG, cwd=tmp_path)  # fmt: skip
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.startswith(f"{spec}:10:5: error: ") and "Traceback" not in result.stderr
 

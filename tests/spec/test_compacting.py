@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import torch
+from helpers import property_budget
 from hypothesis import given, settings
 from strategies import spec_dicts
 
@@ -61,7 +62,7 @@ def test_the_generated_examples_export_compactly(example: Path) -> None:
     assert "op: call_module" not in text  # every module call says its op by its target
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=property_budget(60), deadline=None)
 @given(spec_dicts())
 def test_random_specs_write_compactly_and_load_as_themselves(data: dict) -> None:
     assert_round_trips(as_spec(data, policy_for(None)))
@@ -160,7 +161,7 @@ def test_fxgen_export_writes_the_compact_form(tmp_path: Path) -> None:
     assert fxgen.load_spec(out) == fxgen.export(Chainy())
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=property_budget(60), deadline=None)
 @given(spec_dicts())
 def test_random_specs_with_inputs_leave_their_placeholders_to_them(data: dict) -> None:
     """With ``inputs:`` declaring every placeholder (none has a default), a compact list writes

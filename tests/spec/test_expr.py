@@ -17,6 +17,7 @@ from typing import Any
 
 import black
 import pytest
+from helpers import property_budget
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -243,7 +244,7 @@ def _python(text: str) -> Any:
     return eval(text, namespace, dict(ENV))  # the test's oracle, on the text of a generated tree
 
 
-@settings(max_examples=300)
+@settings(max_examples=property_budget(300))
 @given(st.one_of(NUMERIC_TREES, BOOLEAN_TREES))
 def test_random_trees_render_parse_and_evaluate_as_python_does(tree: Expr) -> None:
     text = render(tree)
@@ -265,7 +266,7 @@ def test_random_trees_render_parse_and_evaluate_as_python_does(tree: Expr) -> No
     assert type(got) is type(expected) and repr(got) == repr(expected), (python, got, expected)
 
 
-@settings(max_examples=150)
+@settings(max_examples=property_budget(150))
 @given(st.one_of(NUMERIC_TREES, BOOLEAN_TREES))
 def test_generated_source_is_what_black_writes(tree: Expr) -> None:
     line = f"value = {source(tree)}\n"

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 import pytest
-from helpers import generated_class
+from helpers import generated_class, property_budget
 from hypothesis import given, settings
 from test_expr import CHANNELS, ENV, NUMERIC_TREES, WIDTHS, torchvision_make_divisible
 
@@ -87,7 +87,7 @@ def test_the_generated_def_is_what_a_person_writes() -> None:
     ]]  # fmt: skip
 
 
-@settings(max_examples=200)
+@settings(max_examples=property_budget(200))
 @given(NUMERIC_TREES)
 def test_random_functions_compute_what_their_generated_def_computes(tree: Any) -> None:
     # a function of the test trees' names, returning the tree; called with ENV's values

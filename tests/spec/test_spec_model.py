@@ -14,6 +14,7 @@ import pytest
 import torch
 import yaml
 from conftest import EXAMPLES
+from helpers import property_budget
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import inputs_for, spec_dicts
@@ -108,7 +109,7 @@ def assert_graph_round_trip(data: dict[str, Any], spec: Spec) -> None:
 
 
 # One property for all round trips: drawing a spec costs more than checking it.
-@settings(max_examples=30)
+@settings(max_examples=property_budget(30))
 @given(texty_spec_dicts())
 def test_random_specs_round_trip(data: dict[str, Any]) -> None:
     spec = validate_data(data)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import torch
+from helpers import HANG_WATCHDOG
 
 import fxgen
 from fxgen._errors import SpecError
@@ -232,7 +233,7 @@ def test_fold_constants_is_bounded_before_it_computes(tmp_path: Path, n: int, fu
         assert (diagnostic.location.line, diagnostic.location.column) == (9, 5)  # the node `f`
         assert f"fxgen.passes.fold_constants.{cap}" in diagnostic.message and "node 'f'" in diagnostic.message
     done = subprocess.run([sys.executable, "-m", "fxgen", "validate", str(path)], capture_output=True, text=True,
-                          timeout=300, check=False)  # fmt: skip
+                          timeout=HANG_WATCHDOG, check=False)  # fmt: skip
     assert done.returncode == 1 and f"{path}:9:5: error: fold_constants: with node 'f'" in done.stderr
 
 
@@ -570,7 +571,7 @@ def test_validating_and_generating_run_the_passes_on_meta_tensors(tmp_path: Path
     path = tmp_path / "huge.yaml"
     path.write_text(HUGE)
     done = subprocess.run([sys.executable, "-m", "fxgen", "validate", str(path)], capture_output=True, text=True,
-                          timeout=300, check=False)  # fmt: skip
+                          timeout=HANG_WATCHDOG, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
     source = fxgen.generate(path)
     assert "self.bn" not in source and "nn.Linear(1048576, 1048576)" in source

@@ -8,6 +8,7 @@ import copy
 from typing import Any
 
 import torch
+from helpers import property_budget
 from hypothesis import HealthCheck, given, settings
 from strategies import inputs_for, spec_dicts
 
@@ -25,7 +26,7 @@ def _run(gm: torch.nn.Module, inputs: list[Any]) -> Any:
         return gm(*inputs)
 
 
-@settings(max_examples=max(30, settings.default.max_examples // 2), suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_budget(30), suppress_health_check=[HealthCheck.too_slow])
 @given(spec_dicts(max_nodes=10))
 def test_exact_passes_keep_every_output(data: dict[str, Any]) -> None:
     torch.manual_seed(0)
@@ -44,7 +45,7 @@ def test_exact_passes_keep_every_output(data: dict[str, Any]) -> None:
         assert torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b
 
 
-@settings(max_examples=max(30, settings.default.max_examples // 2), suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_budget(30), suppress_health_check=[HealthCheck.too_slow])
 @given(spec_dicts(max_nodes=10))
 def test_propagated_shapes_are_a_real_runs(data: dict[str, Any]) -> None:
     names = [n["name"] for n in data["nodes"] if n["op"] == "placeholder" and "default" not in n]

@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers import HANG_WATCHDOG
 
 from fxgen._errors import GenerateError
 from fxgen.write import atomic
@@ -39,7 +40,7 @@ def _killed_writer(target: Path) -> Path:
     try:
         assert process.stdout is not None and process.stdout.readline() == "writing\n"
         process.send_signal(signal.SIGKILL)
-        process.wait(timeout=60)
+        process.wait(timeout=HANG_WATCHDOG)
     finally:
         process.kill()
     (left,) = [p for p in target.parent.iterdir() if p.name.endswith(".tmp")]

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from helpers import property_budget
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from safetensors import safe_open
@@ -140,7 +141,7 @@ def test_element_sizes() -> None:
     ]  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=property_budget(60), deadline=None)
 @given(
     st.lists(
         st.tuples(st.sampled_from(DTYPES), st.lists(st.integers(0, 9), max_size=3)),
