@@ -13,6 +13,7 @@ import warnings
 
 import pytest
 import torch
+from helpers import property_budget
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_blocks import _generated, check_exact
@@ -242,7 +243,7 @@ def test_two_instances_prove_no_function_between_their_values() -> None:
     assert len(spec.classes["Strided"].args) == 2
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=property_budget(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(layers=families(), c=st.sampled_from([2, 3, 4]))
 def test_random_families_export_one_class_per_python_class(layers: list[tuple[str, float, int]], c: int) -> None:
     torch.manual_seed(0)
