@@ -30,7 +30,13 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from fxgen.capture.class_bodies import declaration_leaves, declaration_skeleton, same_values
+from fxgen.capture.class_bodies import (
+    declaration_leaves,
+    declaration_skeleton,
+    same_values,
+    value_at,
+    with_args,
+)
 from fxgen.check.checker import RESERVED_NAMES
 from fxgen.describe.recover import resolve_qualname
 from fxgen.spec.expr import ExprError, evaluate, names, parse
@@ -106,7 +112,7 @@ def _run(run: list[dict[str, Any]], taken: set[str], params: _Params) -> dict[st
     first = declarations[0]
     differing = []
     for path, _ in declaration_leaves(first):
-        column = [_at(d, path) for d in declarations]
+        column = [value_at(d, path) for d in declarations]
         if not same_values(column, [column[0]] * len(column)):
             differing.append((path, column))
     if not differing:
@@ -115,11 +121,11 @@ def _run(run: list[dict[str, Any]], taken: set[str], params: _Params) -> dict[st
     index = next(name for name in ("i", "j", "k", "idx", "index") if name not in taken)
     by_index = {path: _of_index(column, index) for path, column in differing}
     if all(text is not None for text in by_index.values()):
-        template = _with(first, {path: text for path, text in by_index.items() if text is not None})
+        template = with_args(first, {path: text for path, text in by_index.items() if text is not None})
         written: dict[str, Any] = {"for": index, "in": len(run), "module": template}
     elif len(run) >= 4 or (len(run) == 3 and len(differing) < len(declaration_leaves(first))):
         names = params.names(first, [path for path, _ in differing], taken)
-        template = _with(first, dict(zip([path for path, _ in differing], names, strict=True)))
+        template = with_args(first, dict(zip([path for path, _ in differing], names, strict=True)))
         rows = [[column[k] for _, column in differing] for k in range(len(run))]
         written = {"for": names if len(names) > 1 else names[0], "in": rows if len(names) > 1 else [r[0] for r in rows],
                    "module": template}  # fmt: skip
@@ -191,22 +197,6 @@ def _schedule(column: list[float], i: str) -> str | None:
 
 def _literal(value: int | float) -> str:
     return repr(value)
-
-
-def _at(value: Any, path: tuple[Any, ...]) -> Any:
-    for step in path:
-        value = value[step]
-    return value
-
-
-def _with(declaration: dict[str, Any], at: dict[tuple[Any, ...], str]) -> dict[str, Any]:
-    out = json.loads(json.dumps(declaration))
-    for path, text in at.items():
-        target = out
-        for step in path[:-1]:
-            target = target[step]
-        target[path[-1]] = {"arg": text}
-    return out
 
 
 def _gives_back(item: dict[str, Any], declarations: list[dict[str, Any]]) -> bool:
